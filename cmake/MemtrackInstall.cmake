@@ -1,0 +1,22 @@
+# Install rules: another CMake project can find_package(memtrack) and link memtrack::codec / memtrack::pipeline.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(_memtrack_export_targets memtrack_codec)
+if(TARGET memtrack_pipeline)
+  list(APPEND _memtrack_export_targets memtrack_pipeline)
+endif()
+install(TARGETS ${_memtrack_export_targets} EXPORT memtrackTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY codec/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(EXISTS ${PROJECT_SOURCE_DIR}/pipeline/include)
+  install(DIRECTORY pipeline/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
+install(EXPORT memtrackTargets NAMESPACE memtrack:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/memtrack)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/memtrackConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/memtrackConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/memtrack)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/memtrackConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/memtrackConfig.cmake ${PROJECT_BINARY_DIR}/memtrackConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/memtrack)

@@ -1,0 +1,15 @@
+# Warnings and sanitizers as interface targets, applied per target with memtrack_target_defaults().
+add_library(memtrack_build_flags INTERFACE)
+target_compile_options(memtrack_build_flags INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion)
+if(MEMTRACK_WERROR)
+  target_compile_options(memtrack_build_flags INTERFACE -Werror)
+endif()
+if(MEMTRACK_SANITIZE)
+  string(REPLACE ";" "," _memtrack_san "${MEMTRACK_SANITIZE}")
+  target_compile_options(memtrack_build_flags INTERFACE -fsanitize=${_memtrack_san} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(memtrack_build_flags INTERFACE -fsanitize=${_memtrack_san})
+endif()
+
+function(memtrack_target_defaults target)
+  target_link_libraries(${target} PRIVATE $<BUILD_INTERFACE:memtrack_build_flags>)
+endfunction()

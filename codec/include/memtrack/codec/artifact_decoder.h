@@ -1,0 +1,60 @@
+// Reads an artifact (any number of zstd frames, skippable frames skipped) and yields its events in order,
+// with memory bounded by one frame whatever the file size.
+//
+// Guarantees: never yields a wrong event. Events of a frame that carries a content checksum are yielded
+// only after the frame has been decompressed and its checksum verified; a frame without content size (the
+// older single-stream layout, possibly gigabytes) is streamed instead. On damage (truncation, corruption,
+// garbage between frames, checksum mismatch, malformed msgpack) the decoder stops: everything yielded
+// before stays valid, and status() says what was wrong with the frame index and byte offset.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "memtrack/codec/byte_source.h"
+#include "memtrack/codec/event.h"
+#include "memtrack/codec/status.h"
+
+namespace memtrack::codec {
+
+struct DecoderLimits {
+  // zstd window cap (ZSTD_d_windowLogMax): 2^25 = 32 MiB covers every standard level up to 19.
+  int window_log_max = 25;
+  // A frame with a declared content size above this is streamed rather than buffered for verification.
+  std::size_t max_buffered_frame_bytes = 64u << 20;
+  // An event larger than this (only possible with huge unknown keys) is an error.
+  std::size_t max_event_bytes = 64u << 10;
+};
+
+struct DecoderProgress {
+  std::uint64_t frames = 0;              // zstd data frames completed
+  std::uint64_t skippable_frames = 0;    // skippable frames passed over
+  std::uint64_t compressed_bytes = 0;    // input consumed
+  std::uint64_t decompressed_bytes = 0;  // msgpack bytes produced
+  std::uint64_t events = 0;              // events yielded
+};
+
+class ArtifactDecoder {
+ public:
+  // `name` (a path, or "-") is used in error messages. The source must outlive the decoder.
+  ArtifactDecoder(ByteSource& source, std::string name, DecoderLimits limits = {});
+  ~ArtifactDecoder();
+  ArtifactDecoder(const ArtifactDecoder&) = delete;
+  ArtifactDecoder& operator=(const ArtifactDecoder&) = delete;
+
+  // Fills up to out.size() events. Returns how many; 0 means the end of the artifact or an error.
+  std::size_t next(std::span<Event> out);
+
+  // ok at a clean end; otherwise one line: "<name>: frame <i> at byte <offset>: <what>".
+  [[nodiscard]] const Status& status() const;
+  [[nodiscard]] const DecoderProgress& progress() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace memtrack::codec

@@ -1,0 +1,37 @@
+// One zstd frame per call over a reused ZSTD_CCtx: content size and content checksum in every frame header.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "memtrack/codec/status.h"
+
+struct ZSTD_CCtx_s;
+
+namespace memtrack::codec {
+
+inline constexpr int kDefaultLevel = -5;
+
+class FrameCompressor {
+ public:
+  // Throws std::runtime_error if the context cannot be created or the level is out of zstd's range.
+  explicit FrameCompressor(int level = kDefaultLevel);
+  ~FrameCompressor();
+  FrameCompressor(const FrameCompressor&) = delete;
+  FrameCompressor& operator=(const FrameCompressor&) = delete;
+  FrameCompressor(FrameCompressor&&) noexcept;
+  FrameCompressor& operator=(FrameCompressor&&) noexcept;
+
+  // Compresses `input` as one complete zstd frame into `output`, which must hold bound(input.size()) bytes.
+  // Returns the compressed size, or 0 with `status` set on failure.
+  std::size_t compress(std::span<const std::byte> input, std::span<std::byte> output, Status& status);
+
+  [[nodiscard]] int level() const { return level_; }
+  [[nodiscard]] static std::size_t bound(std::size_t input_size);
+
+ private:
+  ZSTD_CCtx_s* cctx_ = nullptr;
+  int level_;
+};
+
+}  // namespace memtrack::codec

@@ -1,0 +1,37 @@
+// Serializes events to msgpack exactly as serde + rmp_serde write CodSpeed's MemtrackEvent
+// (docs/FORMAT.md): one fixmap per event, string keys in declaration order, smallest integer encodings.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "memtrack/codec/event.h"
+
+namespace memtrack::codec {
+
+// No event encodes to more than this many bytes: a Realloc with old_addr and every integer at full width
+// (tests/codec/msgpack_encoder_test.cpp checks it). Buffers are sized from it once, never grown.
+inline constexpr std::size_t kMaxEncodedEventBytes = 97;
+
+// Encodes a frame of events into a buffer sized once for `max_events`. Not thread-safe; one per in-flight
+// frame. The returned span stays valid until the next call.
+class FrameSerializer {
+ public:
+  explicit FrameSerializer(std::size_t max_events);
+
+  // Precondition: events.size() <= max_events().
+  std::span<const std::byte> serialize(std::span<const Event> events);
+
+  [[nodiscard]] std::size_t max_events() const { return max_events_; }
+  [[nodiscard]] std::size_t capacity_bytes() const { return buffer_.size(); }
+
+ private:
+  std::size_t max_events_;
+  std::vector<std::byte> buffer_;
+};
+
+// Encodes one event at `out`, which must have kMaxEncodedEventBytes available. Returns bytes written.
+std::size_t encode_event(const Event& event, std::byte* out);
+
+}  // namespace memtrack::codec

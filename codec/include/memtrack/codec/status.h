@@ -1,0 +1,37 @@
+// Errors on data paths are values, never exceptions: a Status is ok or carries a code and one line of text
+// that already says what failed and where (file, frame index, byte offset, record index).
+#pragma once
+
+#include <string>
+#include <utility>
+
+namespace memtrack::codec {
+
+enum class Errc {
+  ok = 0,
+  truncated,      // input ended inside a record, event or frame
+  bad_record,     // raw record: unknown kind, reserved bits, flags on a non-Realloc
+  bad_msgpack,    // malformed msgpack, wrong value types, unknown "type", missing field
+  bad_zstd,       // corrupted zstd data, checksum mismatch, window too large
+  too_large,      // a declared size beyond the decoder's limits
+  io,             // read or write failure (errno text in the message)
+  usage,          // invalid argument from the caller
+};
+
+class Status {
+ public:
+  Status() = default;
+  Status(Errc code, std::string message) : code_(code), message_(std::move(message)) {}
+  static Status ok() { return {}; }
+
+  [[nodiscard]] bool is_ok() const { return code_ == Errc::ok; }
+  explicit operator bool() const { return is_ok(); }
+  [[nodiscard]] Errc code() const { return code_; }
+  [[nodiscard]] const std::string& message() const { return message_; }
+
+ private:
+  Errc code_ = Errc::ok;
+  std::string message_;
+};
+
+}  // namespace memtrack::codec

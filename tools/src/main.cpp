@@ -1,0 +1,64 @@
+// memtrack: record, encode and decode allocation-event artifacts (CodSpeed MemtrackArtifact compatible).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "args.h"
+#include "commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"encode", memtrack::tools::run_encode, "raw 48-byte records -> artifact (zstd frames of msgpack events)"},
+    {"decode", memtrack::tools::run_decode, "artifact -> JSON lines, CSV or raw records"},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: memtrack <command> [options]\n\n"
+               "memtrack records and converts allocation-event traces in CodSpeed's MemtrackArtifact format.\n\n"
+               "commands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n'memtrack <command> --help' explains a command. Exit status: 0 success, 1 bad data or I/O "
+                    "error, 2 usage error.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  const std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(stdout);
+    return 0;
+  }
+  if (name == "--version") {
+    std::printf("memtrack 0.1.0\n");
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      return c.run(argc, argv);
+    } catch (const memtrack::tools::UsageError& e) {
+      std::fprintf(stderr, "memtrack %s: %s (see 'memtrack %s --help')\n", c.name, e.what(), c.name);
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "memtrack %s: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "memtrack: unknown command '%s'\n", argv[1]);
+  print_usage(stderr);
+  return 2;
+}
