@@ -126,7 +126,8 @@ struct ArtifactDecoder::Impl {
       }
       const std::uint64_t at = frame_content_pos + start;
       if (r == ParseResult::error) {
-        fail(Errc::bad_msgpack, frame_offset, "event at byte " + std::to_string(at) + " of the frame's content: " + error);
+        fail(Errc::bad_msgpack, frame_offset,
+             "event at byte " + std::to_string(at) + " of the frame's content: " + error);
         return false;
       }
       if (mp_end - start >= limits.max_event_bytes) {
@@ -224,10 +225,10 @@ struct ArtifactDecoder::Impl {
     progress.decompressed_bytes += output.pos - mp_end;
     mp_end = output.pos;
     if (ZSTD_isError(r)) {
-      const std::string reason = ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge
-                                     ? "window larger than the 2^" + std::to_string(limits.window_log_max) +
-                                           "-byte limit"
-                                     : std::string("corrupt zstd data (") + ZSTD_getErrorName(r) + ")";
+      const std::string reason =
+          ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge
+              ? "window larger than the 2^" + std::to_string(limits.window_log_max) + "-byte limit"
+              : std::string("corrupt zstd data (") + ZSTD_getErrorName(r) + ")";
       fail(ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge ? Errc::too_large : Errc::bad_zstd,
            frame_offset, reason);
       return;

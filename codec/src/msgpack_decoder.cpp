@@ -1,10 +1,9 @@
 #include "memtrack/codec/msgpack_decoder.h"
 
-#include <msgpack.hpp>
-
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <msgpack.hpp>
 #include <string_view>
 
 namespace memtrack::codec {
@@ -75,15 +74,23 @@ class EventVisitor : public msgpack::null_visitor {
         if (v > static_cast<uint64_t>(std::numeric_limits<std::int32_t>::max())) return fail_range();
         (current_ == Field::pid ? out_.pid : out_.tid) = static_cast<std::int32_t>(v);
         return mark(current_);
-      case Field::timestamp: out_.timestamp = v; return mark(current_);
-      case Field::addr: out_.addr = v; return mark(current_);
-      case Field::size: out_.size = v; return mark(current_);
+      case Field::timestamp:
+        out_.timestamp = v;
+        return mark(current_);
+      case Field::addr:
+        out_.addr = v;
+        return mark(current_);
+      case Field::size:
+        out_.size = v;
+        return mark(current_);
       case Field::old_addr:
         out_.old_addr = v;
         out_.flags = kFlagHasOldAddr;
         return mark(current_);
-      case Field::type: return fail_type("an integer");
-      default: return true;
+      case Field::type:
+        return fail_type("an integer");
+      default:
+        return true;
     }
   }
   bool visit_negative_integer(int64_t v) {
@@ -208,7 +215,6 @@ class EventVisitor : public msgpack::null_visitor {
   unsigned seen_ = 0;
 };
 
-
 // The fast path: the exact layout rmp_serde (and our encoder) writes: fixmap 5/6/7, fixstr keys in
 // declaration order. Nearly every event of a real artifact takes it. Anything else (shuffled or unknown
 // keys, wide headers, nil, truncation, errors) returns false and goes through msgpack-c's visitor parser,
@@ -231,11 +237,16 @@ class CanonicalReader {
       return true;
     }
     switch (b) {
-      case 0xcc: return big_endian(1, v);
-      case 0xcd: return big_endian(2, v);
-      case 0xce: return big_endian(4, v);
-      case 0xcf: return big_endian(8, v);
-      default: return false;
+      case 0xcc:
+        return big_endian(1, v);
+      case 0xcd:
+        return big_endian(2, v);
+      case 0xce:
+        return big_endian(4, v);
+      case 0xcf:
+        return big_endian(8, v);
+      default:
+        return false;
     }
   }
   bool int32(std::int32_t& v) {
@@ -293,10 +304,13 @@ bool parse_canonical(const std::byte* data, std::size_t size, std::size_t& offse
   if (header < 0x85 || header > 0x87) return false;
   Event e;
   std::uint64_t old_addr = 0;
-  const bool ok = r.skip(1) && r.key("\xa3pid", 4) &&
-                  r.int32(e.pid) && r.key("\xa3tid", 4) && r.int32(e.tid) && r.key("\xa9timestamp", 10) &&
-                  r.uint(e.timestamp) && r.key("\xa4" "addr", 5) && r.uint(e.addr) && r.key("\xa4type", 5) &&
-                  r.kind(e.kind);
+  const bool ok = r.skip(1) && r.key("\xa3pid", 4) && r.int32(e.pid) && r.key("\xa3tid", 4) && r.int32(e.tid) &&
+                  r.key("\xa9timestamp", 10) && r.uint(e.timestamp) &&
+                  r.key(
+                      "\xa4"
+                      "addr",
+                      5) &&
+                  r.uint(e.addr) && r.key("\xa4type", 5) && r.kind(e.kind);
   if (!ok) return false;
   const bool is_free = e.kind == EventKind::Free;
   if (header == 0x85) {

@@ -1,8 +1,7 @@
 #include "memtrack/codec/msgpack_encoder.h"
 
-#include <msgpack.hpp>
-
 #include <cstring>
+#include <msgpack.hpp>
 
 namespace memtrack::codec {
 namespace {
@@ -30,20 +29,46 @@ constexpr char kMap6Pid[] = "\x86\xa3pid";
 constexpr char kMap7Pid[] = "\x87\xa3pid";
 constexpr char kTid[] = "\xa3tid";
 constexpr char kTimestamp[] = "\xa9timestamp";
-constexpr char kAddr[] = "\xa4" "addr";
+constexpr char kAddr[] =
+    "\xa4"
+    "addr";
 constexpr char kOldAddr[] = "\xa8old_addr";
 constexpr char kSize[] = "\xa4size";
 
 void put_type(RawWriter& w, EventKind kind) {
   switch (kind) {
-    case EventKind::Malloc: put(w, "\xa4type\xa6Malloc"); return;
-    case EventKind::Free: put(w, "\xa4type\xa4" "Free"); return;
-    case EventKind::Calloc: put(w, "\xa4type\xa6" "Calloc"); return;
-    case EventKind::Realloc: put(w, "\xa4type\xa7Realloc"); return;
-    case EventKind::AlignedAlloc: put(w, "\xa4type\xac" "AlignedAlloc"); return;
-    case EventKind::Mmap: put(w, "\xa4type\xa4Mmap"); return;
-    case EventKind::Munmap: put(w, "\xa4type\xa6Munmap"); return;
-    case EventKind::Brk: put(w, "\xa4type\xa3" "Brk"); return;
+    case EventKind::Malloc:
+      put(w, "\xa4type\xa6Malloc");
+      return;
+    case EventKind::Free:
+      put(w,
+          "\xa4type\xa4"
+          "Free");
+      return;
+    case EventKind::Calloc:
+      put(w,
+          "\xa4type\xa6"
+          "Calloc");
+      return;
+    case EventKind::Realloc:
+      put(w, "\xa4type\xa7Realloc");
+      return;
+    case EventKind::AlignedAlloc:
+      put(w,
+          "\xa4type\xac"
+          "AlignedAlloc");
+      return;
+    case EventKind::Mmap:
+      put(w, "\xa4type\xa4Mmap");
+      return;
+    case EventKind::Munmap:
+      put(w, "\xa4type\xa6Munmap");
+      return;
+    case EventKind::Brk:
+      put(w,
+          "\xa4type\xa3"
+          "Brk");
+      return;
   }
 }
 

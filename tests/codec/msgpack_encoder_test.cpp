@@ -35,8 +35,8 @@ TEST(MsgpackEncoder, EachConformanceEventMatchesRmpSerdeBytes) {
   for (std::size_t i = 0; i < events.size(); ++i) {
     const std::size_t n = encode_event(events[i], buf);
     ASSERT_LE(n, kMaxEncodedEventBytes);
-    ASSERT_EQ(to_hex(buf, n), expected[i]) << "event " << i << " (" << kind_name(events[i].kind)
-                                           << "): ours first, rmp_serde second";
+    ASSERT_EQ(to_hex(buf, n), expected[i])
+        << "event " << i << " (" << kind_name(events[i].kind) << "): ours first, rmp_serde second";
   }
 }
 
@@ -66,8 +66,17 @@ TEST(MsgpackEncoder, FreeHasFiveKeysAndNoSize) {
   std::byte buf[kMaxEncodedEventBytes];
   const std::size_t n = encode_event(e, buf);
   EXPECT_EQ(static_cast<unsigned>(buf[0]), 0x85u);
-  EXPECT_EQ(to_hex(buf, n), "85a3706964" "01" "a3746964" "02" "a974696d657374616d70" "03" "a461646472" "04"
-                            "a474797065" "a446726565");
+  EXPECT_EQ(to_hex(buf, n),
+            "85a3706964"
+            "01"
+            "a3746964"
+            "02"
+            "a974696d657374616d70"
+            "03"
+            "a461646472"
+            "04"
+            "a474797065"
+            "a446726565");
 }
 
 }  // namespace

@@ -21,7 +21,6 @@ enum class ParseResult {
 // keys, map16/map32 headers. Errors: not a map, duplicate or missing required keys, a value of the wrong
 // type or out of range, an unknown "type" string. Keys a variant does not have (size on a Free, old_addr on
 // a Malloc) are ignored, as serde ignores unknown keys of a flattened struct.
-ParseResult parse_event(const std::byte* data, std::size_t size, std::size_t& offset, Event& out,
-                        std::string& error);
+ParseResult parse_event(const std::byte* data, std::size_t size, std::size_t& offset, Event& out, std::string& error);
 
 }  // namespace memtrack::codec
