@@ -45,7 +45,12 @@ namespace {
 // Frames larger than this would make a slot reserve gigabytes; nobody needs them.
 constexpr std::size_t kMaxFrameEvents = std::size_t{1} << 24;
 
+// The largest msgpack a frame can produce; the buffer has kEncoderSlackBytes more, which encode_event may
+// scribble past the last event.
 std::size_t msgpack_capacity(std::size_t frame_events) { return frame_events * codec::kMaxEncodedEventBytes; }
+std::size_t msgpack_buffer_bytes(std::size_t frame_events) {
+  return msgpack_capacity(frame_events) + codec::kEncoderSlackBytes;
+}
 
 unsigned resolve_workers(unsigned workers) {
   if (workers != 0) return workers;
@@ -82,7 +87,7 @@ std::size_t slot_bytes(const EncoderOptions& options) {
   const std::size_t events = std::clamp<std::size_t>(options.frame_events, 1, kMaxFrameEvents);
   const std::size_t msgpack = msgpack_capacity(events);
   const ZSTD_compressionParameters params = ZSTD_getCParams(options.level, msgpack, 0);
-  return events * sizeof(codec::Event) + msgpack + ZSTD_compressBound(msgpack) +
+  return events * sizeof(codec::Event) + msgpack_buffer_bytes(events) + ZSTD_compressBound(msgpack) +
          ZSTD_estimateCCtxSize_usingCParams(params);
 }
 
@@ -173,7 +178,7 @@ class Engine {
     if (slot.events.empty()) {
       try {
         slot.events.resize(frame_events_);
-        slot.msgpack = std::make_unique_for_overwrite<std::byte[]>(msgpack_capacity(frame_events_));
+        slot.msgpack = std::make_unique_for_overwrite<std::byte[]>(msgpack_buffer_bytes(frame_events_));
         slot.compressed_capacity = codec::FrameCompressor::bound(msgpack_capacity(frame_events_));
         slot.compressed = std::make_unique_for_overwrite<std::byte[]>(slot.compressed_capacity);
       } catch (const std::bad_alloc&) {

@@ -71,9 +71,9 @@ struct EncoderStats {
   std::size_t in_flight_cap = 0;  // K
 };
 
-// Bytes one slot reserves for `options`: frame_events * (sizeof(Event) + kMaxEncodedEventBytes), plus
-// ZSTD_compressBound of the msgpack capacity, plus zstd's estimate of a compression context at that level
-// and frame size.
+// Bytes one slot reserves for `options`: frame_events * (sizeof(Event) + kMaxEncodedEventBytes) +
+// kEncoderSlackBytes for the events and the msgpack buffer, plus ZSTD_compressBound of the largest msgpack
+// frame for the output buffer, plus zstd's estimate of a compression context at that level and frame size.
 std::size_t slot_bytes(const EncoderOptions& options);
 
 // K, the cap on frames alive at once (being filled, encoded or waiting to be written):
