@@ -279,6 +279,19 @@ TEST(StreamEncoder, SlowSinkBlocksProducerNotPool) {
   EXPECT_EQ(sink.inner.bytes(), testing::reference_artifact(events, 64));
 }
 
+TEST(StreamEncoder, ThrowingSinkIsAnError) {
+  struct ThrowingSink : Sink {
+    codec::Status write(std::span<const std::byte>) override { throw std::runtime_error("disk on fire"); }
+  };
+  ThrowingSink sink;
+  StreamEncoder encoder(sink, small_frames(16, 2, 2));
+  const auto events = EventGenerator(1).take(100);
+  const codec::Status status = push_all(encoder, events);
+  EXPECT_EQ(status.code(), codec::Errc::io);
+  EXPECT_NE(status.message().find("frame 0 (events from 0): sink threw: disk on fire"), std::string::npos)
+      << status.message();
+}
+
 TEST(StreamEncoder, SourceErrorKeepsEventsReadBeforeIt) {
   const auto events = EventGenerator(4).take(1000);
   MemorySink sink;
