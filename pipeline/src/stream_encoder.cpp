@@ -332,6 +332,7 @@ class StreamEncoder::Impl {
 
   codec::Status push(std::span<const codec::Event> events) {
     if (finished_) return after_finish();
+    if (engine_.failed()) return engine_.error();
     const std::size_t frame_events = engine_.frame_events();
     while (!events.empty()) {
       if (current_ == nullptr) {
