@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -275,6 +276,38 @@ TEST(StreamEncoder, RandomFailuresNeverHangAndLeaveExactPrefixes) {
     const std::size_t written = std::min(fail_at, frames_total);
     EXPECT_EQ(status.is_ok(), fail_at >= frames_total) << status.message();
     EXPECT_EQ(testing::decompress_all(sink.bytes()), testing::msgpack_of(std::span(events).first(written * 32)));
+  }
+}
+
+// The arena really runs min(workers, K) encoders at once, on distinct threads, even when that is more than
+// oneTBB's default pool (hardware_concurrency - 1 workers): frames that sleep while encoding must overlap.
+TEST(StreamEncoder, EncodesUpToMinOfWorkersAndKFramesAtOnce) {
+  const auto events = EventGenerator(8).take(16 * 60);
+  for (const auto& [workers, k] :
+       {std::pair{2u, std::size_t{8}}, std::pair{4u, std::size_t{8}}, std::pair{8u, std::size_t{3}}}) {
+    std::mutex m;
+    std::set<std::thread::id> threads;
+    std::atomic<int> running{0};
+    std::atomic<int> most{0};
+    EncoderOptions options = small_frames(16, workers, k);
+    options.on_encode = [&](std::uint64_t) {
+      {
+        std::lock_guard lock(m);
+        threads.insert(std::this_thread::get_id());
+      }
+      const int now = ++running;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      --running;
+    };
+    MemorySink sink;
+    VectorSource source(events);
+    ASSERT_TRUE(encode_stream(source, sink, options).is_ok());
+    const auto expected = static_cast<int>(std::min<std::size_t>(workers, k));
+    EXPECT_EQ(most.load(), expected) << "workers " << workers << " K " << k;
+    EXPECT_GE(threads.size(), static_cast<std::size_t>(expected));  // oneTBB may rotate workers over time
   }
 }
 
