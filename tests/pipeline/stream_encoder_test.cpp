@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "common/event_gen.h"
+#include "common/fixtures.h"
 #include "pipeline/zstd_frames.h"
 
 namespace memtrack::pipeline {
@@ -432,6 +434,45 @@ TEST(FdSink, ClosedPipeIsAnErrorNotASignal) {
   EXPECT_NE(status.message().find("frame 0"), std::string::npos) << status.message();
   EXPECT_NE(status.message().find("test pipe: write failed"), std::string::npos) << status.message();
   EXPECT_NE(status.message().find("Broken pipe"), std::string::npos) << status.message();
+}
+
+// A pipe holds 64 KiB, so every 64k-event frame (~1.3 MB) goes through many short writes to a slow reader.
+TEST(FdSink, ShortWritesToASlowPipeReaderLoseNothing) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::vector<std::byte> received;
+  std::thread reader([&] {
+    std::byte buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      received.insert(received.end(), buf, buf + n);
+    }
+  });
+  const auto events = EventGenerator(6).take(150'000);
+  {
+    FdSink sink(fds[1], "pipe");
+    EncoderOptions options;
+    options.workers = 2;
+    VectorSource source(events);
+    EXPECT_TRUE(encode_stream(source, sink, options).is_ok());
+  }
+  ::close(fds[1]);
+  reader.join();
+  ::close(fds[0]);
+  EXPECT_EQ(received, testing::reference_artifact(events, 65536));
+}
+
+TEST(FileSink, WritesTheArtifact) {
+  const std::string path = ::testing::TempDir() + "/pipeline_file_sink.zst";
+  const auto events = EventGenerator(6).take(1000);
+  {
+    FileSink sink(path);
+    VectorSource source(events);
+    EXPECT_TRUE(encode_stream(source, sink, small_frames(300, 2, 2)).is_ok());
+  }
+  EXPECT_EQ(testing::read_file(path), testing::reference_artifact(events, 300));
+  std::remove(path.c_str());
 }
 
 TEST(FileSink, CannotCreateThrowsNamingThePath) {
