@@ -1,6 +1,7 @@
 #include "stats.h"
 
 #include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <bit>
@@ -70,12 +71,11 @@ LiveHeap::Pid& LiveHeap::pid(std::int32_t id) {
 }
 
 void LiveHeap::allocate(Pid& p, std::uint64_t addr, std::uint64_t size, std::uint64_t ts) {
-  auto [it, inserted] = p.live.try_emplace(addr, size);
-  if (!inserted) {  // a missed free: the new block replaces the old one
-    p.heap.live_bytes -= it->second;
-    total_live_ -= it->second;
+  std::uint64_t old_size = 0;
+  if (p.live.insert(addr, size, old_size)) {  // a missed free: the new block replaces the old one
+    p.heap.live_bytes -= old_size;
+    total_live_ -= old_size;
     --p.heap.live_count;
-    it->second = size;
   }
   p.heap.live_bytes += size;
   ++p.heap.live_count;
@@ -91,15 +91,14 @@ void LiveHeap::allocate(Pid& p, std::uint64_t addr, std::uint64_t size, std::uin
 }
 
 void LiveHeap::release(Pid& p, std::uint64_t addr) {
-  const auto it = p.live.find(addr);
-  if (it == p.live.end()) {
+  std::uint64_t size = 0;
+  if (!p.live.erase(addr, size)) {
     ++p.heap.unmatched_frees;
     return;
   }
-  p.heap.live_bytes -= it->second;
-  total_live_ -= it->second;
+  p.heap.live_bytes -= size;
+  total_live_ -= size;
   --p.heap.live_count;
-  p.live.erase(it);
 }
 
 void LiveHeap::map(Pid& p, std::uint64_t addr, std::uint64_t size, std::uint64_t ts) {
@@ -210,7 +209,11 @@ Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at
                                   std::uint64_t{f.decompressed_size} / kSmallestEventBytes * sizeof(Event);
       largest = std::max(largest, bytes);
     }
-    max_frames_in_flight = static_cast<std::size_t>(std::clamp<std::uint64_t>(kMemoryBudget / largest, 2, 64));
+    // The budget bounds memory whatever the core count; below it, two frames per thread keep every thread
+    // busy, and more would only touch fresh memory (each slot's buffers are reused across its frames).
+    const auto per_thread = static_cast<std::uint64_t>(2 * tbb::this_task_arena::max_concurrency() + 1);
+    max_frames_in_flight =
+        static_cast<std::size_t>(std::clamp<std::uint64_t>(std::min(kMemoryBudget / largest, per_thread), 2, 64));
   }
   const std::size_t slots_count = std::max<std::size_t>(1, std::min(max_frames_in_flight, frames));
   std::vector<std::unique_ptr<Slot>> slots;

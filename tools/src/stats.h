@@ -26,9 +26,9 @@
 #include <map>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "address_map.h"
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/seek_table.h"
@@ -71,7 +71,7 @@ class LiveHeap {
  private:
   struct Pid {
     PidHeap heap;
-    std::unordered_map<std::uint64_t, std::uint64_t> live;  // addr -> size
+    AddressMap live;                                  // addr -> size
     std::map<std::uint64_t, std::uint64_t> mappings;        // start -> length, non-overlapping
   };
   Pid& pid(std::int32_t id);
