@@ -133,7 +133,15 @@ void LiveHeap::unmap(Pid& p, std::uint64_t addr, std::uint64_t size) {
 }
 
 void LiveHeap::add(std::span<const Event> events) {
-  for (const Event& e : events) {
+  constexpr std::size_t kPrefetchDistance = 8;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (i + kPrefetchDistance < events.size() && last_ != nullptr) {
+      const Event& ahead = events[i + kPrefetchDistance];
+      if (ahead.pid == last_pid_) {
+        last_->live.prefetch(ahead.kind == EventKind::Realloc && ahead.has_old_addr() ? ahead.old_addr : ahead.addr);
+      }
+    }
+    const Event& e = events[i];
     switch (e.kind) {
       case EventKind::Malloc:
       case EventKind::Calloc:

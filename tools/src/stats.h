@@ -72,7 +72,7 @@ class LiveHeap {
   struct Pid {
     PidHeap heap;
     AddressMap live;                                  // addr -> size
-    std::map<std::uint64_t, std::uint64_t> mappings;        // start -> length, non-overlapping
+    std::map<std::uint64_t, std::uint64_t> mappings;  // start -> length, non-overlapping
   };
   Pid& pid(std::int32_t id);
   void allocate(Pid& p, std::uint64_t addr, std::uint64_t size, std::uint64_t ts);
