@@ -8,7 +8,9 @@ namespace memtrack::codec {
 namespace {
 
 constexpr std::uint8_t kChecksumFlag = 0x80;
-constexpr std::uint8_t kReservedBits = 0x7C;  // bits 6-2 must be zero; bits 1-0 are "unused", ignored
+constexpr std::uint8_t kReservedBits = 0x7C;     // bits 6-2 must be zero; bits 1-0 are "unused", ignored
+constexpr std::uint64_t kMaxFrames = 0x8000000;  // the reference implementation's ZSTD_SEEKABLE_MAXFRAMES
+constexpr std::uint64_t kMinFrameBytes = 8;      // an empty skippable frame; a zstd frame is larger
 
 void put_u32(std::vector<std::byte>& out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xFF));
@@ -51,8 +53,10 @@ std::uint64_t seek_table_size(std::span<const std::byte> footer, std::uint64_t f
   }
   const std::uint64_t entry_size = (descriptor & kChecksumFlag) != 0 ? 12 : 8;
   // 64-bit arithmetic: 2^32 frames * 12 bytes cannot overflow, and is compared before anything is sized.
+  // Every frame the table describes also takes at least kMinFrameBytes of the file besides its entry, so
+  // the table is at most about half the file, and a footer cannot claim frames the file has no room for.
   const std::uint64_t size = kSeekTableHeaderSize + frames * entry_size + kSeekTableFooterSize;
-  if (size > file_size) {
+  if (frames > kMaxFrames || size + frames * kMinFrameBytes > file_size) {
     status = bad("the footer declares " + std::to_string(frames) + " frames, more than the file can hold");
     return 0;
   }

@@ -4,6 +4,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cinttypes>
 #include <cstdio>
@@ -228,7 +229,8 @@ Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at
   for (std::size_t i = 0; i < slots_count; ++i) slots.push_back(std::make_unique<Slot>());
 
   std::size_t next_frame = 0;
-  bool failed = false;  // read by the input stage, written by the output stage: both serial, and TBB orders them
+  // Set by the output stage, read by the input stage: different filters run concurrently, so atomic.
+  std::atomic<bool> failed = false;
   std::uint64_t bytes_done = 0;
 
   auto frame_error = [&](std::size_t i, const std::string& what) {
