@@ -19,6 +19,8 @@ FrameDecoder::FrameDecoder(DecoderLimits limits) : limits_(limits) {
 
 FrameDecoder::~FrameDecoder() { ZSTD_freeDCtx(dctx_); }
 
+std::size_t FrameDecoder::max_frame_bytes() const { return ZSTD_compressBound(limits_.max_buffered_frame_bytes); }
+
 Status FrameDecoder::decode(std::span<const std::byte> frame, std::vector<Event>& out,
                             std::size_t* decompressed_bytes) {
   ZSTD_DCtx_reset(dctx_, ZSTD_reset_session_only);

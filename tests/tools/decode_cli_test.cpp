@@ -183,6 +183,28 @@ TEST(DecodeCli, FramesReturnsTheRightSlice) {
       << bad.err;
 }
 
+TEST(DecodeCli, AnIndexEntryLargerThanAnyFrameIsRefusedNotAllocated) {
+  // A consistent index over one 17 MiB skippable frame: bigger than any frame FrameDecoder can decode, so
+  // --frames and stats refuse it by its size before reading it.
+  const std::uint32_t payload = 17u << 20;
+  std::vector<std::byte> file(8 + payload);
+  const std::uint32_t header[2] = {0x184D2A50u, payload};
+  std::memcpy(file.data(), header, 8);
+  codec::SeekTableBuilder index;
+  index.add(static_cast<std::uint32_t>(file.size()), 0);
+  const auto table = index.finish();
+  file.insert(file.end(), table.begin(), table.end());
+  write_bytes(tmp("huge-entry.zst"), file);
+  const auto d = run(mt() + " decode " + tmp("huge-entry.zst") + " --frames 0:1");
+  EXPECT_EQ(d.status, 1);
+  EXPECT_NE(d.err.find("more than a frame can be"), std::string::npos) << d.err;
+  const auto s = run(mt() + " stats " + tmp("huge-entry.zst"));
+  EXPECT_EQ(s.status, 1);
+  EXPECT_NE(s.err.find("frame 0 at byte 0: the index says"), std::string::npos) << s.err;
+  // The sequential decoder just skips the skippable frames: an artifact without data frames.
+  EXPECT_EQ(run(mt() + " decode " + tmp("huge-entry.zst")).status, 0);
+}
+
 TEST(StatsCli, IndexedAndSequentialAgreeAndJsonParses) {
   const auto events = generate_trace(20000, 26);
   write_bytes(tmp("s-indexed.zst"), build_artifact(events, 4096, true).bytes);

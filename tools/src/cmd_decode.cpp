@@ -72,6 +72,11 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
   std::uint64_t done = 0, count = 0;
   for (std::uint64_t i = range.first; i < last; ++i) {
     const auto& f = index.frames[i];
+    if (f.compressed_size > decoder.max_frame_bytes()) {
+      return {codec::Errc::too_large, name + ": frame " + std::to_string(i) + " at byte " + std::to_string(f.offset) +
+                                          ": the index says " + std::to_string(f.compressed_size) +
+                                          " bytes, more than a frame can be; decode the whole file"};
+    }
     compressed.resize(f.compressed_size);
     codec::Status status = read_at(fd, name, f.offset, compressed);
     if (status.is_ok()) {

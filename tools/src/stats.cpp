@@ -248,7 +248,13 @@ Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at
         const std::size_t i = next_frame++;
         Slot* s = slots[i % slots_count].get();
         s->index = i;
-        s->compressed.resize(index.frames[i].compressed_size);
+        const std::uint32_t size = index.frames[i].compressed_size;
+        if (size > s->decoder.max_frame_bytes()) {  // never allocate what no frame can be
+          s->compressed.clear();
+          s->status = frame_error(i, "the index says " + std::to_string(size) + " bytes, more than a frame can be");
+          return s;
+        }
+        s->compressed.resize(size);
         s->status = read_at(index.frames[i].offset, s->compressed);
         return s;
       }) & tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, [&](Slot* s) {

@@ -32,6 +32,10 @@ class FrameDecoder {
   // the caller knows them) and leaves `out` as it was. `decompressed_bytes` receives the frame's content size.
   Status decode(std::span<const std::byte> frame, std::vector<Event>& out, std::size_t* decompressed_bytes = nullptr);
 
+  // The largest compressed frame decode() can succeed on (zstd's bound for max_buffered_frame_bytes of
+  // content). Callers reading frames by an index check sizes against it before allocating.
+  [[nodiscard]] std::size_t max_frame_bytes() const;
+
  private:
   DecoderLimits limits_;
   ZSTD_DCtx_s* dctx_ = nullptr;
