@@ -14,7 +14,9 @@ namespace {
 std::string mt() { return memtrack_bin(); }
 std::string tmp(const std::string& name) { return scratch_dir() + "/" + name; }
 
-void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
 
 std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
 
@@ -65,9 +67,7 @@ TEST(Cli, DecodeCsvHasAHeaderAndOneRowPerEvent) {
 }
 
 TEST(Cli, TruncatedArtifactGivesThePrefixThenOneErrorLine) {
-  ASSERT_EQ(
-      run(mt() + " encode --frame-events 50000 -i " + data_path("realistic-140k.raw") + " -o " + tmp("t.zst")).status,
-      0);
+  ASSERT_EQ(run(mt() + " encode --frame-events 50000 -i " + data_path("realistic-140k.raw") + " -o " + tmp("t.zst")).status, 0);
   const std::string artifact = slurp(tmp("t.zst"));
   write_bytes(tmp("cut.zst"), artifact.substr(0, artifact.size() - 1000));
   const auto r = run(mt() + " decode " + tmp("cut.zst") + " --format raw -o " + tmp("cut.raw"));
