@@ -45,7 +45,7 @@ bool kind_of(std::string_view name, EventKind& kind) {
       k = EventKind::Brk;
       break;
     case 4:
-      k = !name.empty() && name[0] == 'F' ? EventKind::Free : EventKind::Mmap;
+      k = name[0] == 'F' ? EventKind::Free : EventKind::Mmap;
       break;
     case 6:
       k = name[0] == 'M' ? (name[1] == 'a' ? EventKind::Malloc : EventKind::Munmap) : EventKind::Calloc;
@@ -354,8 +354,8 @@ bool parse_canonical(const std::byte* data, std::size_t size, std::size_t& offse
     e.old_addr = old_addr;
     e.flags = kFlagHasOldAddr;
   }
-  // Field by field: GCC compiles the 48-byte struct assignment to `rep movsl`, whose startup cost was a
-  // quarter of this function's time.
+  // Field by field: GCC compiles the 48-byte struct assignment to `rep movsl`, whose startup cost showed as
+  // a quarter of this function's profile samples.
   out.timestamp = e.timestamp;
   out.addr = e.addr;
   out.size = e.size;
