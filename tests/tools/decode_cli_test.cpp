@@ -247,6 +247,21 @@ TEST(StatsCli, DamageGivesThePrefixStatsAndAnErrorLine) {
   EXPECT_EQ(r.err.rfind("memtrack stats: " + tmp("s-bad.zst") + ": frame 2 at byte ", 0), 0u) << r.err;
 }
 
+TEST(StatsCli, ABadIndexFallsBackToSequentialAndExitsOne) {
+  const auto events = generate_trace(9000, 28);
+  auto a = build_artifact(events, 4096, true);
+  a.bytes[a.bytes.size() - 5] = std::byte{0x04};  // reserved descriptor bit
+  write_bytes(tmp("s-badindex.zst"), a.bytes);
+  const auto r = run(mt() + " stats --json " + tmp("s-badindex.zst"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("\"events\":9000,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"indexed\":false"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "memtrack stats: " + tmp("s-badindex.zst") + ": bad frame index: reserved descriptor bits set\n");
+  // decode ignores the index unless --frames asks for it.
+  EXPECT_EQ(run(mt() + " decode " + tmp("s-badindex.zst") + " --format raw").out, raw_of(events));
+  EXPECT_EQ(run(mt() + " decode " + tmp("s-badindex.zst") + " --frames 0:1").status, 1);
+}
+
 TEST(StatsCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run(mt() + " stats").status, 2);
   EXPECT_EQ(run(mt() + " stats a b").status, 2);

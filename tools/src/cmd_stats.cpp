@@ -25,7 +25,8 @@ constexpr const char* kHelp =
     "sequentially. Live heap: Malloc, Calloc, AlignedAlloc and Realloc add, Free and Realloc's old address\n"
     "remove, per pid; Mmap/Munmap count as mapped bytes; Brk is counted but is not heap.\n"
     "On a damaged artifact the stats cover the events before the damage, one line on stderr names the\n"
-    "frame and byte offset, and the exit status is 1.\n";
+    "frame and byte offset, and the exit status is 1. A damaged frame index is reported the same way after\n"
+    "the stats, which are then computed sequentially.\n";
 
 }  // namespace
 
@@ -42,28 +43,27 @@ int run_stats(int argc, char** argv) {
   const int fd = open_input(files[0]);
   const std::string name = files[0] == "-" ? "stdin" : files[0];
   std::optional<codec::SeekTable> index;
-  codec::Status status = load_index(fd, name, index);
+  // A bad index does not make the data unreadable: read sequentially (a plain decoder skips the index's
+  // skippable frame), then report the bad index with exit status 1.
+  const codec::Status index_status = load_index(fd, name, index);
+  struct stat st {};
+  const std::uint64_t total = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
+  ProgressMeter meter(total);
+  const ProgressFn progress = [&](std::uint64_t bytes, std::uint64_t events) { meter.update(bytes, events); };
   Stats stats;
-  if (status.is_ok()) {
-    struct stat st {};
-    const std::uint64_t total =
-        ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
-    ProgressMeter meter(total);
-    const ProgressFn progress = [&](std::uint64_t bytes, std::uint64_t events) { meter.update(bytes, events); };
-    if (index) {
-      stats = compute_stats_indexed(
-          *index, [&](std::uint64_t offset, std::span<std::byte> out) { return read_at(fd, name, offset, out); }, name,
-          progress);
-    } else {
-      codec::FdSource source(fd);
-      stats = compute_stats(source, name, progress);
-    }
-    meter.finish();
-    status = stats.status;
+  if (index) {
+    stats = compute_stats_indexed(
+        *index, [&](std::uint64_t offset, std::span<std::byte> out) { return read_at(fd, name, offset, out); }, name,
+        progress);
+  } else {
+    codec::FdSource source(fd);
+    stats = compute_stats(source, name, progress);
   }
+  meter.finish();
   close_fd(fd);
-  // A bad index is reported before anything is read; a damaged frame after the stats of the prefix.
-  if (stats.file.frames > 0 || status.is_ok()) {
+  const codec::Status status = stats.status.is_ok() ? index_status : stats.status;
+  // On damage, the stats of the events before it, then the error.
+  if (stats.file.frames > 0 || stats.status.is_ok()) {
     const std::string text = json ? format_stats_json(stats) : format_stats_table(stats);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
