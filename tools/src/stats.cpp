@@ -19,6 +19,10 @@ namespace {
 using codec::Event;
 using codec::EventKind;
 
+// Totals saturate instead of wrapping: only hostile input (sizes near 2^64) gets there, and a total pinned
+// at the maximum is recognisable where a wrapped one would look plausible.
+std::uint64_t add_saturating(std::uint64_t a, std::uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
 bool is_allocation(EventKind k) {
   return k == EventKind::Malloc || k == EventKind::Calloc || k == EventKind::AlignedAlloc || k == EventKind::Realloc;
 }
@@ -41,10 +45,10 @@ void EventCounts::add(std::span<const Event> block) {
     }
     ++*pid_count;
     if (is_allocation(e.kind)) {
-      bytes_allocated += e.size;
+      bytes_allocated = add_saturating(bytes_allocated, e.size);
       ++size_histogram[static_cast<std::size_t>(std::bit_width(e.size))];
     } else if (e.kind == EventKind::Brk) {
-      brk_bytes += e.size;
+      brk_bytes = add_saturating(brk_bytes, e.size);
     }
     first_timestamp = std::min(first_timestamp, e.timestamp);
     last_timestamp = std::max(last_timestamp, e.timestamp);
@@ -56,8 +60,8 @@ void EventCounts::merge(const EventCounts& o) {
   events += o.events;
   for (std::size_t i = 0; i < kKinds; ++i) by_kind[i] += o.by_kind[i];
   for (const auto& [pid, n] : o.by_pid) by_pid[pid] += n;
-  bytes_allocated += o.bytes_allocated;
-  brk_bytes += o.brk_bytes;
+  bytes_allocated = add_saturating(bytes_allocated, o.bytes_allocated);
+  brk_bytes = add_saturating(brk_bytes, o.brk_bytes);
   for (std::size_t i = 0; i < kSizeBuckets; ++i) size_histogram[i] += o.size_histogram[i];
   first_timestamp = std::min(first_timestamp, o.first_timestamp);
   last_timestamp = std::max(last_timestamp, o.last_timestamp);

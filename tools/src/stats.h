@@ -17,6 +17,8 @@
 // - "Bytes allocated" sums the sizes of allocation events (Realloc counts its new size).
 // - The size histogram buckets allocation sizes by powers of two: bucket 0 holds size 0, bucket k >= 1
 //   holds [2^(k-1), 2^k).
+// - Byte figures are 64-bit. Totals (bytes allocated, brk bytes) saturate at 2^64-1; live and mapped bytes
+//   are exact while they stay below 2^64, which only hostile input (sizes near 2^64) can exceed.
 #pragma once
 
 #include <array>
