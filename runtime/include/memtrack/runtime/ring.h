@@ -1,0 +1,68 @@
+// The transport between the preload library (producers, in every tracked process) and the recorder
+// (the single consumer): one lock-free ring of event slots in a shared memfd, mapped by all of them.
+//
+// Why one shared ring with a ticket per event, and not per-thread buffers flushed in bulk:
+// the ticket is taken with one atomic fetch_add on `head`. Atomic read-modify-writes on one variable form a
+// single total order that is consistent with happens-before, so if thread A's malloc returned p and thread B
+// (or a forked child) later frees p, A's ticket precedes B's ticket. The recorder reads slots strictly in
+// ticket order, so the artifact order is causal by construction, across threads and processes, with no
+// merge step and no reorder window. Per-thread buffers flushed at different times cannot give that without
+// a global sequence plus a recorder-side merge that must wait for every idle thread to flush (unbounded
+// buffering), and the sequence counter costs the same fetch_add anyway. No lock is taken per event.
+//
+// Slot protocol (Vyukov's bounded queue, one consumer): slot i % capacity holds `seq`.
+//   seq == t            free for the producer holding ticket t
+//   seq == t + 1        committed: the event of ticket t is readable
+//   seq == t + capacity released by the consumer: free for ticket t + capacity
+// A producer whose slot is not free yet (the recorder is behind) waits: lossless backpressure.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "memtrack/codec/event.h"
+
+namespace memtrack::runtime {
+
+inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
+inline constexpr std::uint32_t kRingVersion = 1;
+inline constexpr std::uint64_t kDefaultRingSlots = 1u << 18;  // 16 MiB of 64-byte slots
+
+// Environment variables the recorder sets for the tracked program (and which survive exec).
+inline constexpr const char* kEnvRing = "MEMTRACK_RING";  // a path the preload opens: /proc/<pid>/fd/<n>
+
+// A committed slot whose event kind is 0 carries no event (a realloc that failed after taking its ticket).
+inline constexpr std::uint8_t kNoEventKind = 0;
+
+struct alignas(64) RingSlot {
+  std::atomic<std::uint64_t> seq;
+  codec::Event event;
+};
+static_assert(sizeof(RingSlot) == 64);
+
+struct alignas(64) RingHeader {
+  std::uint32_t magic;
+  std::uint32_t version;
+  std::uint64_t capacity;  // slots, a power of two
+  std::int32_t recorder_pid;
+  // Next ticket. On its own cache line: every producer writes it.
+  alignas(64) std::atomic<std::uint64_t> head;
+  // Producers that gave up spinning and sleep on `wake_futex`; the recorder wakes them after freeing slots.
+  alignas(64) std::atomic<std::uint32_t> waiters;
+  std::atomic<std::uint32_t> wake_futex;
+  // Set by a producer that found the recorder gone: every process stops recording (one warning each).
+  std::atomic<std::uint32_t> detached;
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+
+[[nodiscard]] inline constexpr std::size_t ring_bytes(std::uint64_t slots) {
+  return sizeof(RingHeader) + slots * sizeof(RingSlot);
+}
+
+[[nodiscard]] inline RingSlot* ring_slots(RingHeader* h) {
+  return reinterpret_cast<RingSlot*>(reinterpret_cast<char*>(h) + sizeof(RingHeader));
+}
+
+}  // namespace memtrack::runtime

@@ -1,0 +1,341 @@
+#include "memtrack/runtime/recorder.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "event_writer.h"
+#include "heap_tracker.h"
+
+extern char** environ;
+
+namespace memtrack::runtime {
+namespace {
+
+std::runtime_error sys_error(const std::string& what) { return std::runtime_error(what + ": " + std::strerror(errno)); }
+
+// The shared ring: a memfd the tracked processes open through /proc/<recorder pid>/fd/<n>. The fd itself is
+// close-on-exec, so the program's fd table is untouched and programs that close all fds still attach.
+class SharedRing {
+ public:
+  explicit SharedRing(std::uint64_t slots) : slots_(slots) {
+    if (slots == 0 || (slots & (slots - 1)) != 0) throw std::runtime_error("ring size must be a power of two");
+    fd_ = static_cast<int>(::syscall(SYS_memfd_create, "memtrack-ring", MFD_CLOEXEC));
+    if (fd_ < 0) throw sys_error("memfd_create");
+    bytes_ = ring_bytes(slots);
+    if (::ftruncate(fd_, static_cast<off_t>(bytes_)) != 0) throw sys_error("ftruncate(ring)");
+    void* map = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (map == MAP_FAILED) throw sys_error("mmap(ring)");
+    header_ = new (map) RingHeader;
+    header_->magic = kRingMagic;
+    header_->version = kRingVersion;
+    header_->capacity = slots;
+    header_->recorder_pid = static_cast<std::int32_t>(::getpid());
+    header_->head.store(0, std::memory_order_relaxed);
+    header_->waiters.store(0, std::memory_order_relaxed);
+    header_->wake_futex.store(0, std::memory_order_relaxed);
+    header_->detached.store(0, std::memory_order_relaxed);
+    slots_ptr_ = ring_slots(header_);
+    for (std::uint64_t i = 0; i < slots; ++i) new (&slots_ptr_[i].seq) std::atomic<std::uint64_t>(i);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  ~SharedRing() {
+    ::munmap(header_, bytes_);
+    ::close(fd_);
+  }
+  SharedRing(const SharedRing&) = delete;
+  SharedRing& operator=(const SharedRing&) = delete;
+
+  [[nodiscard]] std::string path() const {
+    return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd_);
+  }
+  RingHeader* header() { return header_; }
+  RingSlot& slot(std::uint64_t ticket) { return slots_ptr_[ticket & (slots_ - 1)]; }
+  [[nodiscard]] std::uint64_t capacity() const { return slots_; }
+
+  // After freeing slots: wake producers sleeping on a full ring. The fence pairs with the producer's
+  // seq_cst increment of `waiters` (a Dekker handshake: one of the two sees the other).
+  void wake_waiters() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (header_->waiters.load(std::memory_order_relaxed) != 0) {
+      header_->wake_futex.fetch_add(1, std::memory_order_seq_cst);
+      ::syscall(SYS_futex, &header_->wake_futex, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+    }
+  }
+
+ private:
+  std::uint64_t slots_;
+  int fd_ = -1;
+  std::size_t bytes_ = 0;
+  RingHeader* header_ = nullptr;
+  RingSlot* slots_ptr_ = nullptr;
+};
+
+// Shared between the main (waiting) thread and the reader thread.
+struct ReaderControl {
+  std::atomic<bool> all_exited{false};   // no tracked process is left: every ticket is final
+  std::atomic<std::uint64_t> killed{0};  // tracked processes that died by a signal so far
+  std::uint64_t events = 0;              // reader-owned until joined
+  std::uint64_t abandoned = 0;           // reader-owned until joined
+  codec::Status status;                  // reader-owned until joined
+};
+
+// How long a slot may stay taken-but-unfilled, after a tracked process was killed, before the reader
+// decides the killed process held it. A live thread fills its slot within microseconds.
+constexpr auto kAbandonAfter = std::chrono::seconds(1);
+
+void reader_loop(SharedRing& ring, EventWriter& writer, HeapTracker& heap, ReaderControl& ctl) {
+  constexpr std::size_t kBatch = 8192;
+  std::vector<codec::Event> batch;
+  batch.reserve(kBatch);
+  std::uint64_t pos = 0;
+  int idle_rounds = 0;
+  std::uint64_t stuck_at = UINT64_MAX;
+  auto stuck_since = std::chrono::steady_clock::now();
+  bool writer_ok = true;
+
+  for (;;) {
+    batch.clear();
+    while (batch.size() < kBatch) {
+      RingSlot& s = ring.slot(pos);
+      if (s.seq.load(std::memory_order_acquire) != pos + 1) break;
+      const codec::Event e = s.event;
+      s.seq.store(pos + ring.capacity(), std::memory_order_release);
+      ++pos;
+      if (static_cast<std::uint8_t>(e.kind) != kNoEventKind) batch.push_back(e);
+    }
+    if (!batch.empty() || idle_rounds == 0) ring.wake_waiters();
+    if (!batch.empty()) {
+      idle_rounds = 0;
+      ctl.events += batch.size();
+      heap.apply(batch);
+      if (writer_ok) {
+        ctl.status = writer.push(batch);
+        // On a write failure keep draining (the program must not block on us), but stop encoding.
+        writer_ok = ctl.status.is_ok();
+      }
+      continue;
+    }
+    // Nothing committed at `pos`.
+    const bool exited = ctl.all_exited.load(std::memory_order_acquire);
+    const std::uint64_t head = ring.header()->head.load(std::memory_order_acquire);
+    if (exited && pos >= head) break;
+    if (pos < head) {
+      // A ticket was taken but its slot is not filled. Normally its thread is between fetch_add and the
+      // store; if every process is gone, or a killed process held it, it will never be filled.
+      const auto now = std::chrono::steady_clock::now();
+      if (stuck_at != pos) {
+        stuck_at = pos;
+        stuck_since = now;
+      }
+      if (exited || (ctl.killed.load(std::memory_order_relaxed) != 0 && now - stuck_since > kAbandonAfter)) {
+        ring.slot(pos).seq.store(pos + ring.capacity(), std::memory_order_release);
+        ++pos;
+        ++ctl.abandoned;
+        continue;
+      }
+    }
+    // Idle: back off from yielding to sleeping (20 us .. 1 ms). The ring absorbs bursts meanwhile, and a
+    // producer that finds it full sleeps on the futex we bump above, so no event waits on this sleep alone.
+    ++idle_rounds;
+    if (idle_rounds < 16) {
+      std::this_thread::yield();
+    } else {
+      const long us = std::min<long>(1000, 20L << std::min(idle_rounds - 16, 6));
+      struct timespec ts = {0, us * 1000};
+      ::nanosleep(&ts, nullptr);
+    }
+  }
+  ring.wake_waiters();
+}
+
+// Forwarded to the command: a `kill <recorder>` should stop the program, and the recorder then finishes.
+volatile sig_atomic_t g_child_pid = 0;
+void forward_signal(int sig) {
+  if (g_child_pid > 0) ::kill(g_child_pid, sig);
+}
+
+std::vector<std::string> child_environment(const std::string& preload, const std::string& ring_path) {
+  std::vector<std::string> env;
+  std::string ld_preload = "LD_PRELOAD=" + preload;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view v = *e;
+    if (v.starts_with("LD_PRELOAD=")) {
+      if (v.size() > 11) ld_preload += ":" + std::string(v.substr(11));
+      continue;
+    }
+    if (v.starts_with(std::string(kEnvRing) + "=")) continue;
+    env.emplace_back(v);
+  }
+  env.push_back(ld_preload);
+  env.push_back(std::string(kEnvRing) + "=" + ring_path);
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// Restores the recorder's signal mask and dispositions on every exit path.
+class SignalScope {
+ public:
+  SignalScope() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &original_mask_);
+    for (int i = 0; i < kCount; ++i) sigaction(kSignals[i], nullptr, &original_[i]);
+  }
+  ~SignalScope() {
+    for (int i = 0; i < kCount; ++i) sigaction(kSignals[i], &original_[i], nullptr);
+    pthread_sigmask(SIG_SETMASK, &original_mask_, nullptr);
+  }
+  const sigset_t& original_mask() const { return original_mask_; }
+  // Signals the child must get with default dispositions (we change them below).
+  sigset_t defaults_for_child() const {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < kCount; ++i)
+      if (original_[i].sa_handler != SIG_IGN) sigaddset(&set, kSignals[i]);
+    return set;
+  }
+  // Main thread only, once the helper threads exist (they keep everything blocked): the terminal's
+  // SIGINT/SIGQUIT go to the program's process group too, so the recorder ignores them and finishes the
+  // artifact when the program exits; SIGTERM/SIGHUP sent to the recorder are passed on to the program.
+  void enter_wait() {
+    struct sigaction ign = {};
+    ign.sa_handler = SIG_IGN;
+    struct sigaction fwd = {};
+    fwd.sa_handler = forward_signal;
+    sigemptyset(&fwd.sa_mask);
+    sigaction(SIGINT, &ign, nullptr);
+    sigaction(SIGQUIT, &ign, nullptr);
+    sigaction(SIGTERM, &fwd, nullptr);
+    sigaction(SIGHUP, &fwd, nullptr);
+    pthread_sigmask(SIG_SETMASK, &original_mask_, nullptr);
+  }
+
+ private:
+  static constexpr int kCount = 4;
+  static constexpr int kSignals[kCount] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+  sigset_t original_mask_;
+  struct sigaction original_[kCount];
+};
+
+}  // namespace
+
+RecordResult record(const RecordOptions& options) {
+  if (options.command.empty()) throw std::runtime_error("no command to record");
+  if (::access(options.preload_path.c_str(), R_OK) != 0) throw sys_error("preload library " + options.preload_path);
+
+  // Every thread created from here on (reader, encoder workers) inherits a fully blocked mask: the
+  // recorder never steals the program's signals or runs handlers on its worker threads.
+  SignalScope signals;
+  SharedRing ring(options.ring_slots);
+
+  // Descendants orphaned by their parents are re-parented to us, so we can wait for all of them and know
+  // when no producer is left.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) throw sys_error("prctl(PR_SET_CHILD_SUBREAPER)");
+
+  std::vector<std::string> env = child_environment(options.preload_path, ring.path());
+  std::vector<std::string> argv_strings = options.command;
+  std::vector<char*> envp = c_strings(env);
+  std::vector<char*> argv = c_strings(argv_strings);
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  const sigset_t child_defaults = signals.defaults_for_child();
+  posix_spawnattr_setsigmask(&attr, &signals.original_mask());
+  posix_spawnattr_setsigdefault(&attr, &child_defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t child = 0;
+  const int spawn_error = ::posix_spawnp(&child, argv[0], nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (spawn_error != 0) {
+    errno = spawn_error;
+    throw sys_error("cannot run '" + options.command[0] + "'");
+  }
+  g_child_pid = child;
+
+  RecordResult result;
+  result.output_path = options.output.empty() ? std::to_string(child) + ".MemtrackArtifact.msgpack" : options.output;
+  const int fd = ::open(result.output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::unique_ptr<EventWriter> writer;
+  if (fd < 0) {
+    result.status = {codec::Errc::io, result.output_path + ": cannot create: " + std::strerror(errno)};
+  } else {
+    try {
+      writer = make_event_writer(fd, result.output_path, options.workers, options.level);
+    } catch (const std::exception& e) {
+      result.status = {codec::Errc::io, std::string("cannot start the encoder: ") + e.what()};
+    }
+  }
+  if (!writer) {
+    // The program is already running: let it go on untracked instead of blocking on a ring nobody reads.
+    ring.header()->detached.store(1, std::memory_order_relaxed);
+    ring.wake_waiters();
+  }
+
+  HeapTracker heap;
+  ReaderControl ctl;
+  std::thread reader;
+  if (writer) reader = std::thread([&] { reader_loop(ring, *writer, heap, ctl); });
+
+  signals.enter_wait();
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;  // ECHILD: the command and all its descendants are gone
+    }
+    ++result.processes;
+    if (WIFSIGNALED(status)) ctl.killed.fetch_add(1, std::memory_order_relaxed);
+    if (pid == child) {
+      result.exit_status = exit_code(status);
+      g_child_pid = 0;
+    }
+  }
+  ctl.all_exited.store(true, std::memory_order_release);
+
+  if (reader.joinable()) reader.join();
+  if (writer) {
+    if (ctl.status.is_ok()) ctl.status = writer->finish();
+    result.artifact_bytes = writer->bytes_written();
+    result.status = ctl.status;
+    writer.reset();
+  }
+  if (fd >= 0 && ::close(fd) != 0 && result.status.is_ok())
+    result.status = {codec::Errc::io, result.output_path + ": close failed: " + std::strerror(errno)};
+  result.events = ctl.events;
+  result.abandoned_slots = ctl.abandoned;
+  result.peak_heap_bytes = heap.peak_bytes();
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  return result;
+}
+
+}  // namespace memtrack::runtime
