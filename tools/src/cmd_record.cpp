@@ -69,6 +69,9 @@ int run_record(int argc, char** argv) {
     throw UsageError("unexpected argument " + rest.front() + " before --");
   if (options.command.empty()) throw UsageError("no command given: memtrack record [options] -- CMD [ARGS...]");
   options.preload_path = find_preload();
+  // Undocumented knob for tests: a tiny ring makes every producer wrap and wait.
+  if (const char* slots = std::getenv("MEMTRACK_RING_SLOTS"); slots != nullptr && *slots != '\0')
+    options.ring_slots = static_cast<std::uint64_t>(parse_int("MEMTRACK_RING_SLOTS", slots, 2, 1LL << 30));
 
   const runtime::RecordResult r = runtime::record(options);
   std::fprintf(stderr, "memtrack record: %llu events from %llu process%s, artifact %s (%s), peak heap %s",

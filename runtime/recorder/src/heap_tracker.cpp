@@ -67,6 +67,10 @@ void HeapTracker::erase(std::int32_t pid, std::uint64_t addr) {
 
 void HeapTracker::apply(std::span<const codec::Event> events) {
   for (const codec::Event& e : events) {
+    if (e.pid != last_pid_) {
+      pids_.insert(e.pid);
+      last_pid_ = e.pid;
+    }
     switch (e.kind) {
       case EventKind::Malloc:
       case EventKind::Calloc:

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 #include "memtrack/codec/event.h"
@@ -17,6 +18,8 @@ class HeapTracker {
   void apply(std::span<const codec::Event> events);
   [[nodiscard]] std::uint64_t peak_bytes() const { return peak_; }
   [[nodiscard]] std::uint64_t live_bytes() const { return live_; }
+  // Distinct pids seen in the events: the processes that were recorded.
+  [[nodiscard]] std::size_t processes() const { return pids_.size(); }
 
  private:
   struct Entry {
@@ -34,6 +37,8 @@ class HeapTracker {
   std::size_t count_ = 0;
   std::uint64_t live_ = 0;
   std::uint64_t peak_ = 0;
+  std::unordered_set<std::int32_t> pids_;
+  std::int32_t last_pid_ = 0;
 };
 
 }  // namespace memtrack::runtime

@@ -313,7 +313,6 @@ RecordResult record(const RecordOptions& options) {
       if (errno == EINTR) continue;
       break;  // ECHILD: the command and all its descendants are gone
     }
-    ++result.processes;
     if (WIFSIGNALED(status)) ctl.killed.fetch_add(1, std::memory_order_relaxed);
     if (pid == child) {
       result.exit_status = exit_code(status);
@@ -334,6 +333,7 @@ RecordResult record(const RecordOptions& options) {
   result.events = ctl.events;
   result.abandoned_slots = ctl.abandoned;
   result.peak_heap_bytes = heap.peak_bytes();
+  result.processes = heap.processes();
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
   return result;
 }

@@ -31,7 +31,7 @@ struct RecordResult {
   std::uint64_t events = 0;
   std::uint64_t artifact_bytes = 0;
   std::uint64_t peak_heap_bytes = 0;  // peak of live malloc-family bytes across all recorded processes
-  std::uint64_t processes = 0;        // processes reaped (the command and its descendants)
+  std::uint64_t processes = 0;        // distinct pids in the recorded events
   std::uint64_t abandoned_slots = 0;  // tickets taken by a process that was killed before filling them
   codec::Status status;               // artifact write failures
 };

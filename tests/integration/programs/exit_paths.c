@@ -1,0 +1,54 @@
+// "exit N": N mallocs of 1000211 bytes (never freed), then _exit(3).
+// "survive N FILE": N malloc/free pairs, then writes FILE (the recorder is killed meanwhile by the test).
+// "kill N": two threads allocate 1000213-byte blocks in a loop; after the main thread made N of its own,
+// the process SIGKILLs itself while the other thread is mid-run.
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+// volatile: GCC removes a malloc whose result is unused, and a malloc/free pair.
+static void* volatile sink;
+
+static void* spin(void* arg) {
+  (void)arg;
+  for (;;) {
+    sink = malloc(1000219 % 4096);
+    free(sink);
+  }
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  long n = atol(argv[2]);
+  if (strcmp(argv[1], "exit") == 0) {
+    for (long i = 0; i < n; ++i) sink = malloc(1000211);
+    printf("mallocs %ld\n", n);
+    fflush(stdout);
+    _exit(3);
+  }
+  if (strcmp(argv[1], "survive") == 0 && argc > 3) {
+    for (long i = 0; i < n; ++i) {
+      sink = malloc(1000223 % 4096);
+      free(sink);
+    }
+    FILE* f = fopen(argv[3], "w");
+    if (f == NULL) return 1;
+    fprintf(f, "done %ld\n", n);
+    fclose(f);
+    return 0;
+  }
+  pthread_t t;
+  pthread_create(&t, NULL, spin, NULL);
+  for (long i = 0; i < n; ++i) {
+    sink = malloc(1000213 % 4096);
+    free(sink);
+  }
+  printf("mallocs %ld\n", n);
+  fflush(stdout);
+  raise(SIGKILL);
+  return 0;
+}
