@@ -23,4 +23,7 @@ class EventWriter {
 
 std::unique_ptr<EventWriter> make_event_writer(int fd, const std::string& name, unsigned workers, int level);
 
+// Accepts and drops everything: measures the transport without the encoder (MEMTRACK_RECORD_DISCARD=1).
+std::unique_ptr<EventWriter> make_discarding_writer();
+
 }  // namespace memtrack::runtime

@@ -289,7 +289,8 @@ RecordResult record(const RecordOptions& options) {
     result.status = {codec::Errc::io, result.output_path + ": cannot create: " + std::strerror(errno)};
   } else {
     try {
-      writer = make_event_writer(fd, result.output_path, options.workers, options.level);
+      writer = options.discard ? make_discarding_writer()
+                               : make_event_writer(fd, result.output_path, options.workers, options.level);
     } catch (const std::exception& e) {
       result.status = {codec::Errc::io, std::string("cannot start the encoder: ") + e.what()};
     }

@@ -23,6 +23,7 @@ struct RecordOptions {
   unsigned workers = 0;              // encoder workers; 0 = hardware threads
   int level = -5;                    // zstd level
   std::uint64_t ring_slots = kDefaultRingSlots;
+  bool discard = false;  // benchmarks only: drain the ring but encode nothing (the transport's own cost)
 };
 
 struct RecordResult {
