@@ -1,14 +1,278 @@
-// Placeholder until the streaming decoder lands (in progress in this session); not a finished piece.
 #include "memtrack/codec/artifact_decoder.h"
 
+// ZSTD_getFrameHeader (content size, frame type) is in zstd's static-linking section; Debian's libzstd.so
+// exports it, and it has been stable since zstd 1.3.
+#define ZSTD_STATIC_LINKING_ONLY
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "memtrack/codec/msgpack_decoder.h"
+
 namespace memtrack::codec {
+namespace {
+
+constexpr std::size_t kInputChunk = 128u << 10;
+constexpr std::size_t kMsgpackChunk = 256u << 10;
+constexpr std::uint32_t kSkippableMagicMask = 0xFFFFFFF0u;
+constexpr std::uint32_t kSkippableMagicBase = 0x184D2A50u;
+
+std::string hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+}  // namespace
+
 struct ArtifactDecoder::Impl {
-  Status status{Errc::usage, "artifact decoding not built yet"};
+  ByteSource& source;
+  std::string name;
+  DecoderLimits limits;
+  Status status;
   DecoderProgress progress;
+
+  ZSTD_DCtx* dctx = nullptr;
+
+  // Compressed input window: in[in_pos, in_end) is unread; in[0] sits at file offset in_base.
+  std::vector<std::byte> in = std::vector<std::byte>(kInputChunk);
+  std::size_t in_pos = 0, in_end = 0;
+  std::uint64_t in_base = 0;
+  bool eof = false;
+
+  // Decompressed msgpack not yet parsed: mp[mp_pos, mp_end). An event may straddle frames (older writers).
+  std::vector<std::byte> mp;
+  std::size_t mp_pos = 0, mp_end = 0;
+  std::uint64_t frame_content_pos = 0;  // decompressed offset of mp[0] within the current frame
+
+  // Events parsed from the current frame, held until the frame is verified (buffered mode), and events
+  // released to the caller.
+  std::vector<Event> pending, ready;
+  std::size_t ready_pos = 0;
+
+  bool in_frame = false, buffered = false, done = false;
+  std::uint64_t frame_index = 0;   // index of the current or next data frame
+  std::uint64_t frame_offset = 0;  // file offset of the current frame's first byte
+
+  Impl(ByteSource& s, std::string n, DecoderLimits l) : source(s), name(std::move(n)), limits(l) {
+    mp.resize(std::max(kMsgpackChunk, 2 * limits.max_event_bytes));
+    dctx = ZSTD_createDCtx();
+    if (dctx == nullptr) throw std::runtime_error("ZSTD_createDCtx failed");
+    // Never let a frame header decide how much we allocate: the window is capped, and a frame's declared
+    // content size is only used to choose buffered mode, never to size a buffer.
+    ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, limits.window_log_max);
+  }
+  ~Impl() { ZSTD_freeDCtx(dctx); }
+
+  [[nodiscard]] std::uint64_t offset() const { return in_base + in_pos; }
+  [[nodiscard]] std::size_t available() const { return in_end - in_pos; }
+
+  void fail(Errc code, std::uint64_t at, const std::string& what) {
+    status = {code, name + ": frame " + std::to_string(frame_index) + " at byte " + std::to_string(at) + ": " + what};
+    done = true;
+  }
+
+  // Reads more input, keeping unread bytes. Returns false at end of input or on error (status set).
+  bool read_more() {
+    if (eof) return false;
+    if (in_pos > 0) {
+      std::memmove(in.data(), in.data() + in_pos, available());
+      in_base += in_pos;
+      in_end -= in_pos;
+      in_pos = 0;
+    }
+    const std::ptrdiff_t n = source.read(std::span(in.data() + in_end, in.size() - in_end));
+    if (n < 0) {
+      fail(Errc::io, offset(), std::string("read failed: ") + std::strerror(static_cast<int>(-n)));
+      return false;
+    }
+    if (n == 0) {
+      eof = true;
+      return false;
+    }
+    in_end += static_cast<std::size_t>(n);
+    progress.compressed_bytes = in_base + in_end;
+    return true;
+  }
+
+  bool ensure(std::size_t n) {
+    while (available() < n) {
+      if (!read_more()) return available() >= n;
+    }
+    return true;
+  }
+
+  void release(std::vector<Event>& events) {
+    ready.swap(events);
+    ready_pos = 0;
+    events.clear();
+  }
+
+  // Parses every complete event in mp into `pending`.
+  bool parse_events() {
+    std::string error;
+    while (mp_pos < mp_end) {
+      Event e;
+      const std::size_t start = mp_pos;
+      const ParseResult r = parse_event(mp.data(), mp_end, mp_pos, e, error);
+      if (r == ParseResult::ok) {
+        pending.push_back(e);
+        continue;
+      }
+      const std::uint64_t at = frame_content_pos + start;
+      if (r == ParseResult::error) {
+        fail(Errc::bad_msgpack, frame_offset,
+             "event at byte " + std::to_string(at) + " of the frame's content: " + error);
+        return false;
+      }
+      if (mp_end - start >= limits.max_event_bytes) {
+        fail(Errc::too_large, frame_offset,
+             "event at byte " + std::to_string(at) + " of the frame's content is larger than " +
+                 std::to_string(limits.max_event_bytes) + " bytes");
+        return false;
+      }
+      break;  // need more bytes
+    }
+    // Keep the unparsed tail at the front so the next decompression has room.
+    if (mp_pos > 0) {
+      std::memmove(mp.data(), mp.data() + mp_pos, mp_end - mp_pos);
+      frame_content_pos += mp_pos;
+      mp_end -= mp_pos;
+      mp_pos = 0;
+    }
+    return true;
+  }
+
+  void start_frame() {
+    if (!ensure(4)) {
+      if (done) return;
+      if (available() == 0) {
+        done = true;
+        if (mp_end > mp_pos) {
+          fail(Errc::truncated, offset(), "input ends inside an event (" + std::to_string(mp_end - mp_pos) + " bytes)");
+        } else if (progress.frames == 0 && progress.skippable_frames == 0) {
+          fail(Errc::truncated, 0, "empty input: no zstd frame");
+        }
+        return;
+      }
+      fail(Errc::truncated, offset(), "input ends inside a frame header");
+      return;
+    }
+    std::uint32_t magic;
+    std::memcpy(&magic, in.data() + in_pos, 4);
+    if ((magic & kSkippableMagicMask) == kSkippableMagicBase) {
+      skip_skippable_frame();
+      return;
+    }
+    if (magic != ZSTD_MAGICNUMBER) {
+      fail(Errc::bad_zstd, offset(), "not a zstd frame (magic " + hex32(magic) + ")");
+      return;
+    }
+    ensure(ZSTD_FRAMEHEADERSIZE_MAX);
+    if (done) return;
+    ZSTD_frameHeader header;
+    const size_t r = ZSTD_getFrameHeader(&header, in.data() + in_pos, available());
+    if (ZSTD_isError(r)) {
+      fail(Errc::bad_zstd, offset(), std::string("bad frame header: ") + ZSTD_getErrorName(r));
+      return;
+    }
+    if (r > 0) {
+      fail(Errc::truncated, offset(), "input ends inside a frame header");
+      return;
+    }
+    in_frame = true;
+    frame_offset = offset();
+    frame_content_pos = 0;
+    buffered = header.frameContentSize != ZSTD_CONTENTSIZE_UNKNOWN &&
+               header.frameContentSize <= limits.max_buffered_frame_bytes;
+  }
+
+  void skip_skippable_frame() {
+    if (!ensure(8)) {
+      if (!done) fail(Errc::truncated, offset(), "input ends inside a skippable frame header");
+      return;
+    }
+    std::uint32_t size;
+    std::memcpy(&size, in.data() + in_pos + 4, 4);
+    const std::uint64_t start = offset();
+    std::uint64_t left = 8ull + size;
+    while (left > 0) {
+      const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(left, available()));
+      in_pos += take;
+      left -= take;
+      if (left > 0 && !read_more()) {
+        if (!done) fail(Errc::truncated, start, "input ends inside a skippable frame");
+        return;
+      }
+    }
+    ++progress.skippable_frames;
+  }
+
+  void decompress_step() {
+    if (available() == 0 && !read_more()) {
+      if (!done) fail(Errc::truncated, frame_offset, "input ends inside the frame");
+      return;
+    }
+    ZSTD_inBuffer input{in.data(), in_end, in_pos};
+    ZSTD_outBuffer output{mp.data(), mp.size(), mp_end};
+    const size_t r = ZSTD_decompressStream(dctx, &output, &input);
+    in_pos = input.pos;
+    progress.decompressed_bytes += output.pos - mp_end;
+    mp_end = output.pos;
+    if (ZSTD_isError(r)) {
+      const std::string reason =
+          ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge
+              ? "window larger than the 2^" + std::to_string(limits.window_log_max) + "-byte limit"
+              : std::string("corrupt zstd data (") + ZSTD_getErrorName(r) + ")";
+      fail(ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge ? Errc::too_large : Errc::bad_zstd,
+           frame_offset, reason);
+      return;
+    }
+    if (!parse_events()) return;
+    if (r == 0) {  // frame complete, checksum (if any) verified by zstd
+      in_frame = false;
+      ++progress.frames;
+      ++frame_index;
+      release(pending);
+    } else if (!buffered) {
+      release(pending);
+    }
+  }
 };
-ArtifactDecoder::ArtifactDecoder(ByteSource&, std::string, DecoderLimits) : impl_(std::make_unique<Impl>()) {}
+
+ArtifactDecoder::ArtifactDecoder(ByteSource& source, std::string name, DecoderLimits limits)
+    : impl_(std::make_unique<Impl>(source, std::move(name), limits)) {}
+
 ArtifactDecoder::~ArtifactDecoder() = default;
-std::size_t ArtifactDecoder::next(std::span<Event>) { return 0; }
+
+std::size_t ArtifactDecoder::next(std::span<Event> out) {
+  Impl& d = *impl_;
+  std::size_t filled = 0;
+  while (filled < out.size()) {
+    if (d.ready_pos < d.ready.size()) {
+      const std::size_t n = std::min(out.size() - filled, d.ready.size() - d.ready_pos);
+      std::memcpy(out.data() + filled, d.ready.data() + d.ready_pos, n * sizeof(Event));
+      d.ready_pos += n;
+      filled += n;
+      d.progress.events += n;
+      continue;
+    }
+    if (d.done) break;
+    if (d.in_frame) {
+      d.decompress_step();
+    } else {
+      d.start_frame();
+    }
+  }
+  return filled;
+}
+
 const Status& ArtifactDecoder::status() const { return impl_->status; }
 const DecoderProgress& ArtifactDecoder::progress() const { return impl_->progress; }
+
 }  // namespace memtrack::codec

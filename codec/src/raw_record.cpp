@@ -18,15 +18,16 @@ Status validate_record(const Event& e, std::uint64_t record_index) {
     return {Errc::bad_record, "record " + std::to_string(record_index) + ": unknown kind " + std::to_string(kind)};
   }
   if ((e.flags & ~kFlagHasOldAddr) != 0) {
-    return {Errc::bad_record,
-            "record " + std::to_string(record_index) + ": reserved flag bits set (flags=" + std::to_string(e.flags) + ")"};
+    return {Errc::bad_record, "record " + std::to_string(record_index) +
+                                  ": reserved flag bits set (flags=" + std::to_string(e.flags) + ")"};
   }
   if (e.has_old_addr() && e.kind != EventKind::Realloc) {
     return {Errc::bad_record, "record " + std::to_string(record_index) + ": old_addr flag on a " +
                                   std::string(kind_name(e.kind)) + " record"};
   }
   for (std::uint8_t b : e.reserved) {
-    if (b != 0) return {Errc::bad_record, "record " + std::to_string(record_index) + ": reserved bytes 42..47 not zero"};
+    if (b != 0)
+      return {Errc::bad_record, "record " + std::to_string(record_index) + ": reserved bytes 42..47 not zero"};
   }
   if (e.kind == EventKind::Free && e.size != 0) {
     return {Errc::bad_record, "record " + std::to_string(record_index) + ": Free record with a non-zero size"};
@@ -50,8 +51,8 @@ std::size_t RawRecordReader::read(std::span<Event> out) {
     const ssize_t n = ::read(fd_, bytes + filled, capacity - filled);
     if (n < 0) {
       if (errno == EINTR) continue;
-      status_ = {Errc::io, name_ + ": read failed after record " + std::to_string(records_read_) + ": " +
-                               std::strerror(errno)};
+      status_ = {Errc::io,
+                 name_ + ": read failed after record " + std::to_string(records_read_) + ": " + std::strerror(errno)};
       break;
     }
     if (n == 0) eof_ = true;

@@ -1,28 +1,45 @@
-// memtrack encode: raw 48-byte records in, artifact out.
+// memtrack encode: raw 48-byte records in, artifact out, on the pipeline (memtrack::pipeline).
 #include <cstdio>
 #include <string>
-#include <vector>
+#include <thread>
 
 #include "args.h"
 #include "commands.h"
 #include "io.h"
-#include "memtrack/codec/frame_compressor.h"
-#include "memtrack/codec/msgpack_encoder.h"
 #include "memtrack/codec/raw_record.h"
+#include "memtrack/pipeline/stream_encoder.h"
 
 namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack encode [-i FILE|-] [-o FILE|-] [--level L] [--frame-events N]\n\n"
+    "usage: memtrack encode [-i FILE|-] [-o FILE|-] [--workers N] [--level L] [--frame-events N]\n"
+    "                       [--in-flight K | --memory-budget MIB] [--stats]\n\n"
     "Reads 48-byte raw event records (docs/FORMAT.md) and writes a MemtrackArtifact: one zstd frame of\n"
-    "msgpack events per N events, each with its content size and checksum.\n\n"
+    "msgpack events per N events, each with its content size and checksum. Frames are encoded in parallel\n"
+    "and written in order; the output bytes do not depend on --workers, --in-flight or --memory-budget.\n\n"
     "  -i, --input FILE      raw records to read (default: - for stdin)\n"
     "  -o, --output FILE     artifact to write (default: - for stdout)\n"
+    "  --workers N           encoding threads, 1..1024 (default: hardware threads)\n"
     "  --level L             zstd level, -7..22 (default: -5)\n"
-    "  --frame-events N      events per frame (default: 65536)\n\n"
+    "  --frame-events N      events per frame (default: 65536)\n"
+    "  --in-flight K         frames alive at once (read, encoding, or waiting to be written); default:\n"
+    "                        derived from the memory budget (4 at the default frame size)\n"
+    "  --memory-budget MIB   budget for in-flight frame buffers, in MiB (default: 64)\n"
+    "  --stats               print events, frames, bytes in and out and K on stderr at the end\n\n"
     "A bad record (unknown kind, reserved bits, truncated tail) stops encoding with an error naming the\n"
     "record index; the frames written before it stay a valid artifact holding every record before it.\n";
+
+// The raw-record reader as the pipeline's source: it fills the pipeline's frame buffers directly.
+class RawRecordSource : public pipeline::EventSource {
+ public:
+  RawRecordSource(int fd, std::string name) : reader_(fd, std::move(name)) {}
+  std::size_t read(std::span<codec::Event> out) override { return reader_.read(out); }
+  codec::Status status() const override { return reader_.status(); }
+
+ private:
+  codec::RawRecordReader reader_;
+};
 
 }  // namespace
 
@@ -34,39 +51,34 @@ int run_encode(int argc, char** argv) {
   }
   const std::string input = args.value("input", "i").value_or("-");
   const std::string output = args.value("output", "o").value_or("-");
-  const int level = static_cast<int>(parse_int("level", args.value("level").value_or("-5"), -7, 22));
-  const auto frame_events =
+  pipeline::EncoderOptions options;
+  options.level = static_cast<int>(parse_int("level", args.value("level").value_or("-5"), -7, 22));
+  options.frame_events =
       static_cast<std::size_t>(parse_int("frame-events", args.value("frame-events").value_or("65536"), 1, 1 << 24));
+  if (auto w = args.value("workers")) options.workers = static_cast<unsigned>(parse_int("workers", *w, 1, 1024));
+  const auto in_flight = args.value("in-flight");
+  const auto budget = args.value("memory-budget");
+  if (in_flight && budget) throw UsageError("--in-flight and --memory-budget are exclusive");
+  if (in_flight) options.max_in_flight = static_cast<std::size_t>(parse_int("in-flight", *in_flight, 1, 1024));
+  if (budget)
+    options.memory_budget_bytes = static_cast<std::size_t>(parse_int("memory-budget", *budget, 1, 1 << 20)) << 20;
+  const bool print_stats = args.flag("stats");
   if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals().front());
 
   const int in_fd = open_input(input);
   const int out_fd = open_output(output);
-  const std::string in_name = input == "-" ? "stdin" : input;
-  const std::string out_name = output == "-" ? "stdout" : output;
-
-  codec::RawRecordReader reader(in_fd, in_name);
-  codec::FrameSerializer serializer(frame_events);
-  codec::FrameCompressor compressor(level);
-  std::vector<codec::Event> events(frame_events);
-  std::vector<std::byte> compressed(codec::FrameCompressor::bound(serializer.capacity_bytes()));
-
-  codec::Status status;
-  bool wrote_frame = false;
-  for (;;) {
-    const std::size_t n = reader.read(events);
-    // An empty input still gets one (empty) frame, so the artifact is never a zero-byte file.
-    if (n == 0 && wrote_frame) break;
-    const auto msgpack = serializer.serialize(std::span(events.data(), n));
-    const std::size_t size = compressor.compress(msgpack, compressed, status);
-    if (!status.is_ok()) break;
-    status = write_all(out_fd, std::span(compressed.data(), size), out_name);
-    if (!status.is_ok()) break;
-    wrote_frame = true;
-    if (n < frame_events) break;
-  }
-  if (status.is_ok() && !reader.status().is_ok()) status = reader.status();
+  RawRecordSource source(in_fd, input == "-" ? "stdin" : input);
+  pipeline::FdSink sink(out_fd, output == "-" ? "stdout" : output);
+  pipeline::EncoderStats stats;
+  const codec::Status status = pipeline::encode_stream(source, sink, options, &stats);
   close_fd(in_fd);
   close_fd(out_fd);
+  if (print_stats) {
+    std::fprintf(stderr, "events %llu frames %llu msgpack-bytes %llu zstd-bytes %llu in-flight-cap %zu\n",
+                 static_cast<unsigned long long>(stats.events), static_cast<unsigned long long>(stats.frames),
+                 static_cast<unsigned long long>(stats.bytes_in), static_cast<unsigned long long>(stats.bytes_out),
+                 stats.in_flight_cap);
+  }
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack encode: %s\n", status.message().c_str());
     return 1;

@@ -19,10 +19,14 @@ bool has_size(const codec::Event& e) { return e.kind != codec::EventKind::Free; 
 }  // namespace
 
 bool parse_output_format(std::string_view text, OutputFormat& out) {
-  if (text == "jsonl") out = OutputFormat::jsonl;
-  else if (text == "csv") out = OutputFormat::csv;
-  else if (text == "raw") out = OutputFormat::raw;
-  else return false;
+  if (text == "jsonl")
+    out = OutputFormat::jsonl;
+  else if (text == "csv")
+    out = OutputFormat::csv;
+  else if (text == "raw")
+    out = OutputFormat::raw;
+  else
+    return false;
   return true;
 }
 

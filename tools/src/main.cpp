@@ -27,8 +27,9 @@ void print_usage(std::FILE* out) {
                "memtrack records and converts allocation-event traces in CodSpeed's MemtrackArtifact format.\n\n"
                "commands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
-  std::fprintf(out, "\n'memtrack <command> --help' explains a command. Exit status: 0 success, 1 bad data or I/O "
-                    "error, 2 usage error.\n");
+  std::fprintf(out,
+               "\n'memtrack <command> --help' explains a command. Exit status: 0 success, 1 bad data or I/O "
+               "error, 2 usage error.\n");
 }
 
 }  // namespace

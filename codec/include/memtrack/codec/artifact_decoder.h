@@ -21,10 +21,10 @@
 namespace memtrack::codec {
 
 struct DecoderLimits {
-  // zstd window cap (ZSTD_d_windowLogMax): 2^25 = 32 MiB covers every standard level up to 19.
-  int window_log_max = 25;
+  // zstd window cap (ZSTD_d_windowLogMax): 2^24 = 16 MiB covers standard levels up to 19 and our frames.
+  int window_log_max = 24;
   // A frame with a declared content size above this is streamed rather than buffered for verification.
-  std::size_t max_buffered_frame_bytes = 64u << 20;
+  std::size_t max_buffered_frame_bytes = 16u << 20;
   // An event larger than this (only possible with huge unknown keys) is an error.
   std::size_t max_event_bytes = 64u << 10;
 };

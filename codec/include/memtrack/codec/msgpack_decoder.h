@@ -19,8 +19,8 @@ enum class ParseResult {
 // Leniency (what rmp_serde accepts): keys in any order, unknown keys (with any value) ignored, integers in
 // any valid msgpack width as long as the value fits the field, old_addr absent or nil, str8/str16/str32
 // keys, map16/map32 headers. Errors: not a map, duplicate or missing required keys, a value of the wrong
-// type or out of range, an unknown "type" string, a field the variant does not have.
-ParseResult parse_event(const std::byte* data, std::size_t size, std::size_t& offset, Event& out,
-                        std::string& error);
+// type or out of range, an unknown "type" string. Keys a variant does not have (size on a Free, old_addr on
+// a Malloc) are ignored, as serde ignores unknown keys of a flattened struct.
+ParseResult parse_event(const std::byte* data, std::size_t size, std::size_t& offset, Event& out, std::string& error);
 
 }  // namespace memtrack::codec

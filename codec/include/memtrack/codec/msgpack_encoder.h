@@ -13,6 +13,9 @@ namespace memtrack::codec {
 // No event encodes to more than this many bytes: a Realloc with old_addr and every integer at full width
 // (tests/codec/msgpack_encoder_test.cpp checks it). Buffers are sized from it once, never grown.
 inline constexpr std::size_t kMaxEncodedEventBytes = 97;
+// encode_event may store up to this many bytes past the event it writes (fixed-size copies of constants);
+// a buffer for N events needs N * kMaxEncodedEventBytes + kEncoderSlackBytes.
+inline constexpr std::size_t kEncoderSlackBytes = 32;
 
 // Encodes a frame of events into a buffer sized once for `max_events`. Not thread-safe; one per in-flight
 // frame. The returned span stays valid until the next call.
@@ -24,14 +27,16 @@ class FrameSerializer {
   std::span<const std::byte> serialize(std::span<const Event> events);
 
   [[nodiscard]] std::size_t max_events() const { return max_events_; }
-  [[nodiscard]] std::size_t capacity_bytes() const { return buffer_.size(); }
+  // The largest output serialize() can return (the buffer also has kEncoderSlackBytes of slack).
+  [[nodiscard]] std::size_t capacity_bytes() const { return max_events_ * kMaxEncodedEventBytes; }
 
  private:
   std::size_t max_events_;
   std::vector<std::byte> buffer_;
 };
 
-// Encodes one event at `out`, which must have kMaxEncodedEventBytes available. Returns bytes written.
+// Encodes one event at `out`, which must have kMaxEncodedEventBytes + kEncoderSlackBytes writable bytes.
+// Returns the event's size; bytes past it may have been overwritten.
 std::size_t encode_event(const Event& event, std::byte* out);
 
 }  // namespace memtrack::codec

@@ -9,13 +9,13 @@ namespace memtrack::codec {
 
 enum class Errc {
   ok = 0,
-  truncated,      // input ended inside a record, event or frame
-  bad_record,     // raw record: unknown kind, reserved bits, flags on a non-Realloc
-  bad_msgpack,    // malformed msgpack, wrong value types, unknown "type", missing field
-  bad_zstd,       // corrupted zstd data, checksum mismatch, window too large
-  too_large,      // a declared size beyond the decoder's limits
-  io,             // read or write failure (errno text in the message)
-  usage,          // invalid argument from the caller
+  truncated,    // input ended inside a record, event or frame
+  bad_record,   // raw record: unknown kind, reserved bits, flags on a non-Realloc
+  bad_msgpack,  // malformed msgpack, wrong value types, unknown "type", missing field
+  bad_zstd,     // corrupted zstd data, checksum mismatch, window too large
+  too_large,    // a declared size beyond the decoder's limits
+  io,           // read or write failure (errno text in the message)
+  usage,        // invalid argument from the caller
 };
 
 class Status {

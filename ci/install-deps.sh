@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything memtrack needs to build, test and benchmark, from Debian 12's packages only.
+set -euo pipefail
+packages=(
+  cmake ninja-build g++ pkg-config
+  libmsgpack-cxx-dev libzstd-dev libtbb-dev libmimalloc-dev
+  googletest libgtest-dev libbenchmark-dev
+  zstd python3 python3-msgpack python3-zstandard
+)
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "ci/install-deps.sh: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "ci/install-deps.sh: all ${#packages[@]} packages present"
+fi

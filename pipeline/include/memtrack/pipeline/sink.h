@@ -1,0 +1,64 @@
+// Where encoded bytes go: a file descriptor (pipes, stdout), a file, or memory.
+//
+// The encoder calls write() from one dedicated writer thread, one whole zstd frame per call, in frame order,
+// and never again after a call failed. A sink therefore needs no locking of its own; it must not be shared
+// with another writer while an encoder uses it.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memtrack/codec/status.h"
+
+namespace memtrack::pipeline {
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  // Writes all of `bytes` or returns an error (Errc::io) whose message names the sink and the cause. A sink
+  // that failed part-way may have written a prefix of `bytes`; the encoder stops at the first error.
+  virtual codec::Status write(std::span<const std::byte> bytes) = 0;
+};
+
+// Writes to a file descriptor it does not own: a write(2) loop that retries EINTR and short writes. Errors
+// name the sink ("stdout: write failed: Broken pipe"). EPIPE is returned, not raised: the encoder's writer
+// thread blocks SIGPIPE, so a closed pipe is an error value, not a dead process.
+class FdSink : public Sink {
+ public:
+  FdSink(int fd, std::string name);
+  codec::Status write(std::span<const std::byte> bytes) override;
+  [[nodiscard]] int fd() const { return fd_; }
+  [[nodiscard]] const std::string& name() const { return name_; }
+
+ private:
+  int fd_;
+  std::string name_;
+};
+
+// Creates or truncates `path` (mode 0644) and owns the descriptor. Throws std::runtime_error naming the path
+// if it cannot be created.
+class FileSink : public Sink {
+ public:
+  explicit FileSink(const std::string& path);
+  ~FileSink() override;
+  FileSink(const FileSink&) = delete;
+  FileSink& operator=(const FileSink&) = delete;
+  codec::Status write(std::span<const std::byte> bytes) override;
+
+ private:
+  FdSink fd_sink_;
+};
+
+// Appends to a vector in memory (tests, embedding programs). Read bytes() only after the encoder finished.
+class MemorySink : public Sink {
+ public:
+  codec::Status write(std::span<const std::byte> bytes) override;
+  [[nodiscard]] const std::vector<std::byte>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+}  // namespace memtrack::pipeline

@@ -1,0 +1,133 @@
+// The streaming encoder: events in, an artifact of independent zstd frames out (docs/FORMAT.md).
+//
+// Output. Frames of exactly `frame_events` events (the last may be shorter; an empty stream writes one empty
+// frame), each serialized to msgpack and compressed as one zstd frame with content size and checksum, written
+// strictly in order. The bytes depend only on the events, `level` and `frame_events`: they are identical for
+// every worker count and every in-flight cap.
+//
+// How it runs. An ordered pipeline of K in-flight frames ("slots"):
+//
+//   producer thread          oneTBB arena (min(workers, K) threads)       writer thread (dedicated)
+//   fill slot n % K   --->   serialize + compress slot n, in parallel  --> write frame n to the sink, in
+//   (push / source.read)     with other slots                              order; slot n % K is free again
+//
+// Every buffer (the events, a msgpack buffer sized once from kMaxEncodedEventBytes, an output buffer sized
+// once from ZSTD_compressBound) and the ZSTD_CCtx belong to a slot, never to a thread, so memory is bounded
+// by K slots whatever the worker count (DESIGN.md section 6; the CodSpeed encoder kept ~5 MiB per worker
+// thread). K comes from a memory budget (derive_in_flight_cap), not from the core count.
+//
+// Why not tbb::parallel_pipeline: it has exactly this shape (serial_in_order input, parallel encode,
+// serial_in_order output, max_number_of_live_tokens = K), but its input and output filters run on pool
+// threads, and ours block: the input waits for a producer that may be idle for minutes (the recorder of a
+// sleeping program) and the output sits in write(2) on a slow pipe or disk. Either would hold a oneTBB
+// worker (DESIGN.md section 6, "TBB and blocking I/O"). So the two serial stages run on threads that may
+// block (the caller's thread and one writer thread), and only the non-blocking encode stage runs as tasks
+// in a task_arena. The slot ring plays the role of the live-token limit: frame n waits for slot n % K, which
+// is free once frame n - K has been written.
+//
+// Errors. The first failure in frame order (compression of frame n, or the sink's write of frame n) stops
+// the encoder: frames before it were written whole and form a valid artifact, nothing after it is written,
+// and every later push() and finish() returns that error, which names the frame and what failed. A frame
+// the sink failed to write completely is the sink's failure; the encoder writes nothing after it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "memtrack/codec/event.h"
+#include "memtrack/codec/frame_compressor.h"
+#include "memtrack/codec/status.h"
+#include "memtrack/pipeline/sink.h"
+
+namespace memtrack::pipeline {
+
+// Default memory budget for the K slots when EncoderOptions::memory_budget_bytes is 0. At 65,536 events a
+// slot reserves ~15.6 MiB (see slot_bytes), so the default gives K = 4: enough to keep two to three encoders
+// busy while one frame is filled and one written, and it stays under 64 MiB of reservations. Pages of the
+// worst-case buffers that are never written are never touched, so resident memory is lower (PERFORMANCE.md).
+inline constexpr std::size_t kDefaultMemoryBudgetBytes = std::size_t{64} << 20;
+// Derived caps never exceed this: more in-flight frames than encoders plus a few buys nothing.
+inline constexpr std::size_t kMaxDerivedInFlight = 32;
+
+struct EncoderOptions {
+  unsigned workers = 0;                 // 0 = std::thread::hardware_concurrency()
+  int level = codec::kDefaultLevel;     // zstd level
+  std::size_t frame_events = 65536;     // events per frame, >= 1
+  std::size_t memory_budget_bytes = 0;  // 0 = kDefaultMemoryBudgetBytes; the in-flight cap K is derived from it
+  std::size_t max_in_flight = 0;        // 0 = derive K from the budget; tests set it explicitly (1 is allowed)
+  // Test-only: called on a pool thread before frame `frame` (0-based) is encoded, e.g. to inject delays.
+  // Must be thread-safe. An empty function costs one branch per frame.
+  std::function<void(std::uint64_t frame)> on_encode;
+};
+
+struct EncoderStats {
+  std::uint64_t events = 0;       // events in frames written to the sink
+  std::uint64_t frames = 0;       // frames written to the sink
+  std::uint64_t bytes_in = 0;     // msgpack bytes of those frames
+  std::uint64_t bytes_out = 0;    // compressed bytes written
+  std::size_t in_flight_cap = 0;  // K
+};
+
+// Bytes one slot reserves for `options`: frame_events * (sizeof(Event) + kMaxEncodedEventBytes) +
+// kEncoderSlackBytes for the events and the msgpack buffer, plus ZSTD_compressBound of the largest msgpack
+// frame for the output buffer, plus zstd's estimate of a compression context at that level and frame size.
+std::size_t slot_bytes(const EncoderOptions& options);
+
+// K, the cap on frames alive at once (being filled, encoded or waiting to be written):
+//   options.max_in_flight                                        if non-zero, else
+//   clamp(budget / slot_bytes(options), 2, kMaxDerivedInFlight)  with budget = memory_budget_bytes or
+//                                                                kDefaultMemoryBudgetBytes.
+// At least 2 so filling overlaps encoding; independent of the worker count and of the core count.
+std::size_t derive_in_flight_cap(const EncoderOptions& options);
+
+class StreamEncoder {
+ public:
+  // Throws std::runtime_error on setup failure (frame_events == 0, a zstd level out of range, no thread).
+  // Slot buffers are allocated on first use, so a short stream reserves only the slots it fills.
+  StreamEncoder(Sink& sink, EncoderOptions options = {});
+  // Finishes if finish() was not called (its error is then lost: call finish() to see it).
+  ~StreamEncoder();
+  StreamEncoder(const StreamEncoder&) = delete;
+  StreamEncoder& operator=(const StreamEncoder&) = delete;
+
+  // Single producer: call push(), finish() and stats() from one thread at a time. Copies the events into the
+  // current frame and hands each full frame to the pool at once; blocks (backpressure) while K frames are in
+  // flight. Never throws. Returns the first sink/compression error, after which nothing more is accepted.
+  codec::Status push(std::span<const codec::Event> events);
+  codec::Status push(const codec::Event& e);
+
+  // Hands over the partial frame (an empty stream still writes one valid empty frame), waits until every
+  // frame was written in order, stops the writer thread, and returns the first error. Never hangs on an
+  // error: after a failure the remaining frames are dropped, not written. It waits for a sink write in
+  // progress, so a sink that blocks forever blocks finish(). Idempotent.
+  codec::Status finish();
+
+  // Counts of what reached the sink. Complete after finish(); before it, a snapshot taken by this call.
+  const EncoderStats& stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A pull-based source for encode_stream: fills slot buffers directly, without an extra copy.
+class EventSource {
+ public:
+  virtual ~EventSource() = default;
+  // Fills up to out.size() events (it may return fewer before the end); 0 means end of input or an error.
+  virtual std::size_t read(std::span<codec::Event> out) = 0;
+  // Checked after read() returned 0: ok at a clean end, otherwise the error (it names what and where).
+  virtual codec::Status status() const = 0;
+};
+
+// Encodes the whole of `source` to `sink` (the `memtrack encode` path). The calling thread reads from the
+// source (it may block there); encoding runs in the pool and writing on a dedicated thread, as above. The
+// events read before a source error are encoded and written, then the source error is returned. The first
+// sink or compression error stops reading. `stats`, if given, receives the final counts.
+codec::Status encode_stream(EventSource& source, Sink& sink, const EncoderOptions& options,
+                            EncoderStats* stats = nullptr);
+
+}  // namespace memtrack::pipeline

@@ -1,0 +1,428 @@
+// The ordered, bounded encode pipeline. Shape and reasons are in the header; this file keeps three rules:
+//  - A slot's state changes only under Engine::mutex_. The producer owns a Filling slot, one pool task owns an
+//    Encoding slot, the writer owns an Encoded slot; nobody else touches its buffers meanwhile.
+//  - Only the encode stage runs in the task arena, and it never blocks or waits on another frame.
+//  - Frame n uses slot n % K. Slots are freed in frame order (the writer is in order), so the slot of frame n
+//    is free exactly when frame n - K has been written: the ring is the in-flight limit.
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_estimateCCtxSize_usingCParams, ZSTD_getCParams: sizing K
+#include "memtrack/pipeline/stream_encoder.h"
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#include <pthread.h>
+#include <signal.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "memtrack/codec/msgpack_encoder.h"
+
+#if defined(__SANITIZE_THREAD__)
+// oneTBB (Debian's libtbb, not built with ThreadSanitizer) recycles task objects through its own small-object
+// pool, and TSan cannot see the synchronization inside libtbb: it reports the reuse of a finished task's memory
+// by the next enqueue as a race, always with the innermost frame in task_arena.h. Only reports whose innermost
+// frame is there are suppressed, so a race in our own code (the encode task's body included) still reports.
+// Every binary linking the pipeline under TSan gets this through the runtime's weak hook.
+extern "C" __attribute__((visibility("default"), used)) const char* __tsan_default_suppressions() {
+  return "race_top:oneapi/tbb/task_arena.h\n"
+         "called_from_lib:libtbb.so\n";
+}
+#endif
+
+namespace memtrack::pipeline {
+namespace {
+
+// Frames larger than this would make a slot reserve gigabytes; nobody needs them.
+constexpr std::size_t kMaxFrameEvents = std::size_t{1} << 24;
+
+// The largest msgpack a frame can produce; the buffer has kEncoderSlackBytes more, which encode_event may
+// scribble past the last event.
+std::size_t msgpack_capacity(std::size_t frame_events) { return frame_events * codec::kMaxEncodedEventBytes; }
+std::size_t msgpack_buffer_bytes(std::size_t frame_events) {
+  return msgpack_capacity(frame_events) + codec::kEncoderSlackBytes;
+}
+
+unsigned resolve_workers(unsigned workers) {
+  if (workers != 0) return workers;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+enum class SlotState { Free, Filling, Encoding, Encoded };
+
+// One in-flight frame and everything needed to encode it. Buffers are sized once, for a full frame, on the
+// slot's first use. The msgpack and output buffers are never value-initialized: a frame writes only the
+// front of its worst-case buffers (64.6 of 97 bytes per realistic event; ~20 of 100 after zstd), and pages
+// never written are never resident.
+struct Slot {
+  explicit Slot(int level) : compressor(level) {}
+
+  codec::FrameCompressor compressor;
+  std::vector<codec::Event> events;
+  std::unique_ptr<std::byte[]> msgpack;
+  std::unique_ptr<std::byte[]> compressed;
+  std::size_t compressed_capacity = 0;
+
+  std::size_t count = 0;  // events in the frame
+  std::uint64_t frame = 0;
+  std::size_t msgpack_size = 0;
+  std::size_t compressed_size = 0;
+  codec::Status status;  // the encode result, read by the writer
+  // Written under Engine::mutex_; atomic so the encode task can take an acquire edge without the lock.
+  std::atomic<SlotState> state{SlotState::Free};
+};
+
+}  // namespace
+
+std::size_t slot_bytes(const EncoderOptions& options) {
+  const std::size_t events = std::clamp<std::size_t>(options.frame_events, 1, kMaxFrameEvents);
+  const std::size_t msgpack = msgpack_capacity(events);
+  const ZSTD_compressionParameters params = ZSTD_getCParams(options.level, msgpack, 0);
+  return events * sizeof(codec::Event) + msgpack_buffer_bytes(events) + ZSTD_compressBound(msgpack) +
+         ZSTD_estimateCCtxSize_usingCParams(params);
+}
+
+std::size_t derive_in_flight_cap(const EncoderOptions& options) {
+  if (options.max_in_flight != 0) return options.max_in_flight;
+  const std::size_t budget = options.memory_budget_bytes != 0 ? options.memory_budget_bytes : kDefaultMemoryBudgetBytes;
+  return std::clamp<std::size_t>(budget / slot_bytes(options), 2, kMaxDerivedInFlight);
+}
+
+namespace {
+
+// The machinery shared by StreamEncoder (push) and encode_stream (pull). The producer side (acquire, submit,
+// cancel, close) is called from one thread at a time.
+class Engine {
+ public:
+  Engine(Sink& sink, const EncoderOptions& options)
+      : sink_(sink),
+        frame_events_(options.frame_events),
+        k_(derive_in_flight_cap(options)),
+        on_encode_(options.on_encode) {
+    if (frame_events_ == 0 || frame_events_ > kMaxFrameEvents) {
+      throw std::runtime_error("frame_events must be in 1.." + std::to_string(kMaxFrameEvents) + ", got " +
+                               std::to_string(frame_events_));
+    }
+    stats_.in_flight_cap = k_;
+    // Compressors are created up front (cheap: zstd allocates its workspace on the first frame) so that a bad
+    // level is a setup error; the large buffers wait for the slot's first use.
+    slots_.reserve(k_);
+    for (std::size_t i = 0; i < k_; ++i) slots_.push_back(std::make_unique<Slot>(options.level));
+
+    // No more encoders than frames that can be in flight: extra threads would only idle.
+    const int concurrency = static_cast<int>(std::min<std::size_t>(resolve_workers(options.workers), k_));
+    // The arena's threads are all oneTBB workers (no slot reserved for an external thread: none joins it).
+    // oneTBB's pool defaults to hardware_concurrency - 1 workers, which on a 2-core host would leave a
+    // 2-worker arena with 1 thread. Raise the process limit only when it is below our need; the smallest
+    // active global_control wins, so an application-wide limit still applies.
+    const auto limit = tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
+    if (static_cast<std::size_t>(concurrency) + 1 > limit) {
+      parallelism_.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(concurrency) + 1);
+    }
+    arena_.initialize(concurrency, 0);
+
+    // The writer blocks every signal (DESIGN.md section 7: the recorder's threads do not steal signals). A
+    // write to a closed pipe then fails with EPIPE instead of killing the process with SIGPIPE; the pending
+    // thread-directed SIGPIPE is discarded when the thread exits.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    try {
+      writer_ = std::thread([this] { writer_loop(); });
+    } catch (...) {
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      throw;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+
+  ~Engine() { (void)close(); }
+
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  [[nodiscard]] std::size_t frame_events() const { return frame_events_; }
+  [[nodiscard]] bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t frames_submitted() const { return next_submit_; }  // producer-owned
+
+  codec::Status error() {
+    std::lock_guard lock(mutex_);
+    return error_;
+  }
+
+  EncoderStats stats() {
+    std::lock_guard lock(mutex_);
+    return stats_;
+  }
+
+  // Waits for the slot of the next frame (backpressure: K frames in flight) and hands it to the producer with
+  // count = 0. Returns nullptr once the encoder has failed; error() says why.
+  Slot* acquire() {
+    Slot& slot = *slots_[next_submit_ % k_];
+    {
+      std::unique_lock lock(mutex_);
+      producer_cv_.wait(lock, [&] { return failed_.load(std::memory_order_relaxed) || slot.state == SlotState::Free; });
+      if (failed_.load(std::memory_order_relaxed)) return nullptr;
+      slot.state = SlotState::Filling;
+    }
+    slot.count = 0;
+    if (slot.events.empty()) {
+      try {
+        slot.events.resize(frame_events_);
+        slot.msgpack = std::make_unique_for_overwrite<std::byte[]>(msgpack_buffer_bytes(frame_events_));
+        slot.compressed_capacity = codec::FrameCompressor::bound(msgpack_capacity(frame_events_));
+        slot.compressed = std::make_unique_for_overwrite<std::byte[]>(slot.compressed_capacity);
+      } catch (const std::bad_alloc&) {
+        slot.events = {};
+        slot.msgpack.reset();
+        slot.compressed.reset();
+        std::lock_guard lock(mutex_);
+        slot.state = SlotState::Free;
+        fail_locked({codec::Errc::io, "frame " + std::to_string(next_submit_) + ": out of memory for its buffers"});
+        return nullptr;
+      }
+    }
+    return &slot;
+  }
+
+  // Hands a filled slot (slot.count events) to the pool as the next frame.
+  void submit(Slot& slot) {
+    {
+      std::lock_guard lock(mutex_);
+      slot.frame = next_submit_++;
+      slot.state.store(SlotState::Encoding, std::memory_order_release);
+    }
+    arena_.enqueue([this, &slot] { encode(slot); });
+  }
+
+  // Gives back an acquired slot without encoding it.
+  void cancel(Slot& slot) {
+    std::lock_guard lock(mutex_);
+    slot.state = SlotState::Free;
+  }
+
+  // Waits until every submitted frame was written (or dropped after an error), stops the writer and returns
+  // the first error. Idempotent.
+  codec::Status close() {
+    if (writer_.joinable()) {
+      {
+        std::lock_guard lock(mutex_);
+        closing_ = true;
+      }
+      writer_cv_.notify_one();
+      writer_.join();
+    }
+    return error();
+  }
+
+ private:
+  void fail_locked(codec::Status status) {
+    if (failed_.load(std::memory_order_relaxed)) return;
+    error_ = std::move(status);
+    failed_.store(true, std::memory_order_relaxed);
+    producer_cv_.notify_all();
+  }
+
+  // Pool task: serialize and compress one frame into its slot. Never blocks (the hook aside, in tests).
+  void encode(Slot& slot) {
+    // Pairs with the release in submit(): the producer's writes to the slot happen before this task reads them.
+    (void)slot.state.load(std::memory_order_acquire);
+    codec::Status status;
+    // After a failure nothing more is written, so the work would be wasted.
+    if (!failed_.load(std::memory_order_relaxed)) {
+      if (on_encode_) on_encode_(slot.frame);
+      std::byte* const begin = slot.msgpack.get();
+      std::byte* cursor = begin;
+      for (std::size_t i = 0; i < slot.count; ++i) cursor += codec::encode_event(slot.events[i], cursor);
+      slot.msgpack_size = static_cast<std::size_t>(cursor - begin);
+      slot.compressed_size = slot.compressor.compress({begin, slot.msgpack_size},
+                                                      {slot.compressed.get(), slot.compressed_capacity}, status);
+    }
+    slot.status = std::move(status);
+    // Notify under the lock: once the writer sees Encoded, the engine may be destroyed, and this task must not
+    // touch it after unlocking.
+    std::lock_guard lock(mutex_);
+    slot.state = SlotState::Encoded;
+    writer_cv_.notify_one();
+  }
+
+  // Dedicated thread: writes frames in order and frees their slots. After a failure it keeps freeing slots
+  // (dropping their frames) so that the producer and close() never wait forever.
+  void writer_loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      writer_cv_.wait(lock, [&] {
+        if (next_write_ < next_submit_) return slots_[next_write_ % k_]->state == SlotState::Encoded;
+        return closing_;
+      });
+      if (next_write_ == next_submit_) return;  // closing, and everything submitted is retired
+      Slot& slot = *slots_[next_write_ % k_];
+      const bool write = !failed_.load(std::memory_order_relaxed);
+      lock.unlock();
+      codec::Status status;
+      if (write) {
+        status = slot.status;
+        if (status.is_ok()) status = sink_.write({slot.compressed.get(), slot.compressed_size});
+        if (!status.is_ok()) {
+          status = {status.code(), "frame " + std::to_string(slot.frame) + " (events from " +
+                                       std::to_string(slot.frame * frame_events_) + "): " + status.message()};
+        }
+      }
+      lock.lock();
+      if (write) {
+        if (status.is_ok()) {
+          stats_.events += slot.count;
+          stats_.frames += 1;
+          stats_.bytes_in += slot.msgpack_size;
+          stats_.bytes_out += slot.compressed_size;
+        } else {
+          fail_locked(std::move(status));
+        }
+      }
+      slot.state = SlotState::Free;
+      ++next_write_;
+      producer_cv_.notify_one();
+    }
+  }
+
+  Sink& sink_;
+  const std::size_t frame_events_;
+  const std::size_t k_;
+  const std::function<void(std::uint64_t)> on_encode_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  std::mutex mutex_;
+  std::condition_variable producer_cv_;  // a slot became free, or the encoder failed
+  std::condition_variable writer_cv_;    // a slot was encoded, or close() was called
+  std::uint64_t next_submit_ = 0;        // written by the producer under mutex_
+  std::uint64_t next_write_ = 0;         // written by the writer under mutex_
+  bool closing_ = false;
+  std::atomic<bool> failed_{false};  // set once, with error_, under mutex_
+  codec::Status error_;
+  EncoderStats stats_;
+
+  std::optional<tbb::global_control> parallelism_;
+  tbb::task_arena arena_;
+  std::thread writer_;
+};
+
+}  // namespace
+
+class StreamEncoder::Impl {
+ public:
+  Impl(Sink& sink, const EncoderOptions& options) : engine_(sink, options) {}
+
+  codec::Status push(std::span<const codec::Event> events) {
+    if (finished_) return after_finish();
+    const std::size_t frame_events = engine_.frame_events();
+    while (!events.empty()) {
+      if (current_ == nullptr) {
+        current_ = engine_.acquire();
+        if (current_ == nullptr) return engine_.error();
+      }
+      const std::size_t n = std::min(events.size(), frame_events - current_->count);
+      std::memcpy(current_->events.data() + current_->count, events.data(), n * sizeof(codec::Event));
+      current_->count += n;
+      events = events.subspan(n);
+      // Hand a full frame over at once rather than on the next push: the pool starts on it immediately.
+      if (current_->count == frame_events) {
+        engine_.submit(*current_);
+        current_ = nullptr;
+      }
+    }
+    if (engine_.failed()) return engine_.error();
+    return {};
+  }
+
+  codec::Status finish() {
+    if (finished_) return result_;
+    finished_ = true;
+    if (!engine_.failed()) {
+      // An empty stream still gets one (empty) frame, so the artifact is never a zero-byte file.
+      if (current_ == nullptr && engine_.frames_submitted() == 0) current_ = engine_.acquire();
+      if (current_ != nullptr) {
+        if (current_->count > 0 || engine_.frames_submitted() == 0) {
+          engine_.submit(*current_);
+        } else {
+          engine_.cancel(*current_);
+        }
+      }
+    } else if (current_ != nullptr) {
+      engine_.cancel(*current_);
+    }
+    current_ = nullptr;
+    result_ = engine_.close();
+    stats_ = engine_.stats();
+    return result_;
+  }
+
+  const EncoderStats& stats() {
+    if (!finished_) stats_ = engine_.stats();
+    return stats_;
+  }
+
+ private:
+  codec::Status after_finish() const {
+    if (!result_.is_ok()) return result_;
+    return {codec::Errc::usage, "StreamEncoder::push after finish()"};
+  }
+
+  Engine engine_;
+  Slot* current_ = nullptr;  // the frame being filled, if any
+  bool finished_ = false;
+  codec::Status result_;
+  EncoderStats stats_;
+};
+
+StreamEncoder::StreamEncoder(Sink& sink, EncoderOptions options) : impl_(std::make_unique<Impl>(sink, options)) {}
+
+StreamEncoder::~StreamEncoder() {
+  if (impl_) (void)impl_->finish();
+}
+
+codec::Status StreamEncoder::push(std::span<const codec::Event> events) { return impl_->push(events); }
+
+codec::Status StreamEncoder::push(const codec::Event& e) { return impl_->push(std::span(&e, 1)); }
+
+codec::Status StreamEncoder::finish() { return impl_->finish(); }
+
+const EncoderStats& StreamEncoder::stats() const { return impl_->stats(); }
+
+codec::Status encode_stream(EventSource& source, Sink& sink, const EncoderOptions& options, EncoderStats* stats) {
+  Engine engine(sink, options);
+  const std::size_t frame_events = engine.frame_events();
+  for (;;) {
+    Slot* slot = engine.acquire();
+    if (slot == nullptr) break;  // failed: the error is the engine's
+    // Frames hold exactly frame_events events, so keep reading until the frame is full or the source ends.
+    std::size_t n = 0;
+    while (n < frame_events) {
+      const std::size_t got = source.read(std::span(slot->events.data() + n, frame_events - n));
+      if (got == 0) break;
+      n += got;
+    }
+    // An empty stream still gets one (empty) frame; otherwise an empty tail is not a frame.
+    if (n == 0 && engine.frames_submitted() > 0) {
+      engine.cancel(*slot);
+      break;
+    }
+    slot->count = n;
+    engine.submit(*slot);
+    if (n < frame_events) break;
+  }
+  codec::Status status = engine.close();
+  if (stats != nullptr) *stats = engine.stats();
+  if (status.is_ok()) status = source.status();
+  return status;
+}
+
+}  // namespace memtrack::pipeline

@@ -1,0 +1,368 @@
+#include "memtrack/pipeline/stream_encoder.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "common/event_gen.h"
+#include "pipeline/zstd_frames.h"
+
+namespace memtrack::pipeline {
+namespace {
+
+using codec::Event;
+using testing::EventGenerator;
+
+// Feeds encode_stream from memory in irregular read sizes, like a pipe does.
+class VectorSource : public EventSource {
+ public:
+  explicit VectorSource(std::span<const Event> events, std::size_t max_read = 977, codec::Status end = {})
+      : events_(events), max_read_(max_read), end_(std::move(end)) {}
+  std::size_t read(std::span<Event> out) override {
+    const std::size_t n = std::min({out.size(), events_.size() - pos_, max_read_});
+    std::copy_n(events_.begin() + static_cast<std::ptrdiff_t>(pos_), n, out.begin());
+    pos_ += n;
+    return n;
+  }
+  codec::Status status() const override { return pos_ == events_.size() ? end_ : codec::Status{}; }
+
+ private:
+  std::span<const Event> events_;
+  std::size_t pos_ = 0;
+  std::size_t max_read_;
+  codec::Status end_;
+};
+
+// Fails its `fail_at`-th write (0-based), having written nothing of it, and every write after.
+class FailingSink : public Sink {
+ public:
+  explicit FailingSink(std::size_t fail_at) : fail_at_(fail_at) {}
+  codec::Status write(std::span<const std::byte> bytes) override {
+    if (writes_++ >= fail_at_) return {codec::Errc::io, "test sink: No space left on device"};
+    return inner_.write(bytes);
+  }
+  const std::vector<std::byte>& bytes() const { return inner_.bytes(); }
+  std::size_t writes() const { return writes_; }
+
+ private:
+  std::size_t fail_at_;
+  std::size_t writes_ = 0;
+  MemorySink inner_;
+};
+
+EncoderOptions small_frames(std::size_t frame_events, unsigned workers, std::size_t k) {
+  EncoderOptions o;
+  o.frame_events = frame_events;
+  o.workers = workers;
+  o.max_in_flight = k;
+  return o;
+}
+
+// Pushes in chunks of varying size, including single events, crossing frame boundaries.
+codec::Status push_all(StreamEncoder& encoder, std::span<const Event> events) {
+  std::size_t pos = 0;
+  std::size_t step = 1;
+  while (pos < events.size()) {
+    const std::size_t n = std::min(step, events.size() - pos);
+    codec::Status s = n == 1 ? encoder.push(events[pos]) : encoder.push(events.subspan(pos, n));
+    if (!s.is_ok()) return s;
+    pos += n;
+    step = (step * 7 + 3) % 1000;
+  }
+  return encoder.finish();
+}
+
+std::vector<std::byte> encode_push(std::span<const Event> events, const EncoderOptions& options) {
+  MemorySink sink;
+  StreamEncoder encoder(sink, options);
+  const codec::Status s = push_all(encoder, events);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return sink.bytes();
+}
+
+std::vector<std::byte> encode_pull(std::span<const Event> events, const EncoderOptions& options) {
+  MemorySink sink;
+  VectorSource source(events);
+  const codec::Status s = encode_stream(source, sink, options);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return sink.bytes();
+}
+
+TEST(StreamEncoder, EmptyStreamWritesOneValidEmptyFrame) {
+  for (const bool pull : {false, true}) {
+    const auto bytes = pull ? encode_pull({}, small_frames(64, 2, 2)) : encode_push({}, small_frames(64, 2, 2));
+    const auto frames = testing::split_frames(bytes);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0].content_size, 0u);
+    EXPECT_TRUE(testing::decompress_all(bytes).empty());
+    EXPECT_EQ(bytes, testing::reference_artifact({}, 64));
+  }
+}
+
+TEST(StreamEncoder, RoundTripsAtFrameBoundaries) {
+  const auto all = EventGenerator(7).take(65537);
+  for (const std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{65535}, std::size_t{65536}, std::size_t{65537}}) {
+    SCOPED_TRACE(n);
+    const std::span<const Event> events(all.data(), n);
+    EncoderOptions options;
+    options.workers = 2;
+    MemorySink sink;
+    StreamEncoder encoder(sink, options);
+    ASSERT_TRUE(push_all(encoder, events).is_ok());
+    EXPECT_EQ(encoder.stats().events, n);
+
+    const auto frames = testing::split_frames(sink.bytes());
+    ASSERT_EQ(frames.size(), n == 0 ? 1u : (n + 65535) / 65536);
+    const auto expected = testing::msgpack_of(events);
+    std::size_t content = 0;
+    for (const auto& f : frames) {
+      ASSERT_NE(f.content_size, ZSTD_CONTENTSIZE_UNKNOWN);
+      ASSERT_NE(f.content_size, ZSTD_CONTENTSIZE_ERROR);
+      content += f.content_size;
+    }
+    EXPECT_EQ(content, expected.size());
+    EXPECT_EQ(testing::decompress_all(sink.bytes()), expected);
+    EXPECT_EQ(encoder.stats().frames, frames.size());
+    EXPECT_EQ(encoder.stats().bytes_in, expected.size());
+    EXPECT_EQ(encoder.stats().bytes_out, sink.bytes().size());
+  }
+}
+
+TEST(StreamEncoder, SameBytesForEveryWorkerCountAndInFlightCap) {
+  const auto events = EventGenerator(11).take(20'000);  // 79 frames of 256, the last one partial
+  const auto reference = testing::reference_artifact(events, 256);
+  for (unsigned workers = 1; workers <= 8; ++workers) {
+    for (const std::size_t k : {1u, 2u, 3u, 8u}) {
+      SCOPED_TRACE("workers " + std::to_string(workers) + " K " + std::to_string(k));
+      EXPECT_EQ(encode_push(events, small_frames(256, workers, k)), reference);
+      EXPECT_EQ(encode_pull(events, small_frames(256, workers, k)), reference);
+    }
+  }
+}
+
+TEST(StreamEncoder, DerivedCapMatchesExplicitCapBytes) {
+  const auto events = EventGenerator(3).take(70'000);
+  EncoderOptions options;
+  options.workers = 3;
+  EXPECT_EQ(encode_pull(events, options), testing::reference_artifact(events, 65536));
+}
+
+// Frames finish encoding out of order (random delays); the sink must still see them in order, and never
+// more than K frames may be alive.
+TEST(StreamEncoder, OrderPreservedAcrossHundredsOfFramesWithRandomEncodeDelays) {
+  constexpr std::size_t kFrame = 64;
+  constexpr std::size_t kK = 6;
+  const auto events = EventGenerator(5).take(kFrame * 300 + 17);
+
+  struct CountingSink : Sink {
+    std::atomic<std::uint64_t> writes{0};
+    MemorySink inner;
+    codec::Status write(std::span<const std::byte> bytes) override {
+      codec::Status s = inner.write(bytes);
+      writes.fetch_add(1);
+      return s;
+    }
+  };
+  for (const bool pull : {false, true}) {
+    CountingSink sink;
+    std::atomic<std::uint64_t> max_ahead{0};
+    EncoderOptions options = small_frames(kFrame, 4, kK);
+    options.on_encode = [&](std::uint64_t frame) {
+      // Frame n is encoded only once frame n - K has been written.
+      const std::uint64_t ahead = frame - std::min(frame, sink.writes.load());
+      std::uint64_t seen = max_ahead.load();
+      while (ahead > seen && !max_ahead.compare_exchange_weak(seen, ahead)) {
+      }
+      // A deterministic pseudo-random delay of 0..400 us per frame.
+      const std::uint64_t h = (frame * 0x9e3779b97f4a7c15ull) >> 55;
+      std::this_thread::sleep_for(std::chrono::microseconds(h % 400));
+    };
+    codec::Status status;
+    if (pull) {
+      VectorSource source(events, 50);
+      status = encode_stream(source, sink, options);
+    } else {
+      StreamEncoder encoder(sink, options);
+      status = push_all(encoder, events);
+    }
+    ASSERT_TRUE(status.is_ok()) << status.message();
+    EXPECT_EQ(sink.writes.load(), 301u);
+    EXPECT_LE(max_ahead.load(), kK - 1);
+    EXPECT_EQ(sink.inner.bytes(), testing::reference_artifact(events, kFrame));
+    // Frame by frame, too: the i-th frame holds events [i * 64, (i + 1) * 64).
+    const auto frames = testing::split_frames(sink.inner.bytes());
+    ASSERT_EQ(frames.size(), 301u);
+    for (std::size_t i = 0; i < frames.size(); i += 37) {
+      const std::span<const std::byte> frame(sink.inner.bytes().data() + frames[i].offset, frames[i].size);
+      const std::size_t n = std::min(kFrame, events.size() - i * kFrame);
+      EXPECT_EQ(testing::decompress_all(frame), testing::msgpack_of(std::span(events).subspan(i * kFrame, n)));
+    }
+  }
+}
+
+TEST(StreamEncoder, FailingSinkStopsWithErrorAndLeavesDecodablePrefix) {
+  constexpr std::size_t kFrame = 128;
+  const auto events = EventGenerator(9).take(kFrame * 200);
+  for (const std::size_t fail_at : {0u, 1u, 5u, 150u}) {
+    for (const bool pull : {false, true}) {
+      SCOPED_TRACE("fail_at " + std::to_string(fail_at) + (pull ? " pull" : " push"));
+      FailingSink sink(fail_at);
+      EncoderOptions options = small_frames(kFrame, 3, 4);
+      options.on_encode = [](std::uint64_t frame) {
+        std::this_thread::sleep_for(std::chrono::microseconds((frame % 3) * 50));
+      };
+      codec::Status status;
+      if (pull) {
+        VectorSource source(events);
+        status = encode_stream(source, sink, options);
+      } else {
+        StreamEncoder encoder(sink, options);
+        status = push_all(encoder, events);
+        // Later calls keep returning the same error, without hanging.
+        EXPECT_EQ(encoder.push(events[0]).message(), status.message());
+        EXPECT_EQ(encoder.finish().message(), status.message());
+        EXPECT_EQ(encoder.stats().frames, fail_at);
+      }
+      ASSERT_FALSE(status.is_ok());
+      EXPECT_EQ(status.code(), codec::Errc::io);
+      EXPECT_NE(status.message().find("frame " + std::to_string(fail_at)), std::string::npos) << status.message();
+      EXPECT_NE(status.message().find("No space left on device"), std::string::npos) << status.message();
+      // Exactly the frames before the failing one, and they decode to their events.
+      EXPECT_EQ(sink.writes(), fail_at + 1);
+      EXPECT_EQ(testing::split_frames(sink.bytes()).size(), fail_at);
+      EXPECT_EQ(testing::decompress_all(sink.bytes()), testing::msgpack_of(std::span(events).first(fail_at * kFrame)));
+    }
+  }
+}
+
+// A sink that blocks until released: the producer must feel backpressure, and finish() must complete once
+// the sink moves again.
+TEST(StreamEncoder, SlowSinkBlocksProducerNotPool) {
+  struct GateSink : Sink {
+    std::mutex m;
+    std::condition_variable cv;
+    bool open = false;
+    MemorySink inner;
+    codec::Status write(std::span<const std::byte> bytes) override {
+      std::unique_lock lock(m);
+      cv.wait(lock, [&] { return open; });
+      return inner.write(bytes);
+    }
+  };
+  GateSink sink;
+  const auto events = EventGenerator(2).take(64 * 40);
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    StreamEncoder encoder(sink, small_frames(64, 2, 3));
+    EXPECT_TRUE(push_all(encoder, events).is_ok());
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(done.load());  // 40 frames cannot fit in 3 slots while the sink is closed
+  {
+    std::lock_guard lock(sink.m);
+    sink.open = true;
+  }
+  sink.cv.notify_all();
+  producer.join();
+  EXPECT_TRUE(done.load());
+  EXPECT_EQ(sink.inner.bytes(), testing::reference_artifact(events, 64));
+}
+
+TEST(StreamEncoder, SourceErrorKeepsEventsReadBeforeIt) {
+  const auto events = EventGenerator(4).take(1000);
+  MemorySink sink;
+  VectorSource source(events, 300, {codec::Errc::bad_record, "stdin: record 1000: unknown kind 9"});
+  const codec::Status status = encode_stream(source, sink, small_frames(256, 2, 2));
+  EXPECT_EQ(status.code(), codec::Errc::bad_record);
+  EXPECT_EQ(status.message(), "stdin: record 1000: unknown kind 9");
+  EXPECT_EQ(sink.bytes(), testing::reference_artifact(events, 256));
+}
+
+TEST(StreamEncoder, FinishIsIdempotentAndPushAfterFinishIsRejected) {
+  MemorySink sink;
+  StreamEncoder encoder(sink, small_frames(16, 1, 2));
+  const auto events = EventGenerator(1).take(40);
+  ASSERT_TRUE(encoder.push(events).is_ok());
+  ASSERT_TRUE(encoder.finish().is_ok());
+  ASSERT_TRUE(encoder.finish().is_ok());
+  EXPECT_EQ(encoder.push(events[0]).code(), codec::Errc::usage);
+  EXPECT_EQ(sink.bytes(), testing::reference_artifact(events, 16));
+  EXPECT_EQ(encoder.stats().frames, 3u);
+  EXPECT_EQ(encoder.stats().in_flight_cap, 2u);
+}
+
+TEST(StreamEncoder, DestructorFinishes) {
+  MemorySink sink;
+  const auto events = EventGenerator(1).take(100);
+  {
+    StreamEncoder encoder(sink, small_frames(16, 2, 2));
+    ASSERT_TRUE(encoder.push(events).is_ok());
+  }
+  EXPECT_EQ(sink.bytes(), testing::reference_artifact(events, 16));
+}
+
+TEST(StreamEncoder, SetupErrorsThrow) {
+  MemorySink sink;
+  EncoderOptions bad_frame;
+  bad_frame.frame_events = 0;
+  EXPECT_THROW(StreamEncoder(sink, bad_frame), std::runtime_error);
+  EncoderOptions bad_level;
+  bad_level.level = 1000;
+  EXPECT_THROW(StreamEncoder(sink, bad_level), std::runtime_error);
+}
+
+TEST(InFlightCap, DerivedFromBudgetNotFromWorkers) {
+  EncoderOptions options;
+  const std::size_t k = derive_in_flight_cap(options);
+  EXPECT_GE(k, 2u);
+  EXPECT_LE(k * slot_bytes(options), kDefaultMemoryBudgetBytes);
+  for (const unsigned workers : {1u, 2u, 16u, 64u}) {
+    options.workers = workers;
+    EXPECT_EQ(derive_in_flight_cap(options), k);
+  }
+  options.memory_budget_bytes = 1;  // too small for anything: the floor of 2 still applies
+  EXPECT_EQ(derive_in_flight_cap(options), 2u);
+  options.memory_budget_bytes = std::size_t{1} << 40;
+  EXPECT_EQ(derive_in_flight_cap(options), kMaxDerivedInFlight);
+  options.max_in_flight = 5;
+  EXPECT_EQ(derive_in_flight_cap(options), 5u);
+}
+
+TEST(FdSink, ClosedPipeIsAnErrorNotASignal) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  FdSink sink(fds[1], "test pipe");
+  const auto events = EventGenerator(1).take(1000);
+  VectorSource source(events);
+  const codec::Status status = encode_stream(source, sink, small_frames(100, 2, 2));
+  ::close(fds[1]);
+  ASSERT_FALSE(status.is_ok());
+  EXPECT_EQ(status.code(), codec::Errc::io);
+  EXPECT_NE(status.message().find("frame 0"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("test pipe: write failed"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("Broken pipe"), std::string::npos) << status.message();
+}
+
+TEST(FileSink, CannotCreateThrowsNamingThePath) {
+  try {
+    FileSink sink("/nonexistent-dir/out.zst");
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/out.zst: cannot create"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace memtrack::pipeline
