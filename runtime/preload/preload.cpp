@@ -7,8 +7,10 @@
 // - Causal order: a free is recorded before the real free, an allocation after the real call returns, and a
 //   realloc takes its ticket before the real call (the old block is released inside it) and fills the slot
 //   after. Ticket order is the artifact order (see ring.h for why it is causal).
-// - Reentrancy: `t_busy` is set while this thread is inside the tracker; any allocation made meanwhile (by
-//   dlsym, by a signal handler that interrupts us) goes straight to the real allocator, unrecorded.
+// - Reentrancy: `t_busy` is set while this thread attaches to the recorder; allocations made meanwhile (by
+//   pthread_atfork) go straight to the real allocator, unrecorded. A signal handler that interrupts this
+//   thread while it holds an unfilled ticket (see begin_event) records normally, within a bound that
+//   rules out deadlock.
 // - The dlsym bootstrap: dlsym(RTLD_NEXT) may call calloc/malloc before the real functions are known; those
 //   calls are served from a static arena, and free/realloc recognise arena pointers.
 // - Lossless: a full ring makes the producer wait. If the recorder is gone, the process stops recording
@@ -153,8 +155,12 @@ RingSlot* g_slots = nullptr;
 uint64_t g_mask = 0;
 int g_pid = 0;  // refreshed in the child after fork/_Fork
 
-MEMTRACK_TLS bool t_busy = false;  // the reentrancy guard
-MEMTRACK_TLS int t_tid = 0;        // cached gettid(); reset in the child after fork
+MEMTRACK_TLS bool t_busy = false;  // the reentrancy guard while attaching
+constexpr uint64_t kNoTicket = ~uint64_t{0};
+// The oldest ticket this thread took and has not filled yet: set between begin_event and commit, so a
+// signal handler that allocates on this thread meanwhile knows an outer event is pending.
+MEMTRACK_TLS uint64_t t_pending = kNoTicket;
+MEMTRACK_TLS int t_tid = 0;  // cached gettid(); reset in the child after fork
 
 void write_stderr(const char* msg) {
   // No stdio: it allocates and takes locks.
@@ -164,6 +170,7 @@ void write_stderr(const char* msg) {
 void after_fork_in_child() {
   g_pid = static_cast<int>(syscall(SYS_getpid));
   t_tid = 0;  // only the forking thread survives, and its tid changed
+  t_pending = kNoTicket;
 }
 
 // Maps the ring named by MEMTRACK_RING. Runs once per process image (a forked child inherits the mapping;
@@ -258,9 +265,19 @@ struct Ticket {
   RingSlot* slot;
   uint64_t t;
   uint64_t timestamp;
+  uint64_t outer;  // t_pending when this event began (kNoTicket unless we interrupted our own thread)
 };
 
-// Takes the next ticket and waits for its slot. On success the guard is held until commit().
+// Takes the next ticket and waits for its slot.
+//
+// Reentrancy from signal handlers: if this thread already holds an unfilled ticket `outer` (the handler
+// interrupted an event between begin and commit, possibly while it waited for a slot or sat in the real
+// realloc), the recorder cannot read past `outer` until the handler returns. A nested ticket t2 can
+// still get its slot iff t2 < outer + capacity (its slot's previous lap, t2 - capacity, is before
+// `outer`). Every thread holds at most one unfilled ticket per nesting level while it waits, so tickets run
+// at most a few per thread past the last one the recorder can reach; taking a nested ticket only while
+// head - outer < capacity / 2 keeps t2 < outer + capacity with any realistic thread count. Otherwise the
+// nested event is passed through unrecorded (it is not lost silently: it never entered the stream).
 inline bool begin_event(Ticket& tk) {
   if (t_busy) return false;
   int s = g_state.load(std::memory_order_acquire);
@@ -269,21 +286,23 @@ inline bool begin_event(Ticket& tk) {
     attach();
     if (g_state.load(std::memory_order_acquire) != kRecording) return false;
   }
-  t_busy = true;
   if (g_ring->detached.load(std::memory_order_relaxed)) [[unlikely]] {
     g_state.store(kOff, std::memory_order_release);
-    t_busy = false;
     return false;
   }
+  tk.outer = t_pending;
+  if (tk.outer != kNoTicket && g_ring->head.load(std::memory_order_relaxed) - tk.outer >= (g_mask + 1) / 2) [[unlikely]]
+    return false;
   // Relaxed is enough for causality: read-modify-writes of one atomic are totally ordered consistently
   // with happens-before whatever their memory order.
   tk.t = g_ring->head.fetch_add(1, std::memory_order_relaxed);
+  if (tk.outer == kNoTicket) t_pending = tk.t;
   tk.slot = &g_slots[tk.t & g_mask];
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   tk.timestamp = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
   if (tk.slot->seq.load(std::memory_order_acquire) != tk.t && !wait_for_slot(tk.slot, tk.t)) [[unlikely]] {
-    t_busy = false;
+    t_pending = tk.outer;
     return false;
   }
   return true;
@@ -303,14 +322,14 @@ inline void commit_event(Ticket& tk, EventKind kind, const void* addr, uint64_t 
   e.flags = has_old ? memtrack::codec::kFlagHasOldAddr : 0;
   memset(e.reserved, 0, sizeof e.reserved);
   tk.slot->seq.store(tk.t + 1, std::memory_order_release);
-  t_busy = false;
+  t_pending = tk.outer;
 }
 
 // A ticket taken for a call that then failed: the slot is committed empty so the recorder moves past it.
 inline void commit_nothing(Ticket& tk) {
   tk.slot->event.kind = static_cast<EventKind>(memtrack::runtime::kNoEventKind);
   tk.slot->seq.store(tk.t + 1, std::memory_order_release);
-  t_busy = false;
+  t_pending = tk.outer;
 }
 
 inline void record(EventKind kind, const void* addr, uint64_t size) {

@@ -62,12 +62,27 @@ int shell(const std::string& cmd) {
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+// Removes a test's scratch directory when the test passed; a failed test leaves its artifact to look at.
+struct ScratchCleanup : testing::EmptyTestEventListener {
+  void OnTestEnd(const testing::TestInfo& info) override {
+    if (info.result()->Passed() && !current.empty()) fs::remove_all(current);
+    current.clear();
+  }
+  static inline fs::path current;
+};
+
+const bool kCleanupInstalled = [] {
+  testing::UnitTest::GetInstance()->listeners().Append(new ScratchCleanup);
+  return true;
+}();
+
 fs::path scratch_dir() {
   const auto* info = testing::UnitTest::GetInstance()->current_test_info();
   fs::path dir =
       fs::path(testing::TempDir()) / (std::string("memtrack_") + info->name() + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  ScratchCleanup::current = dir;
   return dir;
 }
 
@@ -365,6 +380,23 @@ TEST(Record, SigkillMidRunLeavesAValidArtifact) {
   EXPECT_GT(count(run.events, "Malloc", 795), 0u);                   // the other thread was running
   EXPECT_EQ(summary_events(run.err), run.events.size()) << run.err;  // everything received was written
   expect_causal(run.events, pid);
+}
+
+// A signal handler that maps memory interrupts the tracker over and over (often while it waits for a ring
+// slot with an unfilled ticket): no deadlock, and every event of the main thread and of the handler is
+// recorded, in causal order.
+TEST(Record, SignalHandlersThatAllocate) {
+  const RecordRun run = record({kPrograms + "/signal_alloc", "200000"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto out = parse_output(run.out);
+  ASSERT_TRUE(out.contains("mallocs") && out.contains("handler_maps")) << run.out;
+  EXPECT_EQ(count(run.events, "Malloc", 1000231 % 4096), out.at("mallocs")[0]);
+  const std::size_t maps = count(run.events, "Mmap", 3 * 4096), unmaps = count(run.events, "Munmap", 3 * 4096);
+  const std::uint64_t handler_maps = out.at("handler_maps")[0];
+  EXPECT_GT(handler_maps, 0u);
+  EXPECT_EQ(maps, handler_maps);
+  EXPECT_EQ(unmaps, handler_maps);
+  expect_causal(run.events, run.events.front().pid);
 }
 
 // The recorder is SIGKILLed while the program runs: the program must finish untracked, not hang.
