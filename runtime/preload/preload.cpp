@@ -215,6 +215,7 @@ void attach() {
 // The recorder is gone when its pid no longer names a live process. A pidfd also reports a zombie as exited.
 bool recorder_alive(int pid) {
   const long pidfd = syscall(SYS_pidfd_open, pid, 0);
+  if (pidfd < 0 && errno == ENOSYS) return syscall(SYS_kill, pid, 0) == 0 || errno != ESRCH;  // before Linux 5.3
   if (pidfd < 0) return errno != ESRCH;
   struct pollfd pfd = {static_cast<int>(pidfd), POLLIN, 0};
   const long ready = syscall(SYS_poll, &pfd, 1, 0);
@@ -305,6 +306,8 @@ inline bool begin_event(Ticket& tk) {
     t_pending = tk.outer;
     return false;
   }
+  // Signed only now that the slot is ours (before, the previous lap's owner may still be unread).
+  tk.slot->owner.store(memtrack::runtime::slot_owner(tk.t, g_pid), std::memory_order_relaxed);
   return true;
 }
 

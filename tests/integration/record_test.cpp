@@ -399,6 +399,19 @@ TEST(Record, SignalHandlersThatAllocate) {
   expect_causal(run.events, run.events.front().pid);
 }
 
+// A child SIGKILLed (and reaped) by its own parent while its threads held ring tickets: the recorder
+// abandons the tickets the dead process can never fill, instead of stalling the parent forever.
+TEST(Record, GrandchildKilledByItsParentDoesNotStallTheRing) {
+  const RecordRun run = record({kPrograms + "/exit_paths", "killchild", "300000"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Ev* first = find(run.events, "Malloc", 813);
+  ASSERT_NE(first, nullptr);
+  const int parent = first->pid;
+  EXPECT_EQ(count(run.events, "Malloc", 813, parent), 300000u);
+  EXPECT_EQ(summary_events(run.err), run.events.size()) << run.err;
+  expect_causal(run.events, parent);
+}
+
 // The recorder is SIGKILLed while the program runs: the program must finish untracked, not hang.
 TEST(Record, ProgramSurvivesTheRecorder) {
   const fs::path dir = scratch_dir();

@@ -20,6 +20,7 @@ class HeapTracker {
   [[nodiscard]] std::uint64_t live_bytes() const { return live_; }
   // Distinct pids seen in the events: the processes that were recorded.
   [[nodiscard]] std::size_t processes() const { return pids_.size(); }
+  [[nodiscard]] const std::unordered_set<std::int32_t>& pids() const { return pids_; }
 
  private:
   struct Entry {

@@ -52,7 +52,10 @@ class SharedRing {
     header_->wake_futex.store(0, std::memory_order_relaxed);
     header_->detached.store(0, std::memory_order_relaxed);
     slots_ptr_ = ring_slots(header_);
-    for (std::uint64_t i = 0; i < slots; ++i) new (&slots_ptr_[i].seq) std::atomic<std::uint64_t>(i);
+    for (std::uint64_t i = 0; i < slots; ++i) {
+      new (&slots_ptr_[i].seq) std::atomic<std::uint64_t>(i);
+      new (&slots_ptr_[i].owner) std::atomic<std::uint64_t>(0);
+    }
     std::atomic_thread_fence(std::memory_order_release);
   }
   ~SharedRing() {
@@ -96,9 +99,44 @@ struct ReaderControl {
   codec::Status status;                  // reader-owned until joined
 };
 
-// How long a slot may stay taken-but-unfilled, after a tracked process was killed, before the reader
-// decides the killed process held it. A live thread fills its slot within microseconds.
-constexpr auto kAbandonAfter = std::chrono::seconds(1);
+// How long a slot may stay taken-but-unfilled before the reader asks (and then re-asks) whether its owner
+// still exists. A live thread fills its slot within microseconds (or, in realloc, when the real call
+// returns); the question costs one read of /proc/<pid>/stat.
+constexpr auto kAbandonAfter = std::chrono::milliseconds(250);
+
+// True when `pid` no longer runs: gone, or a zombie (killed, not yet reaped by its parent).
+bool process_gone(int pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* paren = std::strrchr(buf, ')');  // the command name may contain spaces and parentheses
+  return paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+// A slot taken but unfilled for kAbandonAfter: abandon it if its owner process is gone (a live owner is
+// waited for, however long). An unsigned slot means its owner took the ticket but never saw the slot free,
+// although the recorder has been at this slot for kUnsignedAfter, and a live producer re-checks within
+// 200 ms: it died in that window. Still, only conclude so after kUnsignedAfter and when a tracked process is known
+// to have died (one the recorder reaped, or one of the pids seen in the events that no longer runs).
+constexpr auto kUnsignedAfter = std::chrono::seconds(1);
+
+bool owner_gone(RingSlot& slot, std::uint64_t ticket, std::chrono::steady_clock::duration stuck_for,
+                const ReaderControl& ctl, const HeapTracker& heap) {
+  const std::uint64_t owner = slot.owner.load(std::memory_order_acquire);
+  const std::uint64_t ticket_bits = ~std::uint64_t{0} >> kOwnerPidBits;
+  if ((owner >> kOwnerPidBits) == (ticket & ticket_bits))
+    return process_gone(static_cast<int>(owner & ((std::uint64_t{1} << kOwnerPidBits) - 1)));
+  if (stuck_for < kUnsignedAfter) return false;
+  if (ctl.killed.load(std::memory_order_relaxed) != 0) return true;
+  for (const std::int32_t pid : heap.pids())
+    if (process_gone(pid)) return true;
+  return false;
+}
 
 void reader_loop(SharedRing& ring, EventWriter& writer, HeapTracker& heap, ReaderControl& ctl) {
   constexpr std::size_t kBatch = 8192;
@@ -108,6 +146,7 @@ void reader_loop(SharedRing& ring, EventWriter& writer, HeapTracker& heap, Reade
   int idle_rounds = 0;
   std::uint64_t stuck_at = UINT64_MAX;
   auto stuck_since = std::chrono::steady_clock::now();
+  auto last_check = stuck_since;
   bool writer_ok = true;
 
   for (;;) {
@@ -138,13 +177,19 @@ void reader_loop(SharedRing& ring, EventWriter& writer, HeapTracker& heap, Reade
     if (exited && pos >= head) break;
     if (pos < head) {
       // A ticket was taken but its slot is not filled. Normally its thread is between fetch_add and the
-      // store; if every process is gone, or a killed process held it, it will never be filled.
+      // store; if every process is gone, or the process that took it was killed, it will never be filled.
       const auto now = std::chrono::steady_clock::now();
       if (stuck_at != pos) {
         stuck_at = pos;
         stuck_since = now;
+        last_check = now;
       }
-      if (exited || (ctl.killed.load(std::memory_order_relaxed) != 0 && now - stuck_since > kAbandonAfter)) {
+      bool abandon = exited;
+      if (!abandon && now - last_check > kAbandonAfter) {
+        abandon = owner_gone(ring.slot(pos), pos, now - stuck_since, ctl, heap);
+        last_check = now;  // ask again later, not on every idle round
+      }
+      if (abandon) {
         ring.slot(pos).seq.store(pos + ring.capacity(), std::memory_order_release);
         ++pos;
         ++ctl.abandoned;

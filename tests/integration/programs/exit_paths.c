@@ -1,5 +1,7 @@
 // "exit N": N mallocs of 1000211 bytes (never freed), then _exit(3).
 // "survive N FILE": N malloc/free pairs, then writes FILE (the recorder is killed meanwhile by the test).
+// "killchild N": forks a child whose two threads churn until the parent SIGKILLs it (and reaps it itself,
+// so the recorder never sees how it died), then makes N malloc/free pairs of 813 bytes and exits 0.
 // "kill N": two threads allocate 1000213-byte blocks in a loop; after the main thread made N of its own,
 // the process SIGKILLs itself while the other thread is mid-run.
 #include <pthread.h>
@@ -7,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 // volatile: GCC removes a malloc whose result is unused, and a malloc/free pair.
@@ -39,6 +42,23 @@ int main(int argc, char** argv) {
     if (f == NULL) return 1;
     fprintf(f, "done %ld\n", n);
     fclose(f);
+    return 0;
+  }
+  if (strcmp(argv[1], "killchild") == 0) {
+    pid_t child = fork();
+    if (child == 0) {
+      pthread_t t;
+      pthread_create(&t, NULL, spin, NULL);
+      spin(NULL);
+    }
+    usleep(30 * 1000);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    for (long i = 0; i < n; ++i) {
+      sink = malloc(1000237 % 4096);
+      free(sink);
+    }
+    printf("mallocs %ld\n", n);
     return 0;
   }
   pthread_t t;

@@ -26,7 +26,7 @@
 namespace memtrack::runtime {
 
 inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
-inline constexpr std::uint32_t kRingVersion = 1;
+inline constexpr std::uint32_t kRingVersion = 2;
 // 4 MiB of 64-byte slots: absorbs ~10 ms of a fast producer, and stays small enough to live in L2/L3
 // (measured: 16 MiB rings cost more wall time than 1-4 MiB ones, bench/record_overhead.sh).
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -37,9 +37,18 @@ inline constexpr const char* kEnvRing = "MEMTRACK_RING";  // a path the preload 
 // A committed slot whose event kind is 0 carries no event (a realloc that failed after taking its ticket).
 inline constexpr std::uint8_t kNoEventKind = 0;
 
+// Who holds a slot: written by the producer as soon as its slot is free (before that, the previous lap's
+// owner may still be unread), so the recorder can tell a slot whose process was killed before filling it
+// (never to be filled) from one about to be filled.
+inline constexpr unsigned kOwnerPidBits = 22;  // pid_max is at most 2^22 on Linux
+[[nodiscard]] inline constexpr std::uint64_t slot_owner(std::uint64_t ticket, std::int32_t pid) {
+  return (ticket << kOwnerPidBits) | static_cast<std::uint64_t>(pid);
+}
+
 struct alignas(64) RingSlot {
   std::atomic<std::uint64_t> seq;
   codec::Event event;
+  std::atomic<std::uint64_t> owner;  // slot_owner(ticket, pid) of the latest ticket that took this slot
 };
 static_assert(sizeof(RingSlot) == 64);
 
