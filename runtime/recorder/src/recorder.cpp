@@ -52,11 +52,11 @@ class SharedRing {
     header_->wake_futex.store(0, std::memory_order_relaxed);
     header_->detached.store(0, std::memory_order_relaxed);
     slots_ptr_ = ring_slots(header_);
+    // Published to the producers by posix_spawn (a system call) before any of them maps the ring.
     for (std::uint64_t i = 0; i < slots; ++i) {
       new (&slots_ptr_[i].seq) std::atomic<std::uint64_t>(i);
       new (&slots_ptr_[i].owner) std::atomic<std::uint64_t>(0);
     }
-    std::atomic_thread_fence(std::memory_order_release);
   }
   ~SharedRing() {
     ::munmap(header_, bytes_);
@@ -72,11 +72,13 @@ class SharedRing {
   RingSlot& slot(std::uint64_t ticket) { return slots_ptr_[ticket & (slots_ - 1)]; }
   [[nodiscard]] std::uint64_t capacity() const { return slots_; }
 
-  // After freeing slots: wake producers sleeping on a full ring. The fence pairs with the producer's
-  // seq_cst increment of `waiters` (a Dekker handshake: one of the two sees the other).
+  // After freeing slots: wake producers sleeping on a full ring. A Dekker handshake with the producer, which
+  // increments `waiters` and then re-reads its slot: this read-modify-write reads the latest `waiters`, and
+  // if it comes before the producer's increment, it synchronizes with it, so the producer's re-read sees
+  // the slots freed above. Either we see the waiter or it sees the free slot. (An RMW, not a fence:
+  // ThreadSanitizer does not model fences.)
   void wake_waiters() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (header_->waiters.load(std::memory_order_relaxed) != 0) {
+    if (header_->waiters.fetch_add(0, std::memory_order_acq_rel) != 0) {
       header_->wake_futex.fetch_add(1, std::memory_order_seq_cst);
       ::syscall(SYS_futex, &header_->wake_futex, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
     }
