@@ -5,7 +5,9 @@
 // "kill N": two threads allocate 1000213-byte blocks in a loop; after the main thread made N of its own,
 // the process SIGKILLs itself while the other thread is mid-run.
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +17,14 @@
 // volatile: GCC removes a malloc whose result is unused, and a malloc/free pair.
 static void* volatile sink;
 
+static atomic_long spun;  // allocations made by spin(), so "mid-run" is certain before the kill
+
 static void* spin(void* arg) {
   (void)arg;
   for (;;) {
     sink = malloc(1000219 % 4096);
     free(sink);
+    atomic_fetch_add(&spun, 1);
   }
   return NULL;
 }
@@ -63,6 +68,7 @@ int main(int argc, char** argv) {
   }
   pthread_t t;
   pthread_create(&t, NULL, spin, NULL);
+  while (atomic_load(&spun) < 1000) sched_yield();
   for (long i = 0; i < n; ++i) {
     sink = malloc(1000213 % 4096);
     free(sink);
