@@ -153,6 +153,8 @@ std::atomic<int> g_state{kUnattached};
 RingHeader* g_ring = nullptr;
 RingSlot* g_slots = nullptr;
 uint64_t g_mask = 0;
+std::atomic<uint64_t>* g_owners = nullptr;
+uint64_t g_owner_mask = 0;
 int g_pid = 0;  // refreshed in the child after fork/_Fork
 
 MEMTRACK_TLS bool t_busy = false;  // the reentrancy guard while attaching
@@ -199,7 +201,14 @@ void attach() {
         g_ring = static_cast<RingHeader*>(map);
         g_slots = memtrack::runtime::ring_slots(g_ring);
         g_mask = probe.capacity - 1;
+        g_owners = memtrack::runtime::ring_owners(g_ring);
+        g_owner_mask = 2 * probe.capacity - 1;
         g_pid = static_cast<int>(syscall(SYS_getpid));
+        // A new image: note (pid, head) so tickets our pid held in a replaced image can be told apart.
+        const uint32_t i = g_ring->exec_count.fetch_add(1, std::memory_order_relaxed);
+        g_ring->exec_notices[i % memtrack::runtime::kExecNotices].store(
+            memtrack::runtime::exec_notice(g_ring->head.load(std::memory_order_relaxed), g_pid),
+            std::memory_order_release);
         next = g_ring->detached.load(std::memory_order_relaxed) ? kOff : kRecording;
       }
     }
@@ -296,7 +305,9 @@ inline bool begin_event(Ticket& tk) {
     return false;
   // Relaxed is enough for causality: read-modify-writes of one atomic are totally ordered consistently
   // with happens-before whatever their memory order.
+  if (t_tid == 0) t_tid = static_cast<int>(syscall(SYS_gettid));
   tk.t = g_ring->head.fetch_add(1, std::memory_order_relaxed);
+  g_owners[tk.t & g_owner_mask].store(memtrack::runtime::slot_owner(tk.t, t_tid), std::memory_order_relaxed);
   if (tk.outer == kNoTicket) t_pending = tk.t;
   tk.slot = &g_slots[tk.t & g_mask];
   struct timespec ts;
@@ -306,8 +317,6 @@ inline bool begin_event(Ticket& tk) {
     t_pending = tk.outer;
     return false;
   }
-  // Signed only now that the slot is ours (before, the previous lap's owner may still be unread).
-  tk.slot->owner.store(memtrack::runtime::slot_owner(tk.t, g_pid), std::memory_order_relaxed);
   return true;
 }
 
@@ -318,7 +327,6 @@ inline void commit_event(Ticket& tk, EventKind kind, const void* addr, uint64_t 
   e.addr = reinterpret_cast<uint64_t>(addr);
   e.size = size;
   e.old_addr = has_old ? reinterpret_cast<uint64_t>(old_addr) : 0;
-  if (t_tid == 0) t_tid = static_cast<int>(syscall(SYS_gettid));
   e.pid = g_pid;
   e.tid = t_tid;
   e.kind = kind;

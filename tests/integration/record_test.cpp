@@ -412,6 +412,23 @@ TEST(Record, GrandchildKilledByItsParentDoesNotStallTheRing) {
   expect_causal(run.events, parent);
 }
 
+// exec kills the other threads wherever they are, possibly holding ring tickets: the recorder skips tickets
+// of threads that exec replaced, whether the exec came from the main thread or from another one (then the
+// dead main thread's tid lives on as the new image's pid).
+void check_exec_with_threads(const std::string& mode) {
+  const RecordRun run = record({kPrograms + "/exec_threads", mode});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto out = parse_output(run.out);
+  ASSERT_TRUE(out.contains("done")) << run.out;
+  const int pid = static_cast<int>(out.at("done")[0]);
+  EXPECT_EQ(count(run.events, "Malloc", 1000249, pid), 1u);
+  EXPECT_GT(count(run.events, "Malloc", 1000253 % 4096, pid), 0u);
+  EXPECT_EQ(summary_events(run.err), run.events.size()) << run.err;
+}
+
+TEST(Record, ExecFromMainThreadWhileAnotherAllocates) { check_exec_with_threads("main"); }
+TEST(Record, ExecFromSecondThreadWhileMainAllocates) { check_exec_with_threads("thread"); }
+
 // The recorder is SIGKILLed while the program runs: the program must finish untracked, not hang.
 TEST(Record, ProgramSurvivesTheRecorder) {
   const fs::path dir = scratch_dir();

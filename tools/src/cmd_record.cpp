@@ -82,7 +82,7 @@ int run_record(int argc, char** argv) {
                r.processes == 1 ? "" : "es", r.output_path.c_str(), human_bytes(r.artifact_bytes).c_str(),
                human_bytes(r.peak_heap_bytes).c_str());
   if (r.abandoned_slots != 0)
-    std::fprintf(stderr, ", %llu event slots abandoned by killed processes",
+    std::fprintf(stderr, ", %llu ring slots skipped (their threads died before filling them)",
                  static_cast<unsigned long long>(r.abandoned_slots));
   std::fputc('\n', stderr);
   if (!r.status.is_ok()) {

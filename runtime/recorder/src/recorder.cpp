@@ -53,10 +53,11 @@ class SharedRing {
     header_->detached.store(0, std::memory_order_relaxed);
     slots_ptr_ = ring_slots(header_);
     // Published to the producers by posix_spawn (a system call) before any of them maps the ring.
-    for (std::uint64_t i = 0; i < slots; ++i) {
-      new (&slots_ptr_[i].seq) std::atomic<std::uint64_t>(i);
-      new (&slots_ptr_[i].owner) std::atomic<std::uint64_t>(0);
-    }
+    for (std::uint64_t i = 0; i < slots; ++i) new (&slots_ptr_[i].seq) std::atomic<std::uint64_t>(i);
+    owners_ = ring_owners(header_);
+    for (std::uint64_t i = 0; i < 2 * slots; ++i) new (&owners_[i]) std::atomic<std::uint64_t>(0);
+    header_->exec_count.store(0, std::memory_order_relaxed);
+    for (auto& notice : header_->exec_notices) notice.store(0, std::memory_order_relaxed);
   }
   ~SharedRing() {
     ::munmap(header_, bytes_);
@@ -70,6 +71,9 @@ class SharedRing {
   }
   RingHeader* header() { return header_; }
   RingSlot& slot(std::uint64_t ticket) { return slots_ptr_[ticket & (slots_ - 1)]; }
+  std::uint64_t owner(std::uint64_t ticket) {
+    return owners_[ticket & (2 * slots_ - 1)].load(std::memory_order_acquire);
+  }
   [[nodiscard]] std::uint64_t capacity() const { return slots_; }
 
   // After freeing slots: wake producers sleeping on a full ring. A Dekker handshake with the producer, which
@@ -90,6 +94,7 @@ class SharedRing {
   std::size_t bytes_ = 0;
   RingHeader* header_ = nullptr;
   RingSlot* slots_ptr_ = nullptr;
+  std::atomic<std::uint64_t>* owners_ = nullptr;
 };
 
 // Shared between the main (waiting) thread and the reader thread.
@@ -106,37 +111,51 @@ struct ReaderControl {
 // returns); the question costs one read of /proc/<pid>/stat.
 constexpr auto kAbandonAfter = std::chrono::milliseconds(250);
 
-// True when `pid` no longer runs: gone, or a zombie (killed, not yet reaped by its parent).
-bool process_gone(int pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+// True when thread (or process) `tid` no longer runs: gone, or a zombie (killed, not yet reaped). /proc/<tid>
+// exists for every thread id, not only for process ids.
+bool thread_gone(int tid) {
+  const std::string path = "/proc/" + std::to_string(tid) + "/stat";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT;
+  if (fd < 0) return errno == ENOENT || errno == ESRCH;
   char buf[512];
   const ssize_t n = ::read(fd, buf, sizeof buf - 1);
   ::close(fd);
-  if (n <= 0) return false;
+  if (n <= 0) return n == 0 || errno == ESRCH;
   buf[n] = '\0';
   const char* paren = std::strrchr(buf, ')');  // the command name may contain spaces and parentheses
   return paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
-// A slot taken but unfilled for kAbandonAfter: abandon it if its owner process is gone (a live owner is
-// waited for, however long). An unsigned slot means its owner took the ticket but never saw the slot free,
-// although the recorder has been at this slot for kUnsignedAfter, and a live producer re-checks within
-// 200 ms: it died in that window. Still, only conclude so after kUnsignedAfter and when a tracked process is known
-// to have died (one the recorder reaped, or one of the pids seen in the events that no longer runs).
+// True when `tid` is the pid of an image that started (exec) after `ticket` was taken: the ticket was held
+// by the main thread of the image exec replaced.
+bool replaced_by_exec(RingHeader* h, std::int32_t tid, std::uint64_t ticket) {
+  for (const auto& n : h->exec_notices) {
+    const std::uint64_t notice = n.load(std::memory_order_acquire);
+    if (static_cast<std::int32_t>(notice & kOwnerTidMask) == tid &&
+        (notice >> kOwnerTidBits) > (ticket & kOwnerTicketMask))
+      return true;
+  }
+  return false;
+}
+
+// A slot taken but unfilled for kAbandonAfter: abandon it if the thread that took it is gone (a live owner
+// is waited for, however long: a stopped or traced program too). An unsigned ticket means its thread died
+// within the few instructions between taking the ticket and signing it; only conclude so after
+// kUnsignedAfter and when a tracked process is known to have died (one the recorder reaped, or one of the
+// pids seen in the events that no longer runs).
 constexpr auto kUnsignedAfter = std::chrono::seconds(1);
 
-bool owner_gone(RingSlot& slot, std::uint64_t ticket, std::chrono::steady_clock::duration stuck_for,
+bool owner_gone(SharedRing& ring, std::uint64_t ticket, std::chrono::steady_clock::duration stuck_for,
                 const ReaderControl& ctl, const HeapTracker& heap) {
-  const std::uint64_t owner = slot.owner.load(std::memory_order_acquire);
-  const std::uint64_t ticket_bits = ~std::uint64_t{0} >> kOwnerPidBits;
-  if ((owner >> kOwnerPidBits) == (ticket & ticket_bits))
-    return process_gone(static_cast<int>(owner & ((std::uint64_t{1} << kOwnerPidBits) - 1)));
+  const std::uint64_t owner = ring.owner(ticket);
+  if ((owner >> kOwnerTidBits) == (ticket & kOwnerTicketMask)) {
+    const auto tid = static_cast<std::int32_t>(owner & kOwnerTidMask);
+    return thread_gone(tid) || replaced_by_exec(ring.header(), tid, ticket);
+  }
   if (stuck_for < kUnsignedAfter) return false;
   if (ctl.killed.load(std::memory_order_relaxed) != 0) return true;
   for (const std::int32_t pid : heap.pids())
-    if (process_gone(pid)) return true;
+    if (thread_gone(pid)) return true;
   return false;
 }
 
@@ -188,7 +207,7 @@ void reader_loop(SharedRing& ring, EventWriter& writer, HeapTracker& heap, Reade
       }
       bool abandon = exited;
       if (!abandon && now - last_check > kAbandonAfter) {
-        abandon = owner_gone(ring.slot(pos), pos, now - stuck_since, ctl, heap);
+        abandon = owner_gone(ring, pos, now - stuck_since, ctl, heap);
         last_check = now;  // ask again later, not on every idle round
       }
       if (abandon) {

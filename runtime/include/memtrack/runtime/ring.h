@@ -26,7 +26,7 @@
 namespace memtrack::runtime {
 
 inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
-inline constexpr std::uint32_t kRingVersion = 2;
+inline constexpr std::uint32_t kRingVersion = 3;
 // 4 MiB of 64-byte slots: absorbs ~10 ms of a fast producer, and stays small enough to live in L2/L3
 // (measured: 16 MiB rings cost more wall time than 1-4 MiB ones, bench/record_overhead.sh).
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -37,20 +37,31 @@ inline constexpr const char* kEnvRing = "MEMTRACK_RING";  // a path the preload 
 // A committed slot whose event kind is 0 carries no event (a realloc that failed after taking its ticket).
 inline constexpr std::uint8_t kNoEventKind = 0;
 
-// Who holds a slot: written by the producer as soon as its slot is free (before that, the previous lap's
-// owner may still be unread), so the recorder can tell a slot whose process was killed before filling it
-// (never to be filled) from one about to be filled.
-inline constexpr unsigned kOwnerPidBits = 22;  // pid_max is at most 2^22 on Linux
-[[nodiscard]] inline constexpr std::uint64_t slot_owner(std::uint64_t ticket, std::int32_t pid) {
-  return (ticket << kOwnerPidBits) | static_cast<std::uint64_t>(pid);
+// Who took a ticket: slot_owner(ticket, tid), stored in owners[ticket % (2 * capacity)] by the producer right
+// after its fetch_add (before it waits for the slot). The recorder uses it when a slot stays unfilled: if
+// that thread no longer exists (its process was killed, or exec replaced the image), the slot never will
+// be filled and is skipped. Tickets never run more than capacity + (number of waiting threads) past the
+// recorder, so with 2 * capacity entries an entry is not overwritten while its ticket is still unread.
+inline constexpr unsigned kOwnerTidBits = 22;  // pid_max (and so every tid) is at most 2^22 on Linux
+inline constexpr std::uint64_t kOwnerTidMask = (std::uint64_t{1} << kOwnerTidBits) - 1;
+inline constexpr std::uint64_t kOwnerTicketMask = ~std::uint64_t{0} >> kOwnerTidBits;
+[[nodiscard]] inline constexpr std::uint64_t slot_owner(std::uint64_t ticket, std::int32_t tid) {
+  return (ticket << kOwnerTidBits) | static_cast<std::uint64_t>(tid);
 }
 
 struct alignas(64) RingSlot {
   std::atomic<std::uint64_t> seq;
   codec::Event event;
-  std::atomic<std::uint64_t> owner;  // slot_owner(ticket, pid) of the latest ticket that took this slot
 };
 static_assert(sizeof(RingSlot) == 64);
+
+// A new program image (the first one, or one started by exec) notes (pid, head when it attached). After an
+// exec by another thread, the old main thread's unfilled tickets carry a tid that lives on as the new
+// image's pid; a notice with head > ticket says they belong to the replaced image.
+inline constexpr std::uint32_t kExecNotices = 64;
+[[nodiscard]] inline constexpr std::uint64_t exec_notice(std::uint64_t head, std::int32_t pid) {
+  return slot_owner(head, pid);
+}
 
 struct alignas(64) RingHeader {
   std::uint32_t magic;
@@ -64,16 +75,23 @@ struct alignas(64) RingHeader {
   std::atomic<std::uint32_t> wake_futex;
   // Set by a producer that found the recorder gone: every process stops recording (one warning each).
   std::atomic<std::uint32_t> detached;
+  std::atomic<std::uint32_t> exec_count;  // notices written so far; notice i is in exec_notices[i % 64]
+  std::atomic<std::uint64_t> exec_notices[kExecNotices];
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
+// Layout: the header, `slots` slots, then 2 * slots owner words.
 [[nodiscard]] inline constexpr std::size_t ring_bytes(std::uint64_t slots) {
-  return sizeof(RingHeader) + slots * sizeof(RingSlot);
+  return sizeof(RingHeader) + slots * sizeof(RingSlot) + 2 * slots * sizeof(std::uint64_t);
 }
 
 [[nodiscard]] inline RingSlot* ring_slots(RingHeader* h) {
   return reinterpret_cast<RingSlot*>(reinterpret_cast<char*>(h) + sizeof(RingHeader));
+}
+
+[[nodiscard]] inline std::atomic<std::uint64_t>* ring_owners(RingHeader* h) {
+  return reinterpret_cast<std::atomic<std::uint64_t>*>(ring_slots(h) + h->capacity);
 }
 
 }  // namespace memtrack::runtime

@@ -33,7 +33,7 @@ struct RecordResult {
   std::uint64_t artifact_bytes = 0;
   std::uint64_t peak_heap_bytes = 0;  // peak of live malloc-family bytes across all recorded processes
   std::uint64_t processes = 0;        // distinct pids in the recorded events
-  std::uint64_t abandoned_slots = 0;  // tickets taken by a process that was killed before filling them
+  std::uint64_t abandoned_slots = 0;  // tickets whose thread died (killed, or replaced by exec) unfilled
   codec::Status status;               // artifact write failures
 };
 
