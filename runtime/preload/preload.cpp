@@ -238,13 +238,21 @@ void detach_dead_recorder() {
   write_stderr("memtrack: the recorder is gone; the program continues untracked\n");
 }
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // Waits until the slot of ticket `t` is free. Spins briefly (the recorder usually frees slots within
 // microseconds), then sleeps on a futex the recorder bumps after freeing slots. Returns false when the
 // process must stop recording (recorder gone).
 bool wait_for_slot(RingSlot* slot, uint64_t t) {
   for (int i = 0; i < 256; ++i) {
     if (slot->seq.load(std::memory_order_acquire) == t) return true;
-    __builtin_ia32_pause();
+    cpu_relax();
   }
   RingHeader* h = g_ring;
   for (;;) {
