@@ -327,6 +327,17 @@ RecordResult record(const RecordOptions& options) {
   // when no producer is left.
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) throw sys_error("prctl(PR_SET_CHILD_SUBREAPER)");
 
+  // A named output is created before the command starts, so a bad path fails without running it. The
+  // default name needs the command's pid and is created right after the spawn.
+  auto create_output = [](const std::string& path) {
+    return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  };
+  int fd = -1;
+  if (!options.output.empty()) {
+    fd = create_output(options.output);
+    if (fd < 0) throw sys_error(options.output + ": cannot create");
+  }
+
   std::vector<std::string> env = child_environment(options.preload_path, ring.path());
   std::vector<std::string> argv_strings = options.command;
   std::vector<char*> envp = c_strings(env);
@@ -342,6 +353,10 @@ RecordResult record(const RecordOptions& options) {
   const int spawn_error = ::posix_spawnp(&child, argv[0], nullptr, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   if (spawn_error != 0) {
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(options.output.c_str());  // no artifact rather than an empty, invalid one
+    }
     errno = spawn_error;
     throw sys_error("cannot run '" + options.command[0] + "'");
   }
@@ -349,7 +364,7 @@ RecordResult record(const RecordOptions& options) {
 
   RecordResult result;
   result.output_path = options.output.empty() ? std::to_string(child) + ".MemtrackArtifact.msgpack" : options.output;
-  const int fd = ::open(result.output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fd = create_output(result.output_path);
   std::unique_ptr<EventWriter> writer;
   if (fd < 0) {
     result.status = {codec::Errc::io, result.output_path + ": cannot create: " + std::strerror(errno)};
