@@ -429,6 +429,25 @@ void check_exec_with_threads(const std::string& mode) {
 TEST(Record, ExecFromMainThreadWhileAnotherAllocates) { check_exec_with_threads("main"); }
 TEST(Record, ExecFromSecondThreadWhileMainAllocates) { check_exec_with_threads("thread"); }
 
+// The command-line contract: default artifact name, exit statuses, a bad output path.
+TEST(Record, CommandLineContract) {
+  const fs::path dir = scratch_dir();
+  const std::string cd = "cd '" + dir.string() + "' && ";
+  // Default output: <pid of the command>.MemtrackArtifact.msgpack in the current directory.
+  EXPECT_EQ(shell(cd + "'" + kMemtrack + "' record -- sh -c 'echo $$ > pid.txt; exit 7' 2> err.txt"), 7);
+  const std::string pid = slurp(dir / "pid.txt").substr(0, slurp(dir / "pid.txt").find('\n'));
+  const fs::path artifact = dir / (pid + ".MemtrackArtifact.msgpack");
+  ASSERT_TRUE(fs::exists(artifact)) << slurp(dir / "err.txt");
+  EXPECT_FALSE(read_artifact(artifact).empty());
+  // A signal's death is reported as 128 + signal number.
+  EXPECT_EQ(shell(cd + "'" + kMemtrack + "' record -o a.msgpack -- sh -c 'kill -TERM $$' 2> /dev/null"), 128 + SIGTERM);
+  // An output that cannot be created: exit 1, and the command never ran.
+  EXPECT_EQ(shell(cd + "'" + kMemtrack + "' record -o no/such/dir/a.msgpack -- touch ran.txt 2> /dev/null"), 1);
+  EXPECT_FALSE(fs::exists(dir / "ran.txt"));
+  // No command: usage error.
+  EXPECT_EQ(shell(cd + "'" + kMemtrack + "' record 2> /dev/null"), 2);
+}
+
 // The recorder is SIGKILLed while the program runs: the program must finish untracked, not hang.
 TEST(Record, ProgramSurvivesTheRecorder) {
   const fs::path dir = scratch_dir();
