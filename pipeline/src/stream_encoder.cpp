@@ -255,6 +255,15 @@ class Engine {
     writer_cv_.notify_one();
   }
 
+  // A throwing sink (a user's subclass) would terminate the process from this thread; make it an error.
+  codec::Status write_frame(const Slot& slot) {
+    try {
+      return sink_.write({slot.compressed.get(), slot.compressed_size});
+    } catch (const std::exception& e) {
+      return {codec::Errc::io, std::string("sink threw: ") + e.what()};
+    }
+  }
+
   // Dedicated thread: writes frames in order and frees their slots. After a failure it keeps freeing slots
   // (dropping their frames) so that the producer and close() never wait forever.
   void writer_loop() {
@@ -271,7 +280,7 @@ class Engine {
       codec::Status status;
       if (write) {
         status = slot.status;
-        if (status.is_ok()) status = sink_.write({slot.compressed.get(), slot.compressed_size});
+        if (status.is_ok()) status = write_frame(slot);
         if (!status.is_ok()) {
           status = {status.code(), "frame " + std::to_string(slot.frame) + " (events from " +
                                        std::to_string(slot.frame * frame_events_) + "): " + status.message()};
@@ -323,6 +332,7 @@ class StreamEncoder::Impl {
 
   codec::Status push(std::span<const codec::Event> events) {
     if (finished_) return after_finish();
+    if (engine_.failed()) return engine_.error();
     const std::size_t frame_events = engine_.frame_events();
     while (!events.empty()) {
       if (current_ == nullptr) {

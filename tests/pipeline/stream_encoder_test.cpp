@@ -245,6 +245,39 @@ TEST(StreamEncoder, FailingSinkStopsWithErrorAndLeavesDecodablePrefix) {
   }
 }
 
+// Many short runs with random worker counts, caps, delays and failure points: every run must end (ctest's
+// timeout catches a hang), report the failure if one was injected, and leave exactly the frames before it.
+TEST(StreamEncoder, RandomFailuresNeverHangAndLeaveExactPrefixes) {
+  const auto events = EventGenerator(21).take(32 * 40);
+  std::uint64_t rng = 12345;
+  auto next = [&rng](std::uint64_t n) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (rng >> 33) % n;
+  };
+  for (int run = 0; run < 60; ++run) {
+    const std::size_t frames_total = 40;
+    const std::size_t fail_at = next(frames_total + 5);  // >= 40: never fails
+    EncoderOptions options = small_frames(32, 1 + static_cast<unsigned>(next(6)), 1 + next(5));
+    const std::uint64_t jitter = next(3);
+    options.on_encode = [jitter](std::uint64_t frame) {
+      if (jitter != 0 && frame % (jitter + 1) == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    };
+    FailingSink sink(fail_at);
+    codec::Status status;
+    if (next(2) == 0) {
+      VectorSource source(events, 1 + next(100));
+      status = encode_stream(source, sink, options);
+    } else {
+      StreamEncoder encoder(sink, options);
+      status = push_all(encoder, events);
+    }
+    SCOPED_TRACE("run " + std::to_string(run) + " fail_at " + std::to_string(fail_at));
+    const std::size_t written = std::min(fail_at, frames_total);
+    EXPECT_EQ(status.is_ok(), fail_at >= frames_total) << status.message();
+    EXPECT_EQ(testing::decompress_all(sink.bytes()), testing::msgpack_of(std::span(events).first(written * 32)));
+  }
+}
+
 // A sink that blocks until released: the producer must feel backpressure, and finish() must complete once
 // the sink moves again.
 TEST(StreamEncoder, SlowSinkBlocksProducerNotPool) {
@@ -277,6 +310,19 @@ TEST(StreamEncoder, SlowSinkBlocksProducerNotPool) {
   producer.join();
   EXPECT_TRUE(done.load());
   EXPECT_EQ(sink.inner.bytes(), testing::reference_artifact(events, 64));
+}
+
+TEST(StreamEncoder, ThrowingSinkIsAnError) {
+  struct ThrowingSink : Sink {
+    codec::Status write(std::span<const std::byte>) override { throw std::runtime_error("disk on fire"); }
+  };
+  ThrowingSink sink;
+  StreamEncoder encoder(sink, small_frames(16, 2, 2));
+  const auto events = EventGenerator(1).take(100);
+  const codec::Status status = push_all(encoder, events);
+  EXPECT_EQ(status.code(), codec::Errc::io);
+  EXPECT_NE(status.message().find("frame 0 (events from 0): sink threw: disk on fire"), std::string::npos)
+      << status.message();
 }
 
 TEST(StreamEncoder, SourceErrorKeepsEventsReadBeforeIt) {

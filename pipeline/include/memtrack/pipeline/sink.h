@@ -18,7 +18,8 @@ class Sink {
  public:
   virtual ~Sink() = default;
   // Writes all of `bytes` or returns an error (Errc::io) whose message names the sink and the cause. A sink
-  // that failed part-way may have written a prefix of `bytes`; the encoder stops at the first error.
+  // that failed part-way may have written a prefix of `bytes`; the encoder stops at the first error. An
+  // exception thrown here is caught and reported as an Errc::io error like any other.
   virtual codec::Status write(std::span<const std::byte> bytes) = 0;
 };
 

@@ -59,7 +59,7 @@ struct EncoderOptions {
   std::size_t memory_budget_bytes = 0;  // 0 = kDefaultMemoryBudgetBytes; the in-flight cap K is derived from it
   std::size_t max_in_flight = 0;        // 0 = derive K from the budget; tests set it explicitly (1 is allowed)
   // Test-only: called on a pool thread before frame `frame` (0-based) is encoded, e.g. to inject delays.
-  // Must be thread-safe. An empty function costs one branch per frame.
+  // Must be thread-safe and must not throw. An empty function costs one branch per frame.
   std::function<void(std::uint64_t frame)> on_encode;
 };
 
@@ -96,6 +96,8 @@ class StreamEncoder {
   // Single producer: call push(), finish() and stats() from one thread at a time. Copies the events into the
   // current frame and hands each full frame to the pool at once; blocks (backpressure) while K frames are in
   // flight. Never throws. Returns the first sink/compression error, after which nothing more is accepted.
+  // Call it from an ordinary thread, not from inside a oneTBB task: a blocked producer would hold that
+  // task's worker thread, which the encoder's own arena may need.
   codec::Status push(std::span<const codec::Event> events);
   codec::Status push(const codec::Event& e);
 
