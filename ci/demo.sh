@@ -13,7 +13,8 @@ $bin record -o "$out/churn.MemtrackArtifact.msgpack" -- build/release/tests/prog
 if $bin stats --help >/dev/null 2>&1; then
   $bin stats "$out/churn.MemtrackArtifact.msgpack"
 else
-  $bin decode "$out/churn.MemtrackArtifact.msgpack" | head -n 3
+  # head closes the pipe early; that is not a failure of the demo
+  { $bin decode "$out/churn.MemtrackArtifact.msgpack" || true; } | head -n 3
 fi
 $bin encode -i tests/data/realistic-140k.raw -o "$out/demo.MemtrackArtifact.msgpack"
 $bin decode "$out/demo.MemtrackArtifact.msgpack" --format raw -o "$out/roundtrip.raw"
