@@ -214,6 +214,7 @@ void reader_loop(SharedRing& ring, EventWriter& writer, HeapTracker& heap, Reade
         ring.slot(pos).seq.store(pos + ring.capacity(), std::memory_order_release);
         ++pos;
         ++ctl.abandoned;
+        ring.wake_waiters();  // a producer may be waiting for exactly this slot's next lap
         continue;
       }
     }
