@@ -155,6 +155,7 @@ RingSlot* g_slots = nullptr;
 uint64_t g_mask = 0;
 std::atomic<uint64_t>* g_owners = nullptr;
 uint64_t g_owner_mask = 0;
+bool g_timestamp_tsc = false;
 int g_pid = 0;  // refreshed in the child after fork/_Fork
 
 MEMTRACK_TLS bool t_busy = false;  // the reentrancy guard while attaching
@@ -203,6 +204,7 @@ void attach() {
         g_mask = probe.capacity - 1;
         g_owners = memtrack::runtime::ring_owners(g_ring);
         g_owner_mask = 2 * probe.capacity - 1;
+        g_timestamp_tsc = probe.timestamp_tsc == 1;
         g_pid = static_cast<int>(syscall(SYS_getpid));
         // A new image: note (pid, head) so tickets our pid held in a replaced image can be told apart.
         const uint32_t i = g_ring->exec_count.fetch_add(1, std::memory_order_relaxed);
@@ -279,6 +281,16 @@ bool wait_for_slot(RingSlot* slot, uint64_t t) {
   }
 }
 
+// The event's time: the raw TSC when the recorder converts it (ring.h, timestamp_tsc), else CLOCK_MONOTONIC.
+inline uint64_t timestamp_now() {
+#if defined(__x86_64__)
+  if (g_timestamp_tsc) return __builtin_ia32_rdtsc();
+#endif
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 struct Ticket {
   RingSlot* slot;
   uint64_t t;
@@ -318,9 +330,7 @@ inline bool begin_event(Ticket& tk) {
   g_owners[tk.t & g_owner_mask].store(memtrack::runtime::slot_owner(tk.t, t_tid), std::memory_order_relaxed);
   if (tk.outer == kNoTicket) t_pending = tk.t;
   tk.slot = &g_slots[tk.t & g_mask];
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  tk.timestamp = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+  tk.timestamp = timestamp_now();
   if (tk.slot->seq.load(std::memory_order_acquire) != tk.t && !wait_for_slot(tk.slot, tk.t)) [[unlikely]] {
     t_pending = tk.outer;
     return false;

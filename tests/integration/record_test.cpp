@@ -448,6 +448,31 @@ TEST(Record, CommandLineContract) {
   EXPECT_EQ(shell(cd + "'" + kMemtrack + "' record 2> /dev/null"), 2);
 }
 
+// Timestamps are CLOCK_MONOTONIC nanoseconds: each allocation's timestamp lies between the program's own
+// clock readings around the call (a few microseconds of slack for the TSC conversion), with the TSC path
+// (the default where the kernel's clock is the TSC) and with clock_gettime in the preload.
+void check_timestamps(const std::string& env) {
+  const RecordRun run = record({kPrograms + "/timestamps"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto out = parse_output(run.out);
+  ASSERT_TRUE(out.contains("sample")) << run.out;
+  const auto& v = out.at("sample");
+  ASSERT_EQ(v.size(), 15u);
+  constexpr std::uint64_t kSlackNs = 5000;
+  for (std::size_t i = 0; i < 5; ++i) {
+    const std::uint64_t before = v[3 * i], after = v[3 * i + 1], addr = v[3 * i + 2];
+    const Ev* e = nullptr;
+    for (const Ev& x : run.events)
+      if (x.type == "Malloc" && x.size == 1000267 && x.addr == addr) e = &x;
+    ASSERT_NE(e, nullptr) << "sample " << i;
+    EXPECT_GE(e->ts + kSlackNs, before) << "sample " << i << ": " << before - e->ts << " ns early";
+    EXPECT_LE(e->ts, after + kSlackNs) << "sample " << i << ": " << e->ts - after << " ns late";
+  }
+}
+
+TEST(Record, TimestampsAreMonotonicClockNanoseconds) { check_timestamps(""); }
+TEST(Record, TimestampsWithClockGettimeInThePreload) { check_timestamps("MEMTRACK_CLOCK=monotonic"); }
+
 // The recorder is SIGKILLed while the program runs: the program must finish untracked, not hang.
 TEST(Record, ProgramSurvivesTheRecorder) {
   const fs::path dir = scratch_dir();

@@ -22,6 +22,7 @@
 
 #include "event_writer.h"
 #include "heap_tracker.h"
+#include "tsc_clock.h"
 
 extern char** environ;
 
@@ -47,6 +48,7 @@ class SharedRing {
     header_->version = kRingVersion;
     header_->capacity = slots;
     header_->recorder_pid = static_cast<std::int32_t>(::getpid());
+    header_->timestamp_tsc = 0;
     header_->head.store(0, std::memory_order_relaxed);
     header_->waiters.store(0, std::memory_order_relaxed);
     header_->wake_futex.store(0, std::memory_order_relaxed);
@@ -159,7 +161,7 @@ bool owner_gone(SharedRing& ring, std::uint64_t ticket, std::chrono::steady_cloc
   return false;
 }
 
-void reader_loop(SharedRing& ring, EventWriter& writer, HeapTracker& heap, ReaderControl& ctl) {
+void reader_loop(SharedRing& ring, EventWriter& writer, HeapTracker& heap, ReaderControl& ctl, TscClock* tsc) {
   constexpr std::size_t kBatch = 8192;
   std::vector<codec::Event> batch;
   batch.reserve(kBatch);
@@ -184,6 +186,7 @@ void reader_loop(SharedRing& ring, EventWriter& writer, HeapTracker& heap, Reade
     if (!batch.empty()) {
       idle_rounds = 0;
       ctl.events += batch.size();
+      if (tsc != nullptr) tsc->convert(batch);
       heap.apply(batch);
       if (writer_ok) {
         ctl.status = writer.push(batch);
@@ -323,6 +326,10 @@ RecordResult record(const RecordOptions& options) {
   // recorder never steals the program's signals or runs handlers on its worker threads.
   SignalScope signals;
   SharedRing ring(options.ring_slots);
+  // The reference pair is taken before any producer exists, so every TSC value is after it.
+  std::unique_ptr<TscClock> tsc;
+  if (TscClock::usable()) tsc = std::make_unique<TscClock>();
+  ring.header()->timestamp_tsc = tsc ? 1 : 0;
 
   // Descendants orphaned by their parents are re-parented to us, so we can wait for all of them and know
   // when no producer is left.
@@ -386,7 +393,7 @@ RecordResult record(const RecordOptions& options) {
   HeapTracker heap;
   ReaderControl ctl;
   std::thread reader;
-  if (writer) reader = std::thread([&] { reader_loop(ring, *writer, heap, ctl); });
+  if (writer) reader = std::thread([&] { reader_loop(ring, *writer, heap, ctl, tsc.get()); });
 
   signals.enter_wait();
   for (;;) {
