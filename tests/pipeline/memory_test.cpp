@@ -121,6 +121,21 @@ TEST(PipelineMemory, PeakGrowsWithKNotWithWorkers) {
   EXPECT_GT(peak6, peak2);
 }
 
+// The budget contract: with K derived from memory_budget_bytes, what the pipeline allocates stays within the
+// budget (plus bookkeeping), at any worker count.
+TEST(PipelineMemory, PeakStaysWithinTheMemoryBudget) {
+  EncoderOptions options;
+  options.frame_events = 16384;
+  options.memory_budget_bytes = 3 * slot_bytes(options) + slot_bytes(options) / 2;  // room for 3.5 slots
+  ASSERT_EQ(derive_in_flight_cap(options), 3u);
+  const auto frame = testing::EventGenerator(6).take(options.frame_events);
+  for (const unsigned workers : {1u, 3u, 32u}) {
+    options.workers = workers;
+    EXPECT_LE(peak_while_encoding(frame, 12, options), options.memory_budget_bytes + (std::size_t{256} << 10))
+        << "workers " << workers;
+  }
+}
+
 TEST(PipelineMemory, ShortStreamAllocatesOnlyTheSlotsItUses) {
   EncoderOptions options;  // default frame of 65,536 events and the default budget
   options.workers = 4;

@@ -7,13 +7,16 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "common/event_gen.h"
+#include "common/fixtures.h"
 #include "pipeline/zstd_frames.h"
 
 namespace memtrack::pipeline {
@@ -278,6 +281,38 @@ TEST(StreamEncoder, RandomFailuresNeverHangAndLeaveExactPrefixes) {
   }
 }
 
+// The arena really runs min(workers, K) encoders at once, on distinct threads, even when that is more than
+// oneTBB's default pool (hardware_concurrency - 1 workers): frames that sleep while encoding must overlap.
+TEST(StreamEncoder, EncodesUpToMinOfWorkersAndKFramesAtOnce) {
+  const auto events = EventGenerator(8).take(16 * 60);
+  for (const auto& [workers, k] :
+       {std::pair{2u, std::size_t{8}}, std::pair{4u, std::size_t{8}}, std::pair{8u, std::size_t{3}}}) {
+    std::mutex m;
+    std::set<std::thread::id> threads;
+    std::atomic<int> running{0};
+    std::atomic<int> most{0};
+    EncoderOptions options = small_frames(16, workers, k);
+    options.on_encode = [&](std::uint64_t) {
+      {
+        std::lock_guard lock(m);
+        threads.insert(std::this_thread::get_id());
+      }
+      const int now = ++running;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      --running;
+    };
+    MemorySink sink;
+    VectorSource source(events);
+    ASSERT_TRUE(encode_stream(source, sink, options).is_ok());
+    const auto expected = static_cast<int>(std::min<std::size_t>(workers, k));
+    EXPECT_EQ(most.load(), expected) << "workers " << workers << " K " << k;
+    EXPECT_GE(threads.size(), static_cast<std::size_t>(expected));  // oneTBB may rotate workers over time
+  }
+}
+
 // A sink that blocks until released: the producer must feel backpressure, and finish() must complete once
 // the sink moves again.
 TEST(StreamEncoder, SlowSinkBlocksProducerNotPool) {
@@ -399,6 +434,45 @@ TEST(FdSink, ClosedPipeIsAnErrorNotASignal) {
   EXPECT_NE(status.message().find("frame 0"), std::string::npos) << status.message();
   EXPECT_NE(status.message().find("test pipe: write failed"), std::string::npos) << status.message();
   EXPECT_NE(status.message().find("Broken pipe"), std::string::npos) << status.message();
+}
+
+// A pipe holds 64 KiB, so every 64k-event frame (~1.3 MB) goes through many short writes to a slow reader.
+TEST(FdSink, ShortWritesToASlowPipeReaderLoseNothing) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::vector<std::byte> received;
+  std::thread reader([&] {
+    std::byte buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      received.insert(received.end(), buf, buf + n);
+    }
+  });
+  const auto events = EventGenerator(6).take(150'000);
+  {
+    FdSink sink(fds[1], "pipe");
+    EncoderOptions options;
+    options.workers = 2;
+    VectorSource source(events);
+    EXPECT_TRUE(encode_stream(source, sink, options).is_ok());
+  }
+  ::close(fds[1]);
+  reader.join();
+  ::close(fds[0]);
+  EXPECT_EQ(received, testing::reference_artifact(events, 65536));
+}
+
+TEST(FileSink, WritesTheArtifact) {
+  const std::string path = ::testing::TempDir() + "/pipeline_file_sink.zst";
+  const auto events = EventGenerator(6).take(1000);
+  {
+    FileSink sink(path);
+    VectorSource source(events);
+    EXPECT_TRUE(encode_stream(source, sink, small_frames(300, 2, 2)).is_ok());
+  }
+  EXPECT_EQ(testing::read_file(path), testing::reference_artifact(events, 300));
+  std::remove(path.c_str());
 }
 
 TEST(FileSink, CannotCreateThrowsNamingThePath) {
