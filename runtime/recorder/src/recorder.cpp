@@ -201,7 +201,8 @@ void reader_loop(SharedRing& ring, EventWriter& writer, HeapTracker& heap, Reade
     if (exited && pos >= head) break;
     if (pos < head) {
       // A ticket was taken but its slot is not filled. Normally its thread is between fetch_add and the
-      // store; if every process is gone, or the process that took it was killed, it will never be filled.
+      // store; if every process is gone, or the thread that took it died (killed, or its image replaced
+      // by exec), it will never be filled.
       const auto now = std::chrono::steady_clock::now();
       if (stuck_at != pos) {
         stuck_at = pos;
