@@ -247,8 +247,10 @@ TEST(Record, EachAllocationFunctionIsOneEvent) {
   EXPECT_EQ(grow->addr, out.at("sbrk_grow")[1]);
   EXPECT_EQ(count(run.events, "Brk", 20480), 2u);
 
-  // free(NULL) and failed calls are not events.
+  // free(NULL) and failed calls are not events. Every event is the program's: none of the recorder's own
+  // allocations or threads (it never runs with the preload library).
   for (const Ev& e : run.events) {
+    EXPECT_EQ(e.pid, pid);
     EXPECT_FALSE(e.type == "Free" && e.addr == 0);
     EXPECT_LT(e.size, std::uint64_t{1} << 40) << e.type;
   }
