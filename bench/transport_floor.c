@@ -121,7 +121,9 @@ int main(int argc, char** argv) {
   n_per_thread = saved / 10 > 0 ? saved / 10 : 1;  // one syscall per event is slow: a tenth of the events
   batch_events = 1;
   double pipe1_ns = run(pipe_producer, pipe_consumer);
-  printf("transport floor, %d producers: ring %.1f ns/event, pipe (85-event batches) %.1f ns/event, "
-         "pipe (1 event per write) %.1f ns/event\n", producers, ring_ns, pipe_ns, pipe1_ns);
+  printf(
+      "transport floor, %d producers: ring %.1f ns/event, pipe (85-event batches) %.1f ns/event, "
+      "pipe (1 event per write) %.1f ns/event\n",
+      producers, ring_ns, pipe_ns, pipe1_ns);
   return 0;
 }
