@@ -74,7 +74,7 @@ int run_record(int argc, char** argv) {
     options.discard = true;
   // Undocumented knob for tests: a tiny ring makes every producer wrap and wait.
   if (const char* slots = std::getenv("MEMTRACK_RING_SLOTS"); slots != nullptr && *slots != '\0')
-    options.ring_slots = static_cast<std::uint64_t>(parse_int("MEMTRACK_RING_SLOTS", slots, 2, 1LL << 30));
+    options.ring_slots = static_cast<std::uint64_t>(parse_int("MEMTRACK_RING_SLOTS", slots, 64, 1LL << 30));
 
   const runtime::RecordResult r = runtime::record(options);
   std::fprintf(stderr, "memtrack record: %llu events from %llu process%s, artifact %s (%s), peak heap %s",

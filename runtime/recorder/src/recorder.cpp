@@ -36,7 +36,7 @@ std::runtime_error sys_error(const std::string& what) { return std::runtime_erro
 class SharedRing {
  public:
   explicit SharedRing(std::uint64_t slots) : slots_(slots) {
-    if (slots == 0 || (slots & (slots - 1)) != 0) throw std::runtime_error("ring size must be a power of two");
+    if (slots < 64 || (slots & (slots - 1)) != 0) throw std::runtime_error("ring size must be a power of two >= 64");
     fd_ = static_cast<int>(::syscall(SYS_memfd_create, "memtrack-ring", MFD_CLOEXEC));
     if (fd_ < 0) throw sys_error("memfd_create");
     bytes_ = ring_bytes(slots);
