@@ -497,8 +497,12 @@ TEST(Record, ProgramSurvivesTheRecorder) {
   ASSERT_EQ(posix_spawn(&recorder, argv[0], &fa, nullptr, argv.data(), envp.data()), 0);
   posix_spawn_file_actions_destroy(&fa);
 
-  // Let the program start producing, then kill the recorder.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Once the program is recording, kill the recorder.
+  const fs::path started = done.string() + ".started";
+  const auto start_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!fs::exists(started) && std::chrono::steady_clock::now() < start_deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(fs::exists(started));
   ::kill(recorder, SIGKILL);
   int status = 0;
   ::waitpid(recorder, &status, 0);

@@ -1,5 +1,6 @@
 // "exit N": N mallocs of 1000211 bytes (never freed), then _exit(3).
-// "survive N FILE": N malloc/free pairs, then writes FILE (the recorder is killed meanwhile by the test).
+// "survive N FILE": N malloc/free pairs, creating FILE.started after the first thousand and FILE at the
+// end (the test kills the recorder in between).
 // "killchild N": forks a child whose two threads churn until the parent SIGKILLs it (and reaps it itself,
 // so the recorder never sees how it died), then makes N malloc/free pairs of 813 bytes and exits 0.
 // "kill N": two threads allocate 1000213-byte blocks in a loop; after the main thread made N of its own,
@@ -42,6 +43,11 @@ int main(int argc, char** argv) {
     for (long i = 0; i < n; ++i) {
       sink = malloc(1000223 % 4096);
       free(sink);
+      if (i == 1000) {  // tell the test we are recording: it kills the recorder now
+        char started[4096];
+        snprintf(started, sizeof started, "%s.started", argv[3]);
+        fclose(fopen(started, "w"));
+      }
     }
     FILE* f = fopen(argv[3], "w");
     if (f == NULL) return 1;
