@@ -163,7 +163,8 @@ constexpr uint64_t kNoTicket = ~uint64_t{0};
 // The oldest ticket this thread took and has not filled yet: set between begin_event and commit, so a
 // signal handler that allocates on this thread meanwhile knows an outer event is pending.
 MEMTRACK_TLS uint64_t t_pending = kNoTicket;
-MEMTRACK_TLS int t_tid = 0;  // cached gettid(); reset in the child after fork
+MEMTRACK_TLS uint64_t t_last_ticket = 0;  // tickets only grow, so this bounds the next one from below
+MEMTRACK_TLS int t_tid = 0;               // cached gettid(); reset in the child after fork
 
 void write_stderr(const char* msg) {
   // No stdio: it allocates and takes locks.
@@ -326,9 +327,15 @@ inline bool begin_event(Ticket& tk) {
   // Relaxed is enough for causality: read-modify-writes of one atomic are totally ordered consistently
   // with happens-before whatever their memory order.
   if (t_tid == 0) t_tid = static_cast<int>(syscall(SYS_gettid));
+  // A handler that interrupts us between the fetch_add and the line after it must already see a pending
+  // ticket. The last ticket this thread took is a lower bound of the one it is taking (head only grows),
+  // and a lower bound only makes the handler's check stricter.
+  if (tk.outer == kNoTicket) t_pending = t_last_ticket;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   tk.t = g_ring->head.fetch_add(1, std::memory_order_relaxed);
-  g_owners[tk.t & g_owner_mask].store(memtrack::runtime::slot_owner(tk.t, t_tid), std::memory_order_relaxed);
+  t_last_ticket = tk.t;
   if (tk.outer == kNoTicket) t_pending = tk.t;
+  g_owners[tk.t & g_owner_mask].store(memtrack::runtime::slot_owner(tk.t, t_tid), std::memory_order_relaxed);
   tk.slot = &g_slots[tk.t & g_mask];
   tk.timestamp = timestamp_now();
   if (tk.slot->seq.load(std::memory_order_acquire) != tk.t && !wait_for_slot(tk.slot, tk.t)) [[unlikely]] {
