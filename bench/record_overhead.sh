@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Wall-time cost of recording an allocation-churn program: natively, under heaptrack, and under
+# `memtrack record`, interleaved round by round so background load hits all three alike.
+# Also runs `memtrack record` with MEMTRACK_RECORD_DISCARD=1 (the ring drained, nothing encoded): the
+# transport's own cost. Prints medians, the ratios, and lost events (expected vs artifact count).
+#
+#   bench/record_overhead.sh [BUILD_DIR] [ROUNDS] [THREADS] [OPS_PER_THREAD]
+#   defaults:               build/dev   5        2         1000000
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$here/build/dev}" && pwd)
+rounds=${2:-5}
+threads=${3:-2}
+ops=${4:-1000000}
+memtrack=$build/bin/memtrack
+[[ -x $memtrack ]] || { echo "record_overhead.sh: no $memtrack (build first)" >&2; exit 2; }
+command -v heaptrack > /dev/null || { echo "record_overhead.sh: heaptrack is not installed" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The same source the integration tests build; compiled here so a Release build without tests works too.
+cc -O2 -pthread "$here/tests/integration/programs/churn.c" -o "$work/churn"
+prog=("$work/churn" "$threads" "$ops")
+
+# run NAME CMD...: appends CMD's wall time to $work/NAME.times and its CPU time (user + system, all its
+# processes and threads) to $work/NAME.cpu; its stdout goes to $work/NAME.out, stderr to $work/NAME.err.
+run() {
+  local name=$1
+  shift
+  /usr/bin/time -o "$work/$name.time" -f "%e %U %S" "$@" > "$work/$name.out" 2> "$work/$name.err"
+  read -r wall user sys < "$work/$name.time"
+  echo "$wall" >> "$work/$name.times"
+  echo "$user + $sys" | bc -l >> "$work/$name.cpu"
+}
+
+expected=""
+lost_total=0
+for ((r = 1; r <= rounds; r++)); do
+  run native "${prog[@]}"
+  run heaptrack heaptrack -o "$work/ht.$r" "${prog[@]}"
+  run memtrack "$memtrack" record -o "$work/mt.$r.msgpack" -- "${prog[@]}"
+  MEMTRACK_RECORD_DISCARD=1 run transport "$memtrack" record -o "$work/discard.msgpack" -- "${prog[@]}"
+  expected=$(awk '/^events/ {print $2}' "$work/memtrack.out")
+  recorded=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$work/memtrack.err")
+  # The artifact also holds the C runtime's own few allocations (stdio buffer, thread stacks' TLS).
+  lost=$((expected > recorded ? expected - recorded : 0))
+  lost_total=$((lost_total + lost))
+  echo "round $r: native $(tail -1 "$work/native.times")s heaptrack $(tail -1 "$work/heaptrack.times")s" \
+       "memtrack $(tail -1 "$work/memtrack.times")s (transport only $(tail -1 "$work/transport.times")s)" \
+       "events expected $expected recorded $recorded lost $lost"
+  rm -f "$work"/ht."$r"* "$work/discard.msgpack"
+done
+
+# Interop check on the last artifact: a third-party decoder sees exactly the recorder's count.
+if /usr/bin/python3 -c 'import msgpack, zstandard' 2> /dev/null; then
+  decoded=$(/usr/bin/python3 "$here/tests/integration/read_artifact.py" "$work/mt.$rounds.msgpack" 2>&1 > /dev/null |
+            sed -n 's/^# \([0-9]*\) events/\1/p')
+  echo "python3-zstandard + python3-msgpack decoded $decoded events from the last artifact (recorder said $recorded)"
+fi
+
+median() { sort -g "$work/$1" | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+n=$(median native.times)
+h=$(median heaptrack.times)
+m=$(median memtrack.times)
+t=$(median transport.times)
+nc=$(median native.cpu)
+hc=$(median heaptrack.cpu)
+mc=$(median memtrack.cpu)
+artifact_bytes=$(stat -c %s "$work/mt.$rounds.msgpack")
+echo
+echo "workload: $threads threads x $ops malloc/free/realloc operations ($expected events), $rounds interleaved rounds, medians"
+printf '                    wall      CPU (user+sys)\n'
+printf '  native            %8.3f s  %8.3f s\n' "$n" "$nc"
+printf '  heaptrack         %8.3f s  %8.3f s\n' "$h" "$hc"
+printf '  memtrack record   %8.3f s  %8.3f s   artifact %d bytes (%.1f B/event)\n' "$m" "$mc" "$artifact_bytes" \
+  "$(echo "$artifact_bytes / $expected" | bc -l)"
+printf '  transport only    %8.3f s   (MEMTRACK_RECORD_DISCARD=1: ring drained, nothing encoded)\n' "$t"
+printf '  memtrack / native       %6.2fx\n' "$(echo "$m / $n" | bc -l)"
+printf '  heaptrack / memtrack    %6.2fx   (wall; goal >= 2.5x)\n' "$(echo "$h / $m" | bc -l)"
+printf '  heaptrack / memtrack    %6.2fx   (CPU time)\n' "$(echo "$hc / $mc" | bc -l)"
+printf '  transport ns/event      %6.1f   ((transport - native) / events)\n' "$(echo "($t - $n) * 1000000000 / $expected" | bc -l)"
+echo "  lost events             $lost_total"

@@ -1,0 +1,101 @@
+// The transport between the preload library (producers, in every tracked process) and the recorder
+// (the single consumer): one lock-free ring of event slots in a shared memfd, mapped by all of them.
+//
+// Why one shared ring with a ticket per event, and not per-thread buffers flushed in bulk:
+// the ticket is taken with one atomic fetch_add on `head`. Atomic read-modify-writes on one variable form a
+// single total order that is consistent with happens-before, so if thread A's malloc returned p and thread B
+// (or a forked child) later frees p, A's ticket precedes B's ticket. The recorder reads slots strictly in
+// ticket order, so the artifact order is causal by construction, across threads and processes, with no
+// merge step and no reorder window. Per-thread buffers flushed at different times cannot give that without
+// a global sequence plus a recorder-side merge that must wait for every idle thread to flush (unbounded
+// buffering), and the sequence counter costs the same fetch_add anyway. No lock is taken per event.
+//
+// Slot protocol (Vyukov's bounded queue, one consumer): slot i % capacity holds `seq`.
+//   seq == t            free for the producer holding ticket t
+//   seq == t + 1        committed: the event of ticket t is readable
+//   seq == t + capacity released by the consumer: free for ticket t + capacity
+// A producer whose slot is not free yet (the recorder is behind) waits: lossless backpressure.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "memtrack/codec/event.h"
+
+namespace memtrack::runtime {
+
+inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
+inline constexpr std::uint32_t kRingVersion = 4;
+// 4 MiB of 64-byte slots: absorbs ~10 ms of a fast producer, and stays small enough to live in L2/L3
+// (measured: 16 MiB rings cost more wall time than 1-4 MiB ones, bench/record_overhead.sh).
+inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
+
+// Environment variables the recorder sets for the tracked program (and which survive exec).
+inline constexpr const char* kEnvRing = "MEMTRACK_RING";  // a path the preload opens: /proc/<pid>/fd/<n>
+
+// A committed slot whose event kind is 0 carries no event (a realloc that failed after taking its ticket).
+inline constexpr std::uint8_t kNoEventKind = 0;
+
+// Who took a ticket: slot_owner(ticket, tid), stored in owners[ticket % (2 * capacity)] by the producer right
+// after its fetch_add (before it waits for the slot). The recorder uses it when a slot stays unfilled: if
+// that thread no longer exists (its process was killed, or exec replaced the image), the slot never will
+// be filled and is skipped. Tickets never run more than capacity + (number of waiting threads) past the
+// recorder, so with 2 * capacity entries an entry is not overwritten while its ticket is still unread.
+inline constexpr unsigned kOwnerTidBits = 22;  // pid_max (and so every tid) is at most 2^22 on Linux
+inline constexpr std::uint64_t kOwnerTidMask = (std::uint64_t{1} << kOwnerTidBits) - 1;
+inline constexpr std::uint64_t kOwnerTicketMask = ~std::uint64_t{0} >> kOwnerTidBits;
+[[nodiscard]] inline constexpr std::uint64_t slot_owner(std::uint64_t ticket, std::int32_t tid) {
+  return (ticket << kOwnerTidBits) | static_cast<std::uint64_t>(tid);
+}
+
+struct alignas(64) RingSlot {
+  std::atomic<std::uint64_t> seq;
+  codec::Event event;
+};
+static_assert(sizeof(RingSlot) == 64);
+
+// A new program image (the first one, or one started by exec) notes (pid, head when it attached). After an
+// exec by another thread, the old main thread's unfilled tickets carry a tid that lives on as the new
+// image's pid; a notice with head > ticket says they belong to the replaced image.
+inline constexpr std::uint32_t kExecNotices = 64;
+[[nodiscard]] inline constexpr std::uint64_t exec_notice(std::uint64_t head, std::int32_t pid) {
+  return slot_owner(head, pid);
+}
+
+struct alignas(64) RingHeader {
+  std::uint32_t magic;
+  std::uint32_t version;
+  std::uint64_t capacity;  // slots, a power of two
+  std::int32_t recorder_pid;
+  // 1: producers write the raw TSC as the event timestamp and the recorder converts it to CLOCK_MONOTONIC
+  // nanoseconds (the TSC read costs ~14 ns here, clock_gettime ~35 ns: a third of the transport's cost).
+  // Set only where the kernel itself derives CLOCK_MONOTONIC from an invariant TSC. 0: clock_gettime.
+  std::uint32_t timestamp_tsc;
+  // Next ticket. On its own cache line: every producer writes it.
+  alignas(64) std::atomic<std::uint64_t> head;
+  // Producers that gave up spinning and sleep on `wake_futex`; the recorder wakes them after freeing slots.
+  alignas(64) std::atomic<std::uint32_t> waiters;
+  std::atomic<std::uint32_t> wake_futex;
+  // Set by a producer that found the recorder gone: every process stops recording (one warning each).
+  std::atomic<std::uint32_t> detached;
+  std::atomic<std::uint32_t> exec_count;  // notices written so far; notice i is in exec_notices[i % 64]
+  std::atomic<std::uint64_t> exec_notices[kExecNotices];
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+
+// Layout: the header, `slots` slots, then 2 * slots owner words.
+[[nodiscard]] inline constexpr std::size_t ring_bytes(std::uint64_t slots) {
+  return sizeof(RingHeader) + slots * sizeof(RingSlot) + 2 * slots * sizeof(std::uint64_t);
+}
+
+[[nodiscard]] inline RingSlot* ring_slots(RingHeader* h) {
+  return reinterpret_cast<RingSlot*>(reinterpret_cast<char*>(h) + sizeof(RingHeader));
+}
+
+[[nodiscard]] inline std::atomic<std::uint64_t>* ring_owners(RingHeader* h) {
+  return reinterpret_cast<std::atomic<std::uint64_t>*>(ring_slots(h) + h->capacity);
+}
+
+}  // namespace memtrack::runtime

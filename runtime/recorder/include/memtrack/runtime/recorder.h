@@ -1,0 +1,45 @@
+// The recorder: runs a command with the preload library, drains the shared event ring and encodes the
+// events into an artifact. Used by `memtrack record`.
+//
+// Process model: the recorder makes itself a child subreaper, so every process the command starts (forks,
+// `sh -c` chains, daemons that double-fork) stays its descendant; it finishes the artifact when the last of
+// them has exited, however they exited (exit, _exit, SIGKILL). The recorder itself never runs the preload
+// library: LD_PRELOAD is set only in the command's environment.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memtrack/codec/status.h"
+#include "memtrack/runtime/ring.h"
+
+namespace memtrack::runtime {
+
+struct RecordOptions {
+  std::vector<std::string> command;  // argv of the program; command[0] is looked up in PATH
+  std::string output;                // empty: <pid of the command>.MemtrackArtifact.msgpack in the cwd
+  std::string preload_path;          // absolute path of libmemtrack-preload.so
+  unsigned workers = 0;              // encoder workers; 0 = hardware threads
+  int level = -5;                    // zstd level
+  std::uint64_t ring_slots = kDefaultRingSlots;
+  bool discard = false;  // benchmarks only: drain the ring but encode nothing (the transport's own cost)
+};
+
+struct RecordResult {
+  int exit_status = 0;  // the command's exit status, or 128 + signal number when a signal killed it
+  std::string output_path;
+  std::uint64_t events = 0;
+  std::uint64_t artifact_bytes = 0;
+  std::uint64_t peak_heap_bytes = 0;  // peak of live malloc-family bytes across all recorded processes
+  std::uint64_t processes = 0;        // distinct pids in the recorded events
+  std::uint64_t abandoned_slots = 0;  // tickets whose thread died (killed, or replaced by exec) unfilled
+  codec::Status status;               // artifact write failures
+};
+
+// Throws std::runtime_error when recording cannot start (no preload library, command not found, ring
+// creation failure). Once the command runs, errors are reported in RecordResult::status and the command
+// is still waited for.
+RecordResult record(const RecordOptions& options);
+
+}  // namespace memtrack::runtime

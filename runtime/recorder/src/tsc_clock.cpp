@@ -1,0 +1,96 @@
+#include "tsc_clock.h"
+
+#include <time.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace memtrack::runtime {
+namespace {
+
+std::uint64_t monotonic_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::uint64_t read_tsc() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return 0;
+#endif
+}
+
+std::string slurp(const char* path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+__extension__ typedef __int128 int128;  // GCC and Clang; the shift of a negative value is arithmetic
+
+// Below this much reference time, the rate is not yet known well enough (pairs are read ~50 ns apart).
+constexpr std::uint64_t kMinBaselineNs = 2'000'000;
+
+}  // namespace
+
+bool TscClock::usable() {
+#if !defined(__x86_64__)
+  return false;
+#else
+  if (const char* env = std::getenv("MEMTRACK_CLOCK"); env != nullptr && std::strcmp(env, "monotonic") == 0)
+    return false;
+  if (slurp("/sys/devices/system/clocksource/clocksource0/current_clocksource") != "tsc\n") return false;
+  const std::string cpuinfo = slurp("/proc/cpuinfo");
+  return cpuinfo.find(" constant_tsc") != std::string::npos && cpuinfo.find(" nonstop_tsc") != std::string::npos;
+#endif
+}
+
+TscClock::Pair TscClock::now() {
+  // The TSC halfway between two reads that bracket the clock_gettime call; of a few tries, the tightest
+  // bracket (a VM or an interrupt can stretch one by microseconds, which would skew the rate).
+  Pair best{};
+  std::uint64_t best_width = UINT64_MAX;
+  for (int i = 0; i < 8; ++i) {
+    const std::uint64_t before = read_tsc();
+    const std::uint64_t mono = monotonic_ns();
+    const std::uint64_t after = read_tsc();
+    if (after - before < best_width) {
+      best_width = after - before;
+      best = {before + (after - before) / 2, mono};
+    }
+  }
+  return best;
+}
+
+TscClock::TscClock() : origin_(now()) {}
+
+void TscClock::convert(std::span<codec::Event> events) {
+  Pair ref = now();
+  if (ref.mono - origin_.mono < kMinBaselineNs) {
+    // Only at the very start of a recording: wait until the rate can be measured.
+    const std::uint64_t wait = kMinBaselineNs - (ref.mono - origin_.mono);
+    struct timespec ts = {0, static_cast<long>(wait)};
+    nanosleep(&ts, nullptr);
+    ref = now();
+  }
+  // Nanoseconds per tick in 32.32 fixed point: one multiply per event, no floating-point rounding calls.
+  const double ns_per_tick = static_cast<double>(ref.mono - origin_.mono) / static_cast<double>(ref.tsc - origin_.tsc);
+  const auto mult = static_cast<std::int64_t>(ns_per_tick * 4294967296.0);
+  for (codec::Event& e : events) {
+    const auto ticks = static_cast<std::int64_t>(e.timestamp - ref.tsc);  // negative: made before `ref`
+    const auto offset = static_cast<std::int64_t>((static_cast<int128>(ticks) * mult) >> 32);
+    e.timestamp = ref.mono + static_cast<std::uint64_t>(offset);
+  }
+}
+
+}  // namespace memtrack::runtime

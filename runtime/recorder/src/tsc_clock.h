@@ -1,0 +1,35 @@
+// Converts the raw TSC values producers write as timestamps (ring.h, timestamp_tsc) into CLOCK_MONOTONIC
+// nanoseconds, by linear interpolation between reference pairs (TSC, CLOCK_MONOTONIC) the recorder takes:
+// one when recording starts, one per converted batch. The rate is measured over the whole run so far, so it
+// follows the kernel's own (NTP-slewed) rate; events are converted milliseconds after they were made, so
+// the error is that of one clock_gettime read (tens of nanoseconds).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "memtrack/codec/event.h"
+
+namespace memtrack::runtime {
+
+class TscClock {
+ public:
+  // True where the kernel's CLOCK_MONOTONIC itself comes from an invariant TSC (clocksource "tsc",
+  // constant_tsc and nonstop_tsc): then TSC values are comparable across CPUs and processes. The
+  // environment variable MEMTRACK_CLOCK=monotonic turns it off (producers then call clock_gettime).
+  static bool usable();
+
+  TscClock();
+  // Rewrites every event's timestamp from TSC ticks to CLOCK_MONOTONIC nanoseconds.
+  void convert(std::span<codec::Event> events);
+
+ private:
+  struct Pair {
+    std::uint64_t tsc;
+    std::uint64_t mono;
+  };
+  static Pair now();
+  Pair origin_;
+};
+
+}  // namespace memtrack::runtime
