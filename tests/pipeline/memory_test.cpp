@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "common/event_gen.h"
 #include "memtrack/pipeline/stream_encoder.h"
+#include "memtrack/workload/realistic_events.h"
 
 namespace {
 
@@ -85,7 +85,7 @@ TEST(PipelineMemory, PeakBoundedByInFlightSlotsWhateverTheWorkerCount) {
   EncoderOptions options;
   options.frame_events = 16384;  // a quarter of the default frame keeps the test fast under TSan
   options.max_in_flight = 4;
-  const auto frame = testing::EventGenerator(3).take(options.frame_events);
+  const auto frame = workload::EventGenerator(3).take(options.frame_events);
   constexpr std::size_t kFrames = 24;  // enough to cycle every slot several times
 
   std::size_t peaks[3] = {};
@@ -111,7 +111,7 @@ TEST(PipelineMemory, PeakGrowsWithKNotWithWorkers) {
   EncoderOptions options;
   options.frame_events = 8192;
   options.workers = 8;
-  const auto frame = testing::EventGenerator(4).take(options.frame_events);
+  const auto frame = workload::EventGenerator(4).take(options.frame_events);
   options.max_in_flight = 2;
   const std::size_t peak2 = peak_while_encoding(frame, 16, options);
   options.max_in_flight = 6;
@@ -128,7 +128,7 @@ TEST(PipelineMemory, PeakStaysWithinTheMemoryBudget) {
   options.frame_events = 16384;
   options.memory_budget_bytes = 3 * slot_bytes(options) + slot_bytes(options) / 2;  // room for 3.5 slots
   ASSERT_EQ(derive_in_flight_cap(options), 3u);
-  const auto frame = testing::EventGenerator(6).take(options.frame_events);
+  const auto frame = workload::EventGenerator(6).take(options.frame_events);
   for (const unsigned workers : {1u, 3u, 32u}) {
     options.workers = workers;
     EXPECT_LE(peak_while_encoding(frame, 12, options), options.memory_budget_bytes + (std::size_t{256} << 10))
@@ -139,7 +139,7 @@ TEST(PipelineMemory, PeakStaysWithinTheMemoryBudget) {
 TEST(PipelineMemory, ShortStreamAllocatesOnlyTheSlotsItUses) {
   EncoderOptions options;  // default frame of 65,536 events and the default budget
   options.workers = 4;
-  const auto events = testing::EventGenerator(5).take(1000);
+  const auto events = workload::EventGenerator(5).take(1000);
   const std::size_t peak = peak_while_encoding(events, 1, options);
   EXPECT_LE(peak, slot_bytes(options) + (std::size_t{256} << 10));
 }

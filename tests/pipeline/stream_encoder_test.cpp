@@ -15,15 +15,15 @@
 #include <thread>
 #include <vector>
 
-#include "common/event_gen.h"
 #include "common/fixtures.h"
+#include "memtrack/workload/realistic_events.h"
 #include "pipeline/zstd_frames.h"
 
 namespace memtrack::pipeline {
 namespace {
 
 using codec::Event;
-using testing::EventGenerator;
+using workload::EventGenerator;
 
 // Feeds encode_stream from memory in irregular read sizes, like a pipe does.
 class VectorSource : public EventSource {

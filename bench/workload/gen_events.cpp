@@ -1,12 +1,14 @@
-// memtrack-gen-events N [SEED]: writes N realistic raw records (tests/common/event_gen.h) to stdout, for
-// measuring `memtrack encode` from a pipe (docs/PERFORMANCE.md).
+// memtrack-gen-events N [SEED]: writes the first N events of the realistic workload
+// (memtrack/workload/realistic_events.h) to stdout as raw records, for the shell benchmarks that feed
+// `memtrack encode` from a pipe (bench/encode_rss.sh).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#include "common/event_gen.h"
+#include "memtrack/workload/realistic_events.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -14,7 +16,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const unsigned long long n = std::strtoull(argv[1], nullptr, 10);
-  memtrack::testing::EventGenerator gen(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1);
+  memtrack::workload::EventGenerator gen(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1);
   std::vector<memtrack::codec::Event> block(65536);
   for (unsigned long long done = 0; done < n;) {
     const std::size_t count = static_cast<std::size_t>(std::min<unsigned long long>(block.size(), n - done));
