@@ -1,5 +1,5 @@
-// Decoding an artifact of ~1.1M realistic events (the bundled 140k-event trace repeated 8 times, frames of
-// 65,536 events at the default level, with the frame index), beside zstd alone on the same bytes; and
+// Decoding an artifact of the realistic workload (16 frames of 65,536 events, ~1M events; 2 frames in smoke
+// mode; bench_common.h) at the default level, with the frame index, beside zstd alone on the same bytes; and
 // `memtrack stats` through the index on 1 and 2 threads.
 //
 // Ratios to read from one run:
@@ -11,11 +11,10 @@
 #include <zstd.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <vector>
 
+#include "bench_common.h"
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/frame_compressor.h"
@@ -28,8 +27,7 @@ namespace {
 using memtrack::codec::Event;
 namespace codec = memtrack::codec;
 
-constexpr std::size_t kFrameEvents = 65536;
-constexpr int kRepeats = 8;
+using memtrack::bench::kFrameEvents;
 
 struct Corpus {
   std::size_t events = 0;
@@ -40,21 +38,7 @@ struct Corpus {
 
 const Corpus& corpus() {
   static const Corpus c = [] {
-    const std::string path = std::string(MEMTRACK_SOURCE_DIR) + "/tests/data/realistic-140k.raw";
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot open " + path);
-    const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<Event> one(raw.size() / sizeof(Event));
-    std::memcpy(one.data(), raw.data(), one.size() * sizeof(Event));
-    // Repeat the trace later in time, so timestamps keep increasing as in one long run.
-    std::vector<Event> events;
-    const std::uint64_t span = one.back().timestamp - one.front().timestamp + 1;
-    for (int r = 0; r < kRepeats; ++r) {
-      for (Event e : one) {
-        e.timestamp += static_cast<std::uint64_t>(r) * span;
-        events.push_back(e);
-      }
-    }
+    const auto events = memtrack::bench::workload(memtrack::bench::decode_stream_events());
     Corpus out;
     out.events = events.size();
     codec::FrameSerializer serializer(kFrameEvents);
@@ -62,8 +46,7 @@ const Corpus& corpus() {
     codec::SeekTableBuilder table;
     std::vector<std::byte> buf(codec::FrameCompressor::bound(serializer.capacity_bytes()));
     for (std::size_t i = 0; i < events.size(); i += kFrameEvents) {
-      const auto msgpack =
-          serializer.serialize(std::span(events.data() + i, std::min(kFrameEvents, events.size() - i)));
+      const auto msgpack = serializer.serialize(events.subspan(i, std::min(kFrameEvents, events.size() - i)));
       codec::Status s;
       const std::size_t n = compressor.compress(msgpack, buf, s);
       if (!s.is_ok()) throw std::runtime_error(s.message());

@@ -2,35 +2,25 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <msgpack.hpp>
-#include <stdexcept>
 #include <vector>
 
+#include "bench_common.h"
 #include "memtrack/codec/msgpack_encoder.h"
 
 namespace {
 
+namespace bench = memtrack::bench;
+
 using memtrack::codec::Event;
 
-constexpr std::size_t kFrameEvents = 65536;
+using bench::kFrameEvents;
 
-// The first frame of the bundled realistic trace (real allocator-shaped events).
-const std::vector<Event>& realistic_frame() {
-  static const std::vector<Event> events = [] {
-    const std::string path = std::string(MEMTRACK_SOURCE_DIR) + "/tests/data/realistic-140k.raw";
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot open " + path);
-    std::vector<Event> v(kFrameEvents);
-    in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(Event)));
-    return v;
-  }();
-  return events;
-}
+// The first frame of the realistic workload (bench_common.h).
+std::span<const Event> realistic_frame() { return bench::workload(kFrameEvents); }
 
 void BM_Serialize_Frame(benchmark::State& state) {
-  const auto& events = realistic_frame();
+  const auto events = realistic_frame();
   memtrack::codec::FrameSerializer serializer(kFrameEvents);
   std::size_t bytes = 0;
   for (auto _ : state) {
@@ -90,7 +80,7 @@ std::size_t encode_with_packer(const Event& e, char* out) {
 }
 
 void BM_Serialize_Frame_MsgpackPacker(benchmark::State& state) {
-  const auto& events = realistic_frame();
+  const auto events = realistic_frame();
   std::vector<char> buffer(kFrameEvents * memtrack::codec::kMaxEncodedEventBytes);
   std::size_t bytes = 0;
   for (auto _ : state) {

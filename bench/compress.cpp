@@ -1,0 +1,63 @@
+// One 65,536-event realistic frame, stage by stage on one thread:
+//   BM_Compress_Frame/level:L  zstd alone on the frame's msgpack bytes, at the levels worth choosing from
+//                              (-5 is the default); floor: BM_Floor_MemcpySerializedFrame (serialize.cpp)
+//   BM_Encode_Frame            the encoder's per-frame work end to end: serialize + compress at the default
+//                              level; floor: BM_Compress_Frame/level:-5, zstd alone on the same bytes
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "bench_common.h"
+#include "memtrack/codec/frame_compressor.h"
+#include "memtrack/codec/msgpack_encoder.h"
+
+namespace {
+
+namespace bench = memtrack::bench;
+namespace codec = memtrack::codec;
+using bench::kFrameEvents;
+
+void report(benchmark::State& state, std::size_t msgpack_bytes, std::size_t compressed_bytes) {
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kFrameEvents));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * msgpack_bytes));
+  state.counters["msgpack_bytes_per_event"] = static_cast<double>(msgpack_bytes) / kFrameEvents;
+  state.counters["compressed_bytes_per_event"] = static_cast<double>(compressed_bytes) / kFrameEvents;
+}
+
+void BM_Compress_Frame(benchmark::State& state) {
+  codec::FrameSerializer serializer(kFrameEvents);
+  const auto msgpack = serializer.serialize(bench::workload(kFrameEvents));
+  codec::FrameCompressor compressor(static_cast<int>(state.range(0)));
+  std::vector<std::byte> out(codec::FrameCompressor::bound(msgpack.size()));
+  std::size_t compressed = 0;
+  for (auto _ : state) {
+    codec::Status status;
+    compressed = compressor.compress(msgpack, out, status);
+    if (!status.is_ok()) state.SkipWithError(status.message().c_str());
+    benchmark::DoNotOptimize(out.data());
+  }
+  report(state, msgpack.size(), compressed);
+}
+BENCHMARK(BM_Compress_Frame)->ArgName("level")->Arg(-5)->Arg(-1)->Arg(1)->Arg(3)->Unit(benchmark::kMillisecond);
+
+// What one slot of the pipeline does per frame, with the same reused serializer and compressor.
+void BM_Encode_Frame(benchmark::State& state) {
+  const auto events = bench::workload(kFrameEvents);
+  codec::FrameSerializer serializer(kFrameEvents);
+  codec::FrameCompressor compressor;
+  std::vector<std::byte> out(codec::FrameCompressor::bound(serializer.capacity_bytes()));
+  std::size_t msgpack_bytes = 0;
+  std::size_t compressed = 0;
+  for (auto _ : state) {
+    const auto msgpack = serializer.serialize(events);
+    codec::Status status;
+    compressed = compressor.compress(msgpack, out, status);
+    if (!status.is_ok()) state.SkipWithError(status.message().c_str());
+    benchmark::DoNotOptimize(out.data());
+    msgpack_bytes = msgpack.size();
+  }
+  report(state, msgpack_bytes, compressed);
+}
+BENCHMARK(BM_Encode_Frame)->Unit(benchmark::kMillisecond);
+
+}  // namespace

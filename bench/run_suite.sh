@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Runs the benchmark suite and regenerates docs/PERFORMANCE.md from that one run.
+#
+# usage: bench/run_suite.sh [--smoke] [--build DIR] [--out DIR] [--no-rss] [--doc FILE] [-- BENCH_ARGS...]
+#   --smoke    tiny sizes (MEMTRACK_BENCH_SMOKE=1, --benchmark_min_time=0.01), no shell benchmarks, and the
+#              document goes to OUT/PERFORMANCE.md instead of docs/ (ctest runs this: label bench)
+#   --build    the build tree with bin/memtrack-bench (default build/release: benchmarks need -O2/-O3)
+#   --out      where the JSON, the load samples and the run's metadata are kept (default BUILD/bench-results)
+#   --no-rss   skip bench/encode_rss.sh (peak RSS of `memtrack encode` from a pipe, glibc vs mimalloc)
+#   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
+#   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
+#              the rows that are missing instead of writing the document
+#
+# The full run takes a few minutes. Run it on a quiet machine: the document records the load average
+# sampled during the run, so a contended run is visible as such.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+smoke=0
+build=build/release
+out=""
+rss=1
+doc=""
+bench_args=()
+while (($#)); do
+  case $1 in
+    --smoke) smoke=1 ;;
+    --build) build=$2; shift ;;
+    --out) out=$2; shift ;;
+    --no-rss) rss=0 ;;
+    --doc) doc=$2; shift ;;
+    --) shift; bench_args=("$@"); break ;;
+    *) echo "run_suite.sh: unknown argument $1 (see the header of this script)" >&2; exit 2 ;;
+  esac
+  shift
+done
+out=${out:-$build/bench-results}
+mkdir -p "$out"
+bench=$build/bin/memtrack-bench
+[[ -x $bench ]] || { echo "run_suite.sh: no $bench (cmake --preset release && cmake --build --preset release)" >&2; exit 2; }
+
+args=(--benchmark_out="$out/bench.json" --benchmark_out_format=json)
+if ((smoke)); then
+  export MEMTRACK_BENCH_SMOKE=1
+  args+=(--benchmark_min_time=0.01)
+  rss=0
+  doc=${doc:-$out/PERFORMANCE.md}
+else
+  unset MEMTRACK_BENCH_SMOKE
+  # Three repetitions in random order: a neighbour's burst hits one repetition of one row, not a whole
+  # family, and the renderer takes medians.
+  args+=(--benchmark_repetitions=3 --benchmark_enable_random_interleaving=true)
+  doc=${doc:-docs/PERFORMANCE.md}
+fi
+args+=("${bench_args[@]}")
+
+# Load average every 5 s while the suite runs, so the document can say how quiet the machine was.
+: > "$out/load.txt"
+cat /proc/loadavg >> "$out/load.txt"
+(while sleep 5; do cat /proc/loadavg >> "$out/load.txt"; done) &
+sampler=$!
+trap 'kill $sampler 2> /dev/null || true' EXIT
+
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+echo "run_suite.sh: $bench ${args[*]}" >&2
+"$bench" "${args[@]}" > "$out/bench.txt"
+if ((rss)); then
+  echo "run_suite.sh: bench/encode_rss.sh $build $out/encode_rss.tsv" >&2
+  # Its limits are reported in the document; a failed limit must not stop the document being written.
+  bench/encode_rss.sh "$build" "$out/encode_rss.tsv" > "$out/encode_rss.txt" || true
+else
+  rm -f "$out/encode_rss.tsv"
+fi
+cat /proc/loadavg >> "$out/load.txt"
+kill $sampler 2> /dev/null || true
+
+# What the renderer cannot read from the benchmark JSON.
+{
+  echo "started=$started"
+  echo "finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "command=bench/run_suite.sh $( ((smoke)) && echo --smoke) --build $build ${bench_args[*]}"
+  echo "bench_command=$bench ${args[*]}"
+  echo "commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)$(git diff --quiet HEAD -- 2> /dev/null || echo ' (with uncommitted changes)')"
+  echo "nproc=$(nproc)"
+  echo "cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
+  echo "kernel=$(uname -sr)"
+  echo "compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt" | head -n1) $("$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt" | head -n1)" -dumpfullversion 2> /dev/null || true)"
+  echo "build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")"
+  echo "smoke=$smoke"
+} > "$out/meta.txt"
+
+/usr/bin/python3 bench/render_performance.py --results "$out" --out "$doc"
+echo "run_suite.sh: wrote $doc" >&2
