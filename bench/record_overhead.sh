@@ -4,8 +4,9 @@
 # Also runs `memtrack record` with MEMTRACK_RECORD_DISCARD=1 (the ring drained, nothing encoded): the
 # transport's own cost. Prints medians, the ratios, and lost events (expected vs artifact count).
 #
-#   bench/record_overhead.sh [BUILD_DIR] [ROUNDS] [THREADS] [OPS_PER_THREAD]
+#   bench/record_overhead.sh [BUILD_DIR] [ROUNDS] [THREADS] [OPS_PER_THREAD] [TSV_OUT]
 #   defaults:               build/dev   5        2         1000000
+# TSV_OUT, if given, receives the medians for bench/render_performance.py, one `key value` line each.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +14,7 @@ build=$(cd "${1:-$here/build/dev}" && pwd)
 rounds=${2:-5}
 threads=${3:-2}
 ops=${4:-1000000}
+tsv=${5:-}
 memtrack=$build/bin/memtrack
 [[ -x $memtrack ]] || { echo "record_overhead.sh: no $memtrack (build first)" >&2; exit 2; }
 command -v heaptrack > /dev/null || { echo "record_overhead.sh: heaptrack is not installed" >&2; exit 2; }
@@ -81,3 +83,10 @@ printf '  heaptrack / memtrack    %6.2fx   (wall; goal >= 2.5x)\n' "$(echo "$h /
 printf '  heaptrack / memtrack    %6.2fx   (CPU time)\n' "$(echo "$hc / $mc" | bc -l)"
 printf '  transport ns/event      %6.1f   ((transport - native) / events)\n' "$(echo "($t - $n) * 1000000000 / $expected" | bc -l)"
 echo "  lost events             $lost_total"
+if [[ -n $tsv ]]; then
+  printf 'rounds\t%s\nthreads\t%s\nops_per_thread\t%s\nevents\t%s\nlost_events\t%s\n' \
+    "$rounds" "$threads" "$ops" "$expected" "$lost_total" > "$tsv"
+  printf 'native_wall\t%s\nheaptrack_wall\t%s\nmemtrack_wall\t%s\ntransport_wall\t%s\n' "$n" "$h" "$m" "$t" >> "$tsv"
+  printf 'native_cpu\t%s\nheaptrack_cpu\t%s\nmemtrack_cpu\t%s\nartifact_bytes\t%s\n' "$nc" "$hc" "$mc" \
+    "$artifact_bytes" >> "$tsv"
+fi

@@ -16,6 +16,7 @@ import json
 import os
 import statistics
 import sys
+import textwrap
 
 WORKERS = [1, 2, 4, 8, 16, 32, 64]
 LEVELS = [-5, -1, 1, 3]
@@ -101,6 +102,13 @@ def load_rss(path):
     return runs
 
 
+def load_record(path):
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return {k: float(v) for k, v in (line.split() for line in f if line.strip())}
+
+
 def ms(ns):
     return f"{ns / 1e6:.2f} ms"
 
@@ -126,14 +134,14 @@ def table(header, rows):
 def required_names():
     names = ["BM_Serialize_Frame", "BM_Serialize_Frame_MsgpackPacker", "BM_Floor_MemcpySerializedFrame",
              "BM_Encode_Frame", "BM_Floor_ZstdAlone", "BM_Decode_Artifact", "BM_Floor_ZstdDecompress",
-             "BM_Stats_Indexed/threads:1", "BM_Stats_Indexed/threads:2", "BM_Stats_SerialStage"]
+             "BM_HeapCounter_Calibration", "BM_Stats_Indexed/threads:1", "BM_Stats_Indexed/threads:2", "BM_Stats_SerialStage"]
     names += [f"BM_Compress_Frame/level:{lv}" for lv in LEVELS]
     names += [f"BM_Pipeline_EncodeStream/workers:{w}" for w in WORKERS]
     names += [f"BM_Pipeline_Peak/workers:{w}" for w in WORKERS]
     return names
 
 
-def render(ctx, rows, meta, loads, rss):
+def render(ctx, rows, meta, loads, rss, record):
     b = rows
     nproc = int(meta["nproc"])
     frame_events = int(ctx["memtrack_frame_events"])
@@ -187,8 +195,11 @@ def render(ctx, rows, meta, loads, rss):
     w(meta["command"].strip())
     w("# which ran:")
     w(meta["bench_command"].strip())
+    build = meta["command"].split("--build ")[1].split()[0]
     if rss is not None:
-        w(f"bench/encode_rss.sh {meta['command'].split('--build ')[1].split()[0]} <results>/encode_rss.tsv")
+        w(f"bench/encode_rss.sh {build} <results>/encode_rss.tsv")
+    if record is not None:
+        w(f"bench/record_overhead.sh {build} 5 2 1000000 <results>/record_overhead.tsv")
     w("```")
     w("")
     w("Workload: the realistic event generator (bench/workload/include/memtrack/workload/realistic_events.h,")
@@ -276,10 +287,10 @@ def render(ctx, rows, meta, loads, rss):
          verdict(two >= 1.7)],
     ]))
     w("")
-    best = max(WORKERS, key=lambda n: p[1].real_ns / p[n].real_ns)
-    w(f"Past the cores and past K the worker count changes nothing: workers:64 runs at "
-      f"{x(p[1].real_ns / p[64].real_ns)} workers:1 (best: workers:{best}, {x(p[1].real_ns / p[best].real_ns)}), because the")
-    w("arena never runs more than min(workers, K) encoders.")
+    top = max(n for n in WORKERS if n <= nproc)
+    w(f"Above {top} workers (this machine's {nproc} hardware threads) the arena still runs at most min(workers, K) = "
+      f"{p[64].counter('K'):.0f} encoders at once; workers:64 reaches {x(p[top].real_ns / p[64].real_ns)} the "
+      f"events/s of workers:{top}.")
     if two < 1.7:
         cores2 = p[2].counter("proc_cpu_ns_per_event") * stream_events / p[2].real_ns
         w(f"The 2-worker goal is not shown by this run: at workers:2 the process kept {cores2:.2f} cores busy, so")
@@ -310,6 +321,12 @@ def render(ctx, rows, meta, loads, rss):
     w(table(["goal (issue 6)", "measured", ""], [
         ["64 workers no more than 1.25x the figure at 4", x(ratio64), verdict(ratio64 <= 1.25)],
     ]))
+    w("")
+    cal = b["BM_HeapCounter_Calibration"]
+    w(f"The counter's calibration (`BM_HeapCounter_Calibration`: {mib(cal.counter('allocated_bytes'))} alive at once "
+      "through malloc, calloc, realloc, posix_memalign, aligned_alloc and operator new[]) reads "
+      f"{mib(cal.heap)}: {(cal.heap - cal.counter('allocated_bytes')) / 1024:+.1f} KiB of allocator rounding over what was "
+      "allocated.")
     w("")
     w(f"From 1 to 64 workers the peak moves by {spread:.2f} MiB. It sits at K = {k:.0f} slots of "
       f"{mib(slot)} reserved each (slot_bytes: the events, a msgpack buffer for the worst case of")
@@ -369,12 +386,37 @@ def render(ctx, rows, meta, loads, rss):
             linked = mimalloc_linked_by_default()
             w(f"Over all runs mimalloc takes {x(cpu_ratio)} the CPU of glibc malloc and {x(rss_m / rss_g)} its RSS "
               f"(medians). {'It pays' if pays else 'It does not pay'} by this run's measure (at least 5% less CPU")
-            w("without more than 5% more RSS): the encoder allocates its slots once and nothing per event or per")
-            w("frame, so the allocator has little to win. The `memtrack` executable "
+            w(f"without more than 5% more RSS). The encoder made {pk[4].allocs:.0f} heap allocations for the whole "
+              f"{peak_events:,}-event stream (peak-memory table above), so an allocator has little to win. "
+              "The `memtrack` executable "
               + ("links mimalloc by default (MEMTRACK_TOOL_MIMALLOC=ON)." if linked else
                  "does not link it by default (MEMTRACK_TOOL_MIMALLOC=OFF in tools/CMakeLists.txt; ON links it).")
-              + ("" if pays != linked else " **This run disagrees with that default: re-measure and reconsider it.**"))
+              + ("" if pays == linked else " **This run disagrees with that default: re-measure and reconsider it.**"))
             w("")
+
+    # ------------------------------------------------------------------------------------------------ recording
+    if record:
+        ev = int(record["events"])
+        nat, ht, mt, tr = (record[k + "_wall"] for k in ("native", "heaptrack", "memtrack", "transport"))
+        w("## Recording a program")
+        w("")
+        w(f"bench/record_overhead.sh: tests/integration/programs/churn.c ({int(record['threads'])} threads x "
+          f"{int(record['ops_per_thread']):,} malloc/free/realloc operations, {ev:,} events) natively, under heaptrack "
+          f"and under `memtrack record`, interleaved over {int(record['rounds'])} rounds; medians. \"transport only\" is "
+          "`memtrack record` with MEMTRACK_RECORD_DISCARD=1: the ring drained, nothing encoded. docs/RUNTIME.md "
+          "explains the runtime.")
+        w("")
+        w(table(["", "wall", "CPU (user + system)", "x native (wall)"], [
+            ["native", f"{nat:.3f} s", f"{record['native_cpu']:.3f} s", "1.00x"],
+            ["heaptrack", f"{ht:.3f} s", f"{record['heaptrack_cpu']:.3f} s", x(ht / nat)],
+            ["memtrack record", f"{mt:.3f} s", f"{record['memtrack_cpu']:.3f} s", x(mt / nat)],
+            ["transport only", f"{tr:.3f} s", "", x(tr / nat)],
+        ]))
+        w("")
+        w(f"heaptrack takes {x(ht / mt)} the wall time of `memtrack record` and {x(record['heaptrack_cpu'] / record['memtrack_cpu'])} "
+          f"its CPU. Events lost over all rounds: {int(record['lost_events'])}. Artifact: "
+          f"{record['artifact_bytes'] / ev:.1f} bytes per event.")
+        w("")
 
     # ------------------------------------------------------------------------------------------------- decoding
     dec, dz = b["BM_Decode_Artifact"], b["BM_Floor_ZstdDecompress"]
@@ -439,13 +481,41 @@ def render(ctx, rows, meta, loads, rss):
     w("Medians over the repetitions; peak heap is the largest over them.")
     w("")
     all_rows = []
-    for name in sorted(b):
+    def order(name):  # BM_X/workers:2 before BM_X/workers:16
+        parts = name.split("/")
+        return [parts[0]] + [int(q.split(":")[1]) if q.split(":")[-1].lstrip("-").isdigit() else 0 for q in parts[1:]]
+
+    for name in sorted(b, key=order):
         r = b[name]
         all_rows.append([f"`{name}`", ms(r.real_ns), ms(r.cpu_ns), len(r.runs),
                          mib(r.heap) if r.heap is not None else ""])
     w(table(["benchmark", "wall", "CPU", "repetitions", "peak heap"], all_rows))
     w("")
-    return "\n".join(out)
+    return "\n".join(reflow(out)) + "\n"
+
+
+def reflow(lines):
+    """Joins the template's prose lines into paragraphs filled to 110 columns; tables, headings, code blocks,
+    quotes and comments stay as they are. The template can then break its strings wherever it likes."""
+    out, prose, in_code = [], [], False
+
+    def flush():
+        if prose:
+            out.extend(textwrap.wrap(" ".join(prose), 110, break_long_words=False, break_on_hyphens=False))
+            prose.clear()
+
+    for line in "\n".join(lines).split("\n"):
+        if line.startswith("```"):
+            flush()
+            in_code = not in_code
+            out.append(line)
+        elif in_code or not line.strip() or line.startswith(("|", "#", ">", "<!--", "     ")):
+            flush()
+            out.append(line)
+        else:
+            prose.append(line.strip())
+    flush()
+    return out
 
 
 def mimalloc_linked_by_default():
@@ -470,7 +540,8 @@ def main():
         return 1
     text = render(ctx, rows, load_meta(os.path.join(args.results, "meta.txt")),
                   load_loads(os.path.join(args.results, "load.txt")),
-                  load_rss(os.path.join(args.results, "encode_rss.tsv")))
+                  load_rss(os.path.join(args.results, "encode_rss.tsv")),
+                  load_record(os.path.join(args.results, "record_overhead.tsv")))
     with open(args.out, "w") as f:
         f.write(text)
     return 0

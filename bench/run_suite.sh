@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs the benchmark suite and regenerates docs/PERFORMANCE.md from that one run.
 #
-# usage: bench/run_suite.sh [--smoke] [--build DIR] [--out DIR] [--no-rss] [--doc FILE] [-- BENCH_ARGS...]
+# usage: bench/run_suite.sh [--smoke] [--build DIR] [--out DIR] [--no-rss] [--with-record] [--doc FILE]
+#                           [-- BENCH_ARGS...]
 #   --smoke    tiny sizes (MEMTRACK_BENCH_SMOKE=1, --benchmark_min_time=0.01), no shell benchmarks, and the
 #              document goes to OUT/PERFORMANCE.md instead of docs/ (ctest runs this: label bench)
 #   --build    the build tree with bin/memtrack-bench (default build/release: benchmarks need -O2/-O3)
 #   --out      where the JSON, the load samples and the run's metadata are kept (default BUILD/bench-results)
 #   --no-rss   skip bench/encode_rss.sh (peak RSS of `memtrack encode` from a pipe, glibc vs mimalloc)
+#   --with-record  also run bench/record_overhead.sh (native vs heaptrack vs `memtrack record`, 5 rounds:
+#              a few minutes; needs heaptrack and the preload library in BUILD)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
@@ -20,6 +23,7 @@ smoke=0
 build=build/release
 out=""
 rss=1
+record=0
 doc=""
 bench_args=()
 while (($#)); do
@@ -28,6 +32,7 @@ while (($#)); do
     --build) build=$2; shift ;;
     --out) out=$2; shift ;;
     --no-rss) rss=0 ;;
+    --with-record) record=1 ;;
     --doc) doc=$2; shift ;;
     --) shift; bench_args=("$@"); break ;;
     *) echo "run_suite.sh: unknown argument $1 (see the header of this script)" >&2; exit 2 ;;
@@ -44,6 +49,7 @@ if ((smoke)); then
   export MEMTRACK_BENCH_SMOKE=1
   args+=(--benchmark_min_time=0.01)
   rss=0
+  record=0
   doc=${doc:-$out/PERFORMANCE.md}
 else
   unset MEMTRACK_BENCH_SMOKE
@@ -71,6 +77,12 @@ if ((rss)); then
 else
   rm -f "$out/encode_rss.tsv"
 fi
+if ((record)); then
+  echo "run_suite.sh: bench/record_overhead.sh $build 5 2 1000000 $out/record_overhead.tsv" >&2
+  bench/record_overhead.sh "$build" 5 2 1000000 "$out/record_overhead.tsv" > "$out/record_overhead.txt"
+else
+  rm -f "$out/record_overhead.tsv"
+fi
 cat /proc/loadavg >> "$out/load.txt"
 kill $sampler 2> /dev/null || true
 
@@ -78,7 +90,7 @@ kill $sampler 2> /dev/null || true
 {
   echo "started=$started"
   echo "finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "command=bench/run_suite.sh $( ((smoke)) && echo --smoke) --build $build ${bench_args[*]}"
+  echo "command=bench/run_suite.sh$( ((smoke)) && echo " --smoke")$( ((record)) && echo " --with-record") --build $build ${bench_args[*]}"
   echo "bench_command=$bench ${args[*]}"
   echo "commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)$(git diff --quiet HEAD -- 2> /dev/null || echo ' (with uncommitted changes)')"
   echo "nproc=$(nproc)"
