@@ -3,11 +3,13 @@
 # (issue 3: at most 64 MiB each, and 64 workers within 1.25x of 4). Exits 1 if a limit is exceeded.
 # Each worker count also runs with mimalloc preloaded (LD_PRELOAD of Debian's libmimalloc.so.2, the same
 # dynamic override that linking it would give), so one run shows whether mimalloc pays (issue 3).
+# Two more runs at 4 workers with --in-flight 2 and 8 give the resident cost of one in-flight slot.
 # Runs are interleaved round by round so background load hits every configuration alike.
 #
 # usage: bench/encode_rss.sh [BUILD_DIR] [TSV_OUT] [ROUNDS]
 #   BUILD_DIR default build/release (needs bin/memtrack and bin/memtrack-gen-events)
-#   TSV_OUT   if given, one line per run: allocator workers round max_rss_kib wall_s user_s sys_s
+#   TSV_OUT   if given, one line per run: allocator workers in_flight round max_rss_kib wall_s user_s sys_s
+#             (in_flight 0: K derived from the default memory budget)
 #             (bench/render_performance.py reads it)
 #   ROUNDS    default 3
 set -euo pipefail
@@ -22,25 +24,29 @@ trap 'rm -f "$raw" "$runs"' EXIT
 
 allocators=(glibc)
 [[ -e $mimalloc ]] && allocators+=(mimalloc)
+# run ALLOCATOR WORKERS IN_FLIGHT ROUND: one `memtrack encode` of the events from a pipe, appended to $runs.
+run() {
+  local preload="" opts=(--workers "$2")
+  [[ $1 == mimalloc ]] && preload=$mimalloc
+  (($3)) && opts+=(--in-flight "$3")
+  # GNU time reports the largest RSS of the process it runs: memtrack, not cat.
+  out=$(cat "$raw" | LD_PRELOAD=$preload /usr/bin/time -f '%M %e %U %S' "$build/bin/memtrack" encode "${opts[@]}" \
+        -o /dev/null 2>&1 > /dev/null)
+  read -r kib wall user sys <<< "$(tail -n1 <<< "$out")"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$kib" "$wall" "$user" "$sys" >> "$runs"
+}
 for ((r = 1; r <= rounds; r++)); do
   for w in 1 4 16 64; do
-    for a in "${allocators[@]}"; do
-      preload=""
-      [[ $a == mimalloc ]] && preload=$mimalloc
-      # GNU time reports the largest RSS of the process it runs: memtrack, not cat.
-      out=$(cat "$raw" | LD_PRELOAD=$preload /usr/bin/time -f '%M %e %U %S' "$build/bin/memtrack" encode --workers "$w" \
-            -o /dev/null 2>&1 > /dev/null)
-      read -r kib wall user sys <<< "$(tail -n1 <<< "$out")"
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$a" "$w" "$r" "$kib" "$wall" "$user" "$sys" >> "$runs"
-    done
+    for a in "${allocators[@]}"; do run "$a" "$w" 0 "$r"; done
   done
+  for k in 2 8; do run glibc 4 "$k" "$r"; done
 done
 [[ -n $tsv ]] && cp "$runs" "$tsv"
 
 # The shipped allocator (glibc): the largest peak over the rounds, per worker count.
 declare -A rss
 for w in 1 4 16 64; do
-  rss[$w]=$(awk -v w="$w" '$1 == "glibc" && $2 == w && $4 > m {m = $4} END {print m}' "$runs")
+  rss[$w]=$(awk -v w="$w" '$1 == "glibc" && $2 == w && $3 == 0 && $5 > m {m = $5} END {print m}' "$runs")
   printf 'workers %2d: peak RSS %6.1f MiB (%s KiB, largest of %d runs)\n' "$w" "$(bc -l <<< "${rss[$w]} / 1024")" \
     "${rss[$w]}" "$rounds"
 done

@@ -97,8 +97,9 @@ def load_rss(path):
     runs = []
     with open(path) as f:
         for line in f:
-            a, w, rnd, kib, wall, user, sys_ = line.split()
-            runs.append(dict(alloc=a, workers=int(w), kib=int(kib), wall=float(wall), cpu=float(user) + float(sys_)))
+            a, w, k, rnd, kib, wall, user, sys_ = line.split()
+            runs.append(dict(alloc=a, workers=int(w), in_flight=int(k), kib=int(kib), wall=float(wall),
+                             cpu=float(user) + float(sys_)))
     return runs
 
 
@@ -195,6 +196,8 @@ def render(ctx, rows, meta, loads, rss, record):
     w(meta["command"].strip())
     w("# which ran:")
     w(meta["bench_command"].strip())
+    if meta.get("heap_command"):
+        w(meta["heap_command"].strip())
     build = meta["command"].split("--build ")[1].split()[0]
     if rss is not None:
         w(f"bench/encode_rss.sh {build} <results>/encode_rss.tsv")
@@ -211,6 +214,10 @@ def render(ctx, rows, meta, loads, rss, record):
     w("Timings are medians over the repetitions. Peak heap is `max_bytes_used` from Google Benchmark's")
     w("MemoryManager: bench/heap_counter.h counts every malloc-family call of the process (operator new")
     w("included) at malloc_usable_size during one extra run of each benchmark.")
+    if meta.get("heap_command"):
+        w("The heap figures come from the second command above, run right after the first: Google Benchmark 1.7.1")
+        w("reports the memory of repeated runs from freed memory (bench/bench_main.cpp), so the timing pass runs")
+        w("without the heap counter and the heap pass without repetitions.")
     w("")
 
     # ------------------------------------------------------------------------------------------ frame stages
@@ -342,6 +349,8 @@ def render(ctx, rows, meta, loads, rss, record):
       "it allocated.")
     w("")
     if rss:
+        sweep = [r for r in rss if r["in_flight"] != 0]
+        rss = [r for r in rss if r["in_flight"] == 0]
         glibc = [r for r in rss if r["alloc"] == "glibc"]
         rss_peak = {n: max(r["kib"] for r in glibc if r["workers"] == n) * 1024 for n in RSS_WORKERS}
         rounds = len([r for r in glibc if r["workers"] == 1])
@@ -366,6 +375,15 @@ def render(ctx, rows, meta, loads, rss, record):
             w("although RSS also counts the binary, the libraries and the thread stacks: the slot buffers are")
             w("sized once for the worst case and allocated without being zero-filled, and pages a realistic frame")
             w("never writes are never touched. The budget counts the reservation, so it is the safe side.")
+            w("")
+        if sweep:
+            k2 = max(r["kib"] for r in sweep if r["in_flight"] == 2) * 1024
+            k8 = max(r["kib"] for r in sweep if r["in_flight"] == 8) * 1024
+            per_slot = (k8 - k2) / 6
+            w(f"What one in-flight slot costs, from the same script at 4 workers: peak RSS {mib(k2)} with `--in-flight 2` "
+              f"and {mib(k8)} with `--in-flight 8`, so {mib(per_slot)} resident per slot against the "
+              f"{mib(slot)} it reserves (slot_bytes), over a base of {mib(k2 - 2 * per_slot)} (binary, libraries, "
+              "threads).")
             w("")
         allocs = sorted({r["alloc"] for r in rss})
         if "mimalloc" in allocs:
@@ -485,7 +503,7 @@ def render(ctx, rows, meta, loads, rss, record):
     # ------------------------------------------------------------------------------------------------ all rows
     w("## Every row of the run")
     w("")
-    w("Medians over the repetitions; peak heap is the largest over them.")
+    w("Timings are medians over the repetitions.")
     w("")
     all_rows = []
     def order(name):  # BM_X/workers:2 before BM_X/workers:16
@@ -540,6 +558,12 @@ def main():
     ap.add_argument("--out", required=True, help="the Markdown file to write")
     args = ap.parse_args()
     ctx, rows = load_rows(os.path.join(args.results, "bench.json"))
+    heap_json = os.path.join(args.results, "heap.json")
+    if os.path.exists(heap_json):  # the heap figures come from their own pass (run_suite.sh)
+        _, heap_rows = load_rows(heap_json)
+        for name, row in rows.items():
+            h = heap_rows.get(name)
+            row.heap, row.net_growth, row.allocs = (h.heap, h.net_growth, h.allocs) if h else (None, None, None)
     missing = [n for n in required_names() if n not in rows]
     if missing:
         print("render_performance.py: rows missing from bench.json (renamed or filtered out?): " + ", ".join(missing),
