@@ -8,8 +8,9 @@
 #   --build    the build tree with bin/memtrack-bench (default build/release: benchmarks need -O2/-O3)
 #   --out      where the JSON, the load samples and the run's metadata are kept (default BUILD/bench-results)
 #   --no-rss   skip bench/encode_rss.sh (peak RSS of `memtrack encode` from a pipe, glibc vs mimalloc)
-#   --with-record  also run bench/record_overhead.sh (native vs heaptrack vs `memtrack record`, 5 rounds:
-#              a few minutes; needs heaptrack and the preload library in BUILD)
+#   --with-record  also run bench/record_overhead.sh (native vs heaptrack vs `memtrack record`, 5 rounds of
+#              2 threads x 4M operations, so the native run is well above GNU time's 10 ms resolution: about
+#              a minute; needs heaptrack and the preload library in BUILD)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
@@ -87,8 +88,8 @@ else
   rm -f "$out/encode_rss.tsv"
 fi
 if ((record)); then
-  echo "run_suite.sh: bench/record_overhead.sh $build 5 2 1000000 $out/record_overhead.tsv" >&2
-  bench/record_overhead.sh "$build" 5 2 1000000 "$out/record_overhead.tsv" > "$out/record_overhead.txt"
+  echo "run_suite.sh: bench/record_overhead.sh $build 5 2 4000000 $out/record_overhead.tsv" >&2
+  bench/record_overhead.sh "$build" 5 2 4000000 "$out/record_overhead.tsv" > "$out/record_overhead.txt"
 else
   rm -f "$out/record_overhead.tsv"
 fi
