@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
-# Builds memtrack with warnings as errors and runs the whole test suite with ctest.
+# Builds memtrack with warnings as errors and runs the test suite with ctest, then again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then the concurrent parts under ThreadSanitizer.
+# `ci/test.sh dev` (or asan, tsan) runs just one configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-cmake --preset dev
-cmake --build --preset dev -j "$jobs"
-ctest --preset dev -j "$jobs"
+configs=("${@:-dev asan tsan}")
+# shellcheck disable=SC2206
+configs=(${configs[*]})
+for preset in "${configs[@]}"; do
+  echo "=== ci/test.sh: $preset"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  case "$preset" in
+    # ThreadSanitizer for what runs threads: the pipeline and the recorder.
+    tsan) ctest --preset tsan -j "$jobs" -L 'pipeline|runtime|integration' ;;
+    *) ctest --preset "$preset" -j "$jobs" ;;
+  esac
+done

@@ -58,6 +58,8 @@ struct ArtifactDecoder::Impl {
   bool in_frame = false, buffered = false, done = false;
   std::uint64_t frame_index = 0;   // index of the current or next data frame
   std::uint64_t frame_offset = 0;  // file offset of the current frame's first byte
+  std::uint64_t fail_offset = 0;   // where the last error was reported
+  bool failed_in_frame = false;    // the error was inside a data frame (not garbage between frames)
 
   Impl(ByteSource& s, std::string n, DecoderLimits l) : source(s), name(std::move(n)), limits(l) {
     mp.resize(std::max(kMsgpackChunk, 2 * limits.max_event_bytes));
@@ -73,6 +75,8 @@ struct ArtifactDecoder::Impl {
   [[nodiscard]] std::size_t available() const { return in_end - in_pos; }
 
   void fail(Errc code, std::uint64_t at, const std::string& what) {
+    fail_offset = at;
+    failed_in_frame = in_frame;
     status = {code, name + ": frame " + std::to_string(frame_index) + " at byte " + std::to_string(at) + ": " + what};
     done = true;
   }
@@ -173,6 +177,9 @@ struct ArtifactDecoder::Impl {
       fail(Errc::bad_zstd, offset(), "not a zstd frame (magic " + hex32(magic) + ")");
       return;
     }
+    // From here on a failure is inside this frame (for the salvage's frame count).
+    in_frame = true;
+    frame_offset = offset();
     ensure(ZSTD_FRAMEHEADERSIZE_MAX);
     if (done) return;
     ZSTD_frameHeader header;
@@ -185,11 +192,44 @@ struct ArtifactDecoder::Impl {
       fail(Errc::truncated, offset(), "input ends inside a frame header");
       return;
     }
-    in_frame = true;
-    frame_offset = offset();
     frame_content_pos = 0;
     buffered = header.frameContentSize != ZSTD_CONTENTSIZE_UNKNOWN &&
                header.frameContentSize <= limits.max_buffered_frame_bytes;
+  }
+
+  // See ArtifactDecoder::resync.
+  bool resync(std::uint64_t& skipped_from, std::uint64_t& resumed_at) {
+    if (status.is_ok()) return false;
+    skipped_from = fail_offset;
+    // Forget the damaged frame entirely: its unverified events, its partial msgpack, zstd's state.
+    pending.clear();
+    mp_pos = mp_end = 0;
+    frame_content_pos = 0;
+    ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
+    if (failed_in_frame) ++frame_index;
+    in_frame = false;
+    status = Status::ok();
+    done = false;
+    const std::uint64_t from = std::max(fail_offset + 1, in_base);
+    // Back up into the buffered bytes of the damaged frame when they are still there.
+    in_pos = static_cast<std::size_t>(std::min<std::uint64_t>(from - in_base, in_end));
+    for (;;) {
+      while (available() >= 4) {
+        std::uint32_t magic;
+        std::memcpy(&magic, in.data() + in_pos, 4);
+        if (magic == ZSTD_MAGICNUMBER || (magic & kSkippableMagicMask) == kSkippableMagicBase) {
+          resumed_at = offset();
+          return true;
+        }
+        ++in_pos;
+      }
+      if (!read_more()) break;
+    }
+    // No frame start before the end of input (or a read error, reported through status()).
+    in_pos = in_end;
+    resumed_at = offset();
+    if (status.is_ok()) done = true;
+    return false;
   }
 
   void skip_skippable_frame() {
@@ -274,5 +314,9 @@ std::size_t ArtifactDecoder::next(std::span<Event> out) {
 
 const Status& ArtifactDecoder::status() const { return impl_->status; }
 const DecoderProgress& ArtifactDecoder::progress() const { return impl_->progress; }
+
+bool ArtifactDecoder::resync(std::uint64_t& skipped_from, std::uint64_t& resumed_at) {
+  return impl_->resync(skipped_from, resumed_at);
+}
 
 }  // namespace memtrack::codec

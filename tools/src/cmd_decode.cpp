@@ -1,25 +1,143 @@
 // memtrack decode: artifact in, events out as JSON lines, CSV or raw records, in order.
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "args.h"
 #include "commands.h"
 #include "event_format.h"
+#include "indexed_file.h"
 #include "io.h"
 #include "memtrack/codec/artifact_decoder.h"
+#include "memtrack/codec/frame_decoder.h"
+#include "progress.h"
 
 namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack decode FILE [--format jsonl|csv|raw] [-o FILE|-]\n\n"
+    "usage: memtrack decode FILE [--format jsonl|csv|raw] [-o FILE|-] [--frames A:B] [--salvage]\n\n"
     "Reads a MemtrackArtifact (any number of zstd frames; FILE may be - for stdin) and writes its events in\n"
     "order, with memory bounded by one frame whatever the file size.\n\n"
     "  --format jsonl|csv|raw   JSON lines (default), CSV with a header row, or 48-byte raw records\n"
-    "  -o, --output FILE        where to write (default: - for stdout)\n\n"
+    "  -o, --output FILE        where to write (default: - for stdout)\n"
+    "  --frames A:B             only frames A to B-1 (0-based; A: or :B leave an end open), read through the\n"
+    "                           frame index without touching the rest of the file\n"
+    "  --salvage                on a damaged frame, skip to the next frame and continue; each skip is reported\n"
+    "                           on stderr, and the exit status is 1 if anything was skipped\n\n"
     "On a damaged artifact the output holds exactly the events before the damage, then one line on stderr\n"
     "names the frame index and byte offset, and the exit status is 1.\n";
+
+struct FrameRange {
+  std::uint64_t first = 0, last = UINT64_MAX;  // [first, last)
+};
+
+FrameRange parse_frames(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) throw UsageError("--frames: '" + text + "' is not A:B");
+  FrameRange r;
+  const std::string a = text.substr(0, colon), b = text.substr(colon + 1);
+  if (!a.empty()) r.first = static_cast<std::uint64_t>(parse_int("frames", a, 0, INT64_MAX));
+  if (!b.empty()) r.last = static_cast<std::uint64_t>(parse_int("frames", b, 0, INT64_MAX));
+  if (r.last < r.first) throw UsageError("--frames: B is before A in '" + text + "'");
+  return r;
+}
+
+std::uint64_t file_size(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+// Frames [range.first, range.last) through the index: each read with one pread and verified whole before
+// its events are written.
+codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTable& index, FrameRange range,
+                            OutputFormat format, BufferedOutput& out) {
+  const std::uint64_t frames = index.frames.size();
+  if (range.first > frames || (range.last != UINT64_MAX && range.last > frames)) {
+    return {codec::Errc::usage, name + ": --frames " + std::to_string(range.first) + ":" +
+                                    (range.last == UINT64_MAX ? "" : std::to_string(range.last)) + " is outside the " +
+                                    std::to_string(frames) + " frames of the index"};
+  }
+  const std::uint64_t last = std::min(range.last, frames);
+  codec::FrameDecoder decoder;
+  std::vector<std::byte> compressed;
+  std::vector<codec::Event> events;
+  ProgressMeter meter(index.frames.empty() || last == range.first
+                          ? 0
+                          : index.frames[last - 1].offset + index.frames[last - 1].compressed_size -
+                                index.frames[range.first].offset);
+  std::uint64_t done = 0, count = 0;
+  for (std::uint64_t i = range.first; i < last; ++i) {
+    const auto& f = index.frames[i];
+    if (f.compressed_size > decoder.max_frame_bytes()) {
+      return {codec::Errc::too_large, name + ": frame " + std::to_string(i) + " at byte " + std::to_string(f.offset) +
+                                          ": the index says " + std::to_string(f.compressed_size) +
+                                          " bytes, more than a frame can be; decode the whole file"};
+    }
+    compressed.resize(f.compressed_size);
+    codec::Status status = read_at(fd, name, f.offset, compressed);
+    if (status.is_ok()) {
+      events.clear();
+      status = decoder.decode(compressed, events);
+      if (!status.is_ok()) {
+        status = {status.code(), name + ": frame " + std::to_string(i) + " at byte " + std::to_string(f.offset) + ": " +
+                                     status.message()};
+      }
+    }
+    if (!status.is_ok()) return status;
+    for (const codec::Event& e : events) append_event(out.buffer(), e, format);
+    status = out.maybe_flush();
+    if (!status.is_ok()) return status;
+    done += f.compressed_size;
+    count += events.size();
+    meter.update(done, count);
+  }
+  return {};
+}
+
+// The whole file in order; with `salvage`, damaged stretches are skipped and reported, and the status
+// returned is the first damage (so the exit status is 1) while decoding continued past it.
+codec::Status decode_stream(int fd, const std::string& name, bool salvage, OutputFormat format, BufferedOutput& out) {
+  codec::FdSource source(fd);
+  codec::ArtifactDecoder decoder(source, name);
+  ProgressMeter meter(file_size(fd));
+  std::vector<codec::Event> events(4096);
+  codec::Status first_damage;
+  for (;;) {
+    const std::size_t n = decoder.next(events);
+    if (n > 0) {
+      for (std::size_t i = 0; i < n; ++i) append_event(out.buffer(), events[i], format);
+      codec::Status flushed = out.maybe_flush();
+      if (!flushed.is_ok()) return flushed;
+      meter.update(decoder.progress().compressed_bytes, decoder.progress().events);
+      continue;
+    }
+    if (decoder.status().is_ok()) break;
+    if (!salvage || decoder.status().code() == codec::Errc::io) return decoder.status();
+    if (first_damage.is_ok()) first_damage = decoder.status();
+    // Write what came before the damage first, so stdout and stderr tell the story in order.
+    codec::Status flushed = out.flush();
+    if (!flushed.is_ok()) return flushed;
+    meter.finish();
+    const std::string what = decoder.status().message();
+    std::uint64_t from = 0, resumed = 0;
+    const bool found = decoder.resync(from, resumed);
+    std::fprintf(stderr, "memtrack decode: %s; skipped bytes %llu..%llu%s\n", what.c_str(),
+                 static_cast<unsigned long long>(from), static_cast<unsigned long long>(resumed),
+                 found ? ", resuming at the next frame" : " (end of input)");
+    if (!found) {
+      if (!decoder.status().is_ok()) return decoder.status();  // a read error while searching
+      break;
+    }
+  }
+  if (!first_damage.is_ok()) {
+    return {first_damage.code(), name + ": damaged data was skipped (--salvage); the output lacks those events"};
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -34,28 +152,36 @@ int run_decode(int argc, char** argv) {
     if (!parse_output_format(*f, format)) throw UsageError("--format: '" + *f + "' is not jsonl, csv or raw");
   }
   const std::string output = args.value("output", "o").value_or("-");
+  std::optional<FrameRange> range;
+  if (auto f = args.value("frames")) range = parse_frames(*f);
+  const bool salvage = args.flag("salvage");
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
+  if (range && salvage) throw UsageError("--frames and --salvage do not go together");
 
   const int in_fd = open_input(files[0]);
-  const int out_fd = open_output(output);
   const std::string in_name = files[0] == "-" ? "stdin" : files[0];
-  codec::FdSource source(in_fd);
-  codec::ArtifactDecoder decoder(source, in_name);
+  codec::Status status;
+  std::optional<codec::SeekTable> index;
+  if (range) {
+    status = load_index(in_fd, in_name, index);
+    if (status.is_ok() && !index) {
+      status = {codec::Errc::usage, in_name + ": no frame index; decode the whole file"};
+    }
+  }
+  if (!status.is_ok()) {
+    close_fd(in_fd);
+    std::fprintf(stderr, "memtrack decode: %s\n", status.message().c_str());
+    return 1;
+  }
+
+  const int out_fd = open_output(output);
   BufferedOutput out(out_fd, output == "-" ? "stdout" : output);
   out.buffer() += format_header(format);
-
-  std::vector<codec::Event> events(4096);
-  codec::Status status;
-  while (status.is_ok()) {
-    const std::size_t n = decoder.next(events);
-    if (n == 0) break;
-    for (std::size_t i = 0; i < n; ++i) append_event(out.buffer(), events[i], format);
-    status = out.maybe_flush();
-  }
+  status = range ? decode_frames(in_fd, in_name, *index, *range, format, out)
+                 : decode_stream(in_fd, in_name, salvage, format, out);
   codec::Status flushed = out.flush();
   if (status.is_ok()) status = flushed;
-  if (status.is_ok()) status = decoder.status();
   close_fd(in_fd);
   close_fd(out_fd);
   if (!status.is_ok()) {

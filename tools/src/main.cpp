@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"encode", memtrack::tools::run_encode, "raw 48-byte records -> artifact (zstd frames of msgpack events)"},
     {"decode", memtrack::tools::run_decode, "artifact -> JSON lines, CSV or raw records"},
     {"record", memtrack::tools::run_record, "run a command and record its allocation events into an artifact"},
+    {"stats", memtrack::tools::run_stats, "artifact -> counts, peak live heap, leaks, size histogram"},
 };
 
 void print_usage(std::FILE* out) {

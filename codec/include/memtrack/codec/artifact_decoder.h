@@ -52,6 +52,16 @@ class ArtifactDecoder {
   [[nodiscard]] const Status& status() const;
   [[nodiscard]] const DecoderProgress& progress() const;
 
+  // Salvage: after an error, drops the damaged frame (or the garbage) and searches forward for the next
+  // zstd or skippable frame magic, so next() can continue from there. Returns false at the end of input
+  // (nothing left to salvage) or if there was no error. `skipped_from` is where the damage was reported,
+  // `resumed_at` the offset decoding resumes at (the end of input when nothing was found).
+  // The search starts at the damaged frame's second byte when that byte is still buffered, else at the
+  // oldest buffered byte after it: damage that made zstd read past the frame's end (a corrupted block size)
+  // can hide the next frame's start, so a salvage may skip more than one frame, but never yields a wrong
+  // event. The frame index in later messages counts the damaged frame as one frame.
+  bool resync(std::uint64_t& skipped_from, std::uint64_t& resumed_at);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -1,0 +1,45 @@
+// Decodes one complete zstd frame of msgpack events, for random access through the frame index and for
+// decoding frames in parallel (one FrameDecoder per in-flight frame; each owns a ZSTD_DCtx and a buffer).
+//
+// Same guarantees as ArtifactDecoder: the frame is decompressed completely and its checksum verified before
+// any event is appended, so a damaged frame appends nothing; the window is capped; the buffer grows with the
+// bytes actually decompressed, never from the declared content size, up to max_buffered_frame_bytes.
+// Unlike the sequential decoder it requires the frame to hold whole events (our writer never splits an event
+// across frames; an artifact that does must be decoded sequentially).
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "memtrack/codec/artifact_decoder.h"
+#include "memtrack/codec/event.h"
+#include "memtrack/codec/status.h"
+
+struct ZSTD_DCtx_s;
+
+namespace memtrack::codec {
+
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(DecoderLimits limits = {});  // throws std::runtime_error if zstd cannot allocate
+  ~FrameDecoder();
+  FrameDecoder(const FrameDecoder&) = delete;
+  FrameDecoder& operator=(const FrameDecoder&) = delete;
+
+  // `frame` must be exactly one zstd frame (trailing bytes are an error). Appends its events to `out` and
+  // returns ok, or returns an error whose message says what was wrong (without file name or frame index:
+  // the caller knows them) and leaves `out` as it was. `decompressed_bytes` receives the frame's content size.
+  Status decode(std::span<const std::byte> frame, std::vector<Event>& out, std::size_t* decompressed_bytes = nullptr);
+
+  // The largest compressed frame decode() can succeed on (zstd's bound for max_buffered_frame_bytes of
+  // content). Callers reading frames by an index check sizes against it before allocating.
+  [[nodiscard]] std::size_t max_frame_bytes() const;
+
+ private:
+  DecoderLimits limits_;
+  ZSTD_DCtx_s* dctx_ = nullptr;
+  std::vector<std::byte> buffer_;
+};
+
+}  // namespace memtrack::codec
