@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on bundled workloads: build a release memtrack, record a multi-threaded allocation workload
-# with `memtrack record` and print its `memtrack stats`; then encode the bundled 140,000-event trace into an artifact, decode it back and
+# with `memtrack record`; then encode the bundled 140,000-event trace into an artifact, decode it back and
 # check it is the same trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,4 +15,5 @@ $bin encode -i tests/data/realistic-140k.raw -o "$out/demo.MemtrackArtifact.msgp
 $bin decode "$out/demo.MemtrackArtifact.msgpack" --format raw -o "$out/roundtrip.raw"
 cmp tests/data/realistic-140k.raw "$out/roundtrip.raw"
 echo "artifact: $out/demo.MemtrackArtifact.msgpack ($(stat -c %s "$out/demo.MemtrackArtifact.msgpack") bytes for 140000 events; round trip identical)"
-$bin decode "$out/demo.MemtrackArtifact.msgpack" | head -n 3
+# head closes the pipe early; that is not a failure of the demo
+{ $bin decode "$out/demo.MemtrackArtifact.msgpack" || true; } | head -n 3

@@ -6,7 +6,7 @@ namespace memtrack::tools {
 
 int run_encode(int argc, char** argv);
 int run_decode(int argc, char** argv);
-int run_record(int argc, char** argv);
 int run_stats(int argc, char** argv);
+int run_record(int argc, char** argv);
 
 }  // namespace memtrack::tools
