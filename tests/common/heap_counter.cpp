@@ -13,7 +13,11 @@
 #endif
 
 #ifdef MEMTRACK_HEAP_HOOKS
-#include <sanitizer/allocator_interface.h>
+// Declared here rather than through <sanitizer/allocator_interface.h>, which gcc does not ship; both
+// compiler-rt (clang) and libasan/libtsan (gcc) export them.
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, std::size_t),
+                                                         void (*free_hook)(const volatile void*));
+extern "C" std::size_t __sanitizer_get_allocated_size(const volatile void* p);
 #else
 #include <malloc.h>
 #endif
@@ -45,7 +49,7 @@ void count_free(std::size_t size) {
 namespace {
 void on_malloc(const volatile void*, std::size_t size) { count_alloc(size); }
 void on_free(const volatile void* p) {
-  if (p != nullptr) count_free(__sanitizer_get_allocated_size(const_cast<const void*>(p)));
+  if (p != nullptr) count_free(__sanitizer_get_allocated_size(p));
 }
 }  // namespace
 
