@@ -25,12 +25,12 @@ ASAN_OPTIONS=quarantine_size_mb=32:detect_leaks=1 "$bin" -max_total_time="$secon
   "$work" > build/fuzz-logs/"$target".log 2>&1 || status=$?
 grep -aE '^(stat::|INFO: seed corpus)|#[0-9]+ +DONE|ERROR|SUMMARY|violated' build/fuzz-logs/"$target".log || true
 
-# Minimize: a fresh directory receives only the inputs that add coverage (the corpus keeps its regression
-# inputs, named regress_*, which are replayed as they are).
+# Minimize: a fresh directory receives only the inputs that add coverage. Files named regress_* (inputs that
+# once failed) and *.slow stay in the corpus as they are.
 fresh=$(mktemp -d)
-"$bin" -merge=1 -rss_limit_mb=256 "$fresh" "$work" > build/fuzz-logs/"$target".merge.log 2>&1
-find "$corpus" -type f ! -name 'regress_*' -delete
+ASAN_OPTIONS=quarantine_size_mb=32 "$bin" -merge=1 -rss_limit_mb=256 "$fresh" "$work" > build/fuzz-logs/"$target".merge.log 2>&1
+find "$corpus" -type f ! -name 'regress_*' ! -name '*.slow' -delete
 cp "$fresh"/* "$corpus"/
 rm -rf "$fresh"
-echo "$target: exit $status, corpus $(find "$corpus" -type f | wc -l) files, $(du -sk "$corpus" | cut -f1) KiB"
+echo "$target: exit $status, corpus $(find "$corpus" -type f | wc -l) files, $(du -sb "$corpus" | cut -f1) bytes"
 exit "$status"
