@@ -5,13 +5,13 @@
 // The input is not an artifact: it is a recipe. Its first bytes choose N, the level and the block size; the
 // rest is read as events with integers of every msgpack width, so every encoder branch is reached.
 //
-// TODO(pipeline): when memtrack::pipeline::encode_stream / StreamEncoder lands (issue 7 asks for "a random
-// worker count"), take a worker count (1..4) and an in-flight cap from the input, encode the same events
-// through the pipeline too, and check that its bytes equal this single-threaded encoding and decode to the
-// events. Kept out for now so this target does not depend on the pipeline branch.
+// The same events also go through the pipeline (memtrack::pipeline::encode_stream) with a worker count
+// (1..4) and an in-flight cap (1 or 3) taken from the input: its bytes must equal the single-threaded ones.
+#include <algorithm>
 #include <array>
 
 #include "fuzz/fuzz_common.h"
+#include "memtrack/pipeline/stream_encoder.h"
 
 namespace {
 
@@ -35,6 +35,24 @@ Event next_event(memtrack::fuzz::InputReader& in) {
   return e;
 }
 
+// Hands the events to the pipeline in odd-sized blocks.
+class SpanSource : public memtrack::pipeline::EventSource {
+ public:
+  SpanSource(const std::vector<Event>& events, std::size_t block) : events_(events), block_(block) {}
+  std::size_t read(std::span<Event> out) override {
+    const std::size_t n = std::min({out.size(), block_, events_.size() - pos_});
+    std::copy_n(events_.begin() + static_cast<std::ptrdiff_t>(pos_), n, out.begin());
+    pos_ += n;
+    return n;
+  }
+  memtrack::codec::Status status() const override { return {}; }
+
+ private:
+  const std::vector<Event>& events_;
+  std::size_t block_;
+  std::size_t pos_ = 0;
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -50,6 +68,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   while (!in.empty() && events.size() < 4096) events.push_back(next_event(in));
 
   auto bytes = memtrack::fuzz::encode_frames(events, frame_events, level);
+
+  memtrack::pipeline::EncoderOptions pipeline_options;
+  pipeline_options.workers = 1u + ((options >> 5) & 3u);
+  pipeline_options.max_in_flight = (options & 0x80) != 0 ? 3 : 1;
+  pipeline_options.frame_events = frame_events;
+  pipeline_options.level = level;
+  pipeline_options.write_seek_table = false;  // compared with the bare frames; the index has its own tests
+  memtrack::pipeline::MemorySink sink;
+  SpanSource source(events, block);
+  const auto encoded = memtrack::pipeline::encode_stream(source, sink, pipeline_options);
+  FUZZ_CHECK(encoded.is_ok(), "%s", encoded.message().c_str());
+  FUZZ_CHECK(sink.bytes() == bytes, "pipeline (%u workers, K %zu) wrote %zu bytes, single-threaded %zu",
+             pipeline_options.workers, pipeline_options.max_in_flight, sink.bytes().size(), bytes.size());
   if (with_skippable) {
     // Magic 0x184D2A5E, 3 bytes of payload: standard decoders, and ours, pass over it.
     const unsigned char skippable[] = {0x5e, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 'm', 't', 0};
