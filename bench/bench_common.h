@@ -1,9 +1,9 @@
 // What every benchmark file shares: the workload, its sizes (full or smoke), and the null sink and memory
 // source the pipeline benchmarks drive the encoder with.
 //
-// Sizes. A full run uses streams long enough for steady state (the pipeline throughput stream: 32 frames,
-// ~2M events; the peak-memory stream: 64 frames, ~4.2M events, so every one of K slots is reused many
-// times). With MEMTRACK_BENCH_SMOKE=1 in the environment (the ctest `bench` label) every stream is a few
+// Sizes. A full run uses streams long enough for steady state: the pipeline throughput and peak-memory
+// streams are 64 frames (~4.2M events, as in bench/encode_rss.sh), so every one of the K slots is reused many
+// times. With MEMTRACK_BENCH_SMOKE=1 in the environment (the ctest `bench` label) every stream is a few
 // frames, so the whole suite runs in seconds and only proves that it still works.
 #pragma once
 
@@ -21,7 +21,7 @@ namespace memtrack::bench {
 inline constexpr std::size_t kFrameEvents = 65536;  // the encoder's default frame, and CodSpeed's
 
 bool smoke();                        // MEMTRACK_BENCH_SMOKE is set to a non-empty value other than "0"
-std::size_t stream_events();         // the pipeline throughput stream: 32 frames, smoke 4
+std::size_t stream_events();         // the pipeline throughput stream: 64 frames, smoke 4
 std::size_t peak_stream_events();    // the peak-memory stream: 64 frames, smoke 4
 std::size_t decode_stream_events();  // the decoded artifact: 16 frames, smoke 2
 

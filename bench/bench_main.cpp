@@ -21,7 +21,7 @@ bool smoke() {
   return on;
 }
 
-std::size_t stream_events() { return (smoke() ? 4 : 32) * kFrameEvents; }
+std::size_t stream_events() { return (smoke() ? 4 : 64) * kFrameEvents; }
 std::size_t peak_stream_events() { return (smoke() ? 4 : 64) * kFrameEvents; }
 std::size_t decode_stream_events() { return (smoke() ? 2 : 16) * kFrameEvents; }
 

@@ -79,8 +79,11 @@ class EventVisitor : public msgpack::null_visitor {
   bool visit_nil() {
     if (depth_ == 0) return fail("expected a map, found nil");
     if (!at_value()) return skip();
-    // rmp_serde reads nil as None for old_addr; any other required field cannot be nil.
+    // rmp_serde reads nil as None for old_addr; any other required field cannot be nil. An unknown key's
+    // value is ignored whatever it is, nil included (found by fuzzing: this fell through to fail_type,
+    // which indexed kFieldNames out of bounds and rejected a valid event).
     if (current_ == Field::old_addr) return mark(Field::old_addr);
+    if (current_ == Field::unknown) return true;
     return fail_type("nil");
   }
   bool visit_boolean(bool) { return scalar("a boolean"); }

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <string>
 
@@ -38,6 +39,8 @@ Status validate_record(const Event& e, std::uint64_t record_index) {
   return {};
 }
 
+bool RawRecordReader::interrupted() const { return stop_flag_ != nullptr && *stop_flag_ != 0; }
+
 RawRecordReader::RawRecordReader(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
 
 std::size_t RawRecordReader::read(std::span<Event> out) {
@@ -47,9 +50,10 @@ std::size_t RawRecordReader::read(std::span<Event> out) {
   std::size_t filled = carry_;
   if (carry_ > 0) std::memcpy(bytes, partial_, carry_);
   carry_ = 0;
-  while (filled < capacity && !eof_) {
+  while (filled < capacity && !eof_ && !interrupted()) {
     const ssize_t n = ::read(fd_, bytes + filled, capacity - filled);
     if (n < 0) {
+      if (errno == EINTR && interrupted()) break;
       if (errno == EINTR) continue;
       status_ = {Errc::io,
                  name_ + ": read failed after record " + std::to_string(records_read_) + ": " + std::strerror(errno)};
@@ -57,6 +61,17 @@ std::size_t RawRecordReader::read(std::span<Event> out) {
     }
     if (n == 0) eof_ = true;
     filled += static_cast<std::size_t>(n);
+  }
+  if (status_.is_ok() && interrupted()) {
+    const std::size_t whole = filled / kRawRecordSize * kRawRecordSize;
+    std::string dropped;
+    if (filled > whole) dropped = " (a partial record of " + std::to_string(filled - whole) + " bytes was dropped)";
+    const char* abbrev = sigabbrev_np(static_cast<int>(*stop_flag_));
+    status_ = {Errc::interrupted, name_ + ": interrupted by SIG" + std::string(abbrev ? abbrev : "?") +
+                                      " after record " + std::to_string(records_read_ + filled / kRawRecordSize) +
+                                      dropped};
+    filled = whole;
+    eof_ = true;
   }
   std::size_t count = filled / kRawRecordSize;
   const std::size_t tail = filled % kRawRecordSize;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "memtrack/codec/msgpack_encoder.h"
+#include "memtrack/codec/seek_table.h"
 
 #if defined(__SANITIZE_THREAD__)
 // oneTBB (Debian's libtbb, not built with ThreadSanitizer) recycles task objects through its own small-object
@@ -109,7 +110,8 @@ class Engine {
       : sink_(sink),
         frame_events_(options.frame_events),
         k_(derive_in_flight_cap(options)),
-        on_encode_(options.on_encode) {
+        on_encode_(options.on_encode),
+        write_seek_table_(options.write_seek_table) {
     if (frame_events_ == 0 || frame_events_ > kMaxFrameEvents) {
       throw std::runtime_error("frame_events must be in 1.." + std::to_string(kMaxFrameEvents) + ", got " +
                                std::to_string(frame_events_));
@@ -222,6 +224,23 @@ class Engine {
       }
       writer_cv_.notify_one();
       writer_.join();
+      // The writer is gone, so the index is ours; it goes after every frame, and only after a clean stream.
+      if (write_seek_table_ && !failed()) {
+        const std::vector<std::byte> table = index_.finish();
+        codec::Status status;
+        try {
+          status = sink_.write(table);
+        } catch (const std::exception& e) {
+          status = {codec::Errc::io, std::string("sink threw: ") + e.what()};
+        }
+        std::lock_guard lock(mutex_);
+        if (status.is_ok()) {
+          stats_.bytes_out += table.size();
+        } else {
+          fail_locked(
+              {status.code(), "frame index after frame " + std::to_string(next_write_) + ": " + status.message()});
+        }
+      }
     }
     return error();
   }
@@ -291,6 +310,8 @@ class Engine {
       lock.lock();
       if (write) {
         if (status.is_ok()) {
+          // Frames are at most 2^24 * 97 bytes of msgpack, so both sizes fit the table's u32 fields.
+          index_.add(static_cast<std::uint32_t>(slot.compressed_size), static_cast<std::uint32_t>(slot.msgpack_size));
           stats_.events += slot.count;
           stats_.frames += 1;
           stats_.bytes_in += slot.msgpack_size;
@@ -309,6 +330,8 @@ class Engine {
   const std::size_t frame_events_;
   const std::size_t k_;
   const std::function<void(std::uint64_t)> on_encode_;
+  const bool write_seek_table_;
+  codec::SeekTableBuilder index_;  // written by the writer thread, then by close() after it has joined
   std::vector<std::unique_ptr<Slot>> slots_;
 
   std::mutex mutex_;

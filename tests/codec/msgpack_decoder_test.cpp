@@ -130,6 +130,18 @@ TEST(MsgpackDecoder, NilOldAddrIsAbsentAndFreeIgnoresSize) {
   EXPECT_EQ(e, make_event(EventKind::Free, 1, 2, 3, 4, 0));
 }
 
+// Regression (msgpack_event_parse_fuzz): nil as the value of an unknown key read kFieldNames out of bounds
+// and rejected the event; rmp_serde ignores an unknown key whatever its value.
+TEST(MsgpackDecoder, NilUnderAnUnknownKeyIsIgnored) {
+  MapBuilder m(6);
+  m.kv("pid", 1).kv("tid", 2).key("").pk.pack_nil();
+  m.kv("timestamp", 3).kv("addr", 4).kv("type", std::string("Free"));
+  Event e;
+  std::string error;
+  ASSERT_EQ(parse_all(bytes_of(m.buf), e, error), ParseResult::ok) << error;
+  EXPECT_EQ(e, make_event(EventKind::Free, 1, 2, 3, 4, 0));
+}
+
 struct BadCase {
   const char* name;
   std::function<void(MapBuilder&)> build;

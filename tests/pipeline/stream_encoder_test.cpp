@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/fixtures.h"
+#include "memtrack/codec/seek_table.h"
 #include "memtrack/workload/realistic_events.h"
 #include "pipeline/zstd_frames.h"
 
@@ -103,7 +104,7 @@ std::vector<std::byte> encode_pull(std::span<const Event> events, const EncoderO
 TEST(StreamEncoder, EmptyStreamWritesOneValidEmptyFrame) {
   for (const bool pull : {false, true}) {
     const auto bytes = pull ? encode_pull({}, small_frames(64, 2, 2)) : encode_push({}, small_frames(64, 2, 2));
-    const auto frames = testing::split_frames(bytes);
+    const auto frames = testing::data_frames(bytes);  // one empty data frame, then the index
     ASSERT_EQ(frames.size(), 1u);
     EXPECT_EQ(frames[0].content_size, 0u);
     EXPECT_TRUE(testing::decompress_all(bytes).empty());
@@ -124,7 +125,7 @@ TEST(StreamEncoder, RoundTripsAtFrameBoundaries) {
     ASSERT_TRUE(push_all(encoder, events).is_ok());
     EXPECT_EQ(encoder.stats().events, n);
 
-    const auto frames = testing::split_frames(sink.bytes());
+    const auto frames = testing::data_frames(sink.bytes());
     ASSERT_EQ(frames.size(), n == 0 ? 1u : (n + 65535) / 65536);
     const auto expected = testing::msgpack_of(events);
     std::size_t content = 0;
@@ -199,11 +200,11 @@ TEST(StreamEncoder, OrderPreservedAcrossHundredsOfFramesWithRandomEncodeDelays) 
       status = push_all(encoder, events);
     }
     ASSERT_TRUE(status.is_ok()) << status.message();
-    EXPECT_EQ(sink.writes.load(), 301u);
+    EXPECT_EQ(sink.writes.load(), 302u);  // 301 frames, then the index
     EXPECT_LE(max_ahead.load(), kK - 1);
     EXPECT_EQ(sink.inner.bytes(), testing::reference_artifact(events, kFrame));
     // Frame by frame, too: the i-th frame holds events [i * 64, (i + 1) * 64).
-    const auto frames = testing::split_frames(sink.inner.bytes());
+    const auto frames = testing::data_frames(sink.inner.bytes());
     ASSERT_EQ(frames.size(), 301u);
     for (std::size_t i = 0; i < frames.size(); i += 37) {
       const std::span<const std::byte> frame(sink.inner.bytes().data() + frames[i].offset, frames[i].size);
@@ -259,7 +260,8 @@ TEST(StreamEncoder, RandomFailuresNeverHangAndLeaveExactPrefixes) {
   };
   for (int run = 0; run < 60; ++run) {
     const std::size_t frames_total = 40;
-    const std::size_t fail_at = next(frames_total + 5);  // >= 40: never fails
+    // Writes 0..39 are the frames, write 40 the index; fail_at > 40 never fails.
+    const std::size_t fail_at = next(frames_total + 5);
     EncoderOptions options = small_frames(32, 1 + static_cast<unsigned>(next(6)), 1 + next(5));
     const std::uint64_t jitter = next(3);
     options.on_encode = [jitter](std::uint64_t frame) {
@@ -276,7 +278,7 @@ TEST(StreamEncoder, RandomFailuresNeverHangAndLeaveExactPrefixes) {
     }
     SCOPED_TRACE("run " + std::to_string(run) + " fail_at " + std::to_string(fail_at));
     const std::size_t written = std::min(fail_at, frames_total);
-    EXPECT_EQ(status.is_ok(), fail_at >= frames_total) << status.message();
+    EXPECT_EQ(status.is_ok(), fail_at > frames_total) << status.message();
     EXPECT_EQ(testing::decompress_all(sink.bytes()), testing::msgpack_of(std::span(events).first(written * 32)));
   }
 }
@@ -482,6 +484,41 @@ TEST(FileSink, CannotCreateThrowsNamingThePath) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/out.zst: cannot create"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace memtrack::pipeline
+
+namespace memtrack::pipeline {
+namespace {
+
+// The index the writer appends describes exactly the frames it wrote: offsets, compressed sizes and content
+// sizes, for any worker count; and an encoder told not to write one writes only frames.
+TEST(StreamEncoder, SeekTableDescribesTheFramesWritten) {
+  const auto events = EventGenerator(11).take(1000);
+  for (const unsigned workers : {1u, 3u}) {
+    const auto bytes = encode_push(events, small_frames(64, workers, 3));
+    const auto frames = testing::data_frames(bytes);
+    ASSERT_EQ(frames.size(), 16u);  // 15 full frames of 64 and one of 40
+    const std::size_t table_offset = frames.back().offset + frames.back().size;
+    codec::Status status;
+    const std::uint64_t table_size =
+        codec::seek_table_size(std::span(bytes).last(codec::kSeekTableFooterSize), bytes.size(), status);
+    ASSERT_TRUE(status.is_ok()) << status.message();
+    ASSERT_EQ(table_size, bytes.size() - table_offset);
+    codec::SeekTable table;
+    ASSERT_TRUE(codec::parse_seek_table(std::span(bytes).subspan(table_offset), bytes.size(), table).is_ok());
+    ASSERT_EQ(table.frames.size(), frames.size());
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      EXPECT_EQ(table.frames[i].offset, frames[i].offset) << i;
+      EXPECT_EQ(table.frames[i].compressed_size, frames[i].size) << i;
+      EXPECT_EQ(table.frames[i].decompressed_size, frames[i].content_size) << i;
+    }
+  }
+  EncoderOptions no_index = small_frames(64, 2, 3);
+  no_index.write_seek_table = false;
+  const auto bare = encode_push(events, no_index);
+  EXPECT_EQ(bare, testing::reference_artifact(events, 64, codec::kDefaultLevel, /*with_index=*/false));
 }
 
 }  // namespace

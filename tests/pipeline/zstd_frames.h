@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -14,12 +15,15 @@
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/frame_compressor.h"
 #include "memtrack/codec/msgpack_encoder.h"
+#include "memtrack/codec/seek_table.h"
 
 namespace memtrack::testing {
 
-// What the pipeline must produce: one frame per `frame_events` events, one empty frame for no events.
+// What the pipeline must produce: one frame per `frame_events` events, one empty frame for no events, then
+// (unless `with_index` is false, as for a stream cut short by an error) the seek table of those frames.
 inline std::vector<std::byte> reference_artifact(std::span<const codec::Event> events, std::size_t frame_events,
-                                                 int level = codec::kDefaultLevel) {
+                                                 int level = codec::kDefaultLevel, bool with_index = true) {
+  codec::SeekTableBuilder index;
   codec::FrameSerializer serializer(frame_events);
   codec::FrameCompressor compressor(level);
   std::vector<std::byte> out;
@@ -32,8 +36,13 @@ inline std::vector<std::byte> reference_artifact(std::span<const codec::Event> e
     const std::size_t size = compressor.compress(msgpack, buffer, status);
     if (!status.is_ok()) throw std::runtime_error(status.message());
     out.insert(out.end(), buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(size));
+    index.add(static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(msgpack.size()));
     pos += n;
   } while (pos < events.size());
+  if (with_index) {
+    const auto table = index.finish();
+    out.insert(out.end(), table.begin(), table.end());
+  }
   return out;
 }
 
@@ -60,6 +69,17 @@ inline std::vector<FrameInfo> split_frames(std::span<const std::byte> artifact) 
     frames.push_back({pos, size, ZSTD_getFrameContentSize(artifact.data() + pos, size)});
     pos += size;
   }
+  return frames;
+}
+
+// The data frames of a complete artifact: split_frames without the trailing seek table, which must be there
+// (and must be a skippable frame with the seekable magic).
+inline std::vector<FrameInfo> data_frames(std::span<const std::byte> artifact) {
+  std::vector<FrameInfo> frames = split_frames(artifact);
+  std::uint32_t magic = 0;
+  if (!frames.empty()) std::memcpy(&magic, artifact.data() + frames.back().offset, sizeof magic);
+  if (frames.empty() || magic != codec::kSeekTableSkippableMagic) throw std::runtime_error("no trailing seek table");
+  frames.pop_back();
   return frames;
 }
 

@@ -14,9 +14,7 @@ namespace {
 std::string mt() { return memtrack_bin(); }
 std::string tmp(const std::string& name) { return scratch_dir() + "/" + name; }
 
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
 
@@ -67,7 +65,9 @@ TEST(Cli, DecodeCsvHasAHeaderAndOneRowPerEvent) {
 }
 
 TEST(Cli, TruncatedArtifactGivesThePrefixThenOneErrorLine) {
-  ASSERT_EQ(run(mt() + " encode --frame-events 50000 -i " + data_path("realistic-140k.raw") + " -o " + tmp("t.zst")).status, 0);
+  ASSERT_EQ(
+      run(mt() + " encode --frame-events 50000 -i " + data_path("realistic-140k.raw") + " -o " + tmp("t.zst")).status,
+      0);
   const std::string artifact = slurp(tmp("t.zst"));
   write_bytes(tmp("cut.zst"), artifact.substr(0, artifact.size() - 1000));
   const auto r = run(mt() + " decode " + tmp("cut.zst") + " --format raw -o " + tmp("cut.raw"));
@@ -112,6 +112,33 @@ TEST(Cli, MissingInputIsAnIoErrorNamingTheFile) {
   const auto r = run(mt() + " decode /nonexistent/a.zst");
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.err, "memtrack decode: /nonexistent/a.zst: cannot open: No such file or directory\n");
+}
+
+}  // namespace
+}  // namespace memtrack::testing
+
+namespace memtrack::testing {
+namespace {
+
+// `memtrack encode` writes the frame index, so its artifacts support `decode --frames` and parallel stats,
+// and plain decoders still read them (the zstd CLI skips the index frame).
+TEST(Cli, EncodedArtifactsCarryAFrameIndex) {
+  ASSERT_EQ(run(memtrack_bin() + " encode --frame-events 10000 -i " + data_path("realistic-140k.raw") + " -o " +
+                scratch_dir() + "/idx.zst")
+                .status,
+            0);
+  const auto slice = run(memtrack_bin() + " decode " + scratch_dir() + "/idx.zst --frames 3:5 --format raw -o " +
+                         scratch_dir() + "/slice.raw");
+  ASSERT_EQ(slice.status, 0) << slice.err;
+  EXPECT_EQ(slurp(scratch_dir() + "/slice.raw"), slurp(data_path("realistic-140k.raw")).substr(30000 * 48, 20000 * 48));
+  // Several frames plus the index, still exactly the reference msgpack for a plain zstd reader.
+  ASSERT_EQ(run(memtrack_bin() + " encode --frame-events 100 -i " + data_path("events.raw") + " -o " + scratch_dir() +
+                "/small-idx.zst")
+                .status,
+            0);
+  const auto z = run("zstd -q -d -c " + scratch_dir() + "/small-idx.zst");
+  ASSERT_EQ(z.status, 0) << z.err;
+  EXPECT_EQ(z.out, slurp(data_path("events.msgpack")));
 }
 
 }  // namespace

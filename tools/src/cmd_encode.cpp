@@ -5,6 +5,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "interrupt.h"
 #include "io.h"
 #include "memtrack/codec/raw_record.h"
 #include "memtrack/pipeline/stream_encoder.h"
@@ -28,12 +29,16 @@ constexpr const char* kHelp =
     "  --memory-budget MIB   budget for in-flight frame buffers, in MiB (default: 64)\n"
     "  --stats               print events, frames, bytes in and out and K on stderr at the end\n\n"
     "A bad record (unknown kind, reserved bits, truncated tail) stops encoding with an error naming the\n"
-    "record index; the frames written before it stay a valid artifact holding every record before it.\n";
+    "record index; the frames written before it stay a valid artifact holding every record before it.\n"
+    "SIGINT or SIGTERM stops reading: every whole record read so far is encoded, the artifact is finished\n"
+    "(with its frame index), and the exit status is 128 + the signal number.\n";
 
 // The raw-record reader as the pipeline's source: it fills the pipeline's frame buffers directly.
 class RawRecordSource : public pipeline::EventSource {
  public:
-  RawRecordSource(int fd, std::string name) : reader_(fd, std::move(name)) {}
+  RawRecordSource(int fd, std::string name) : reader_(fd, std::move(name)) {
+    reader_.stop_on_signal(InterruptGuard::flag());
+  }
   std::size_t read(std::span<codec::Event> out) override { return reader_.read(out); }
   codec::Status status() const override { return reader_.status(); }
 
@@ -65,6 +70,8 @@ int run_encode(int argc, char** argv) {
   const bool print_stats = args.flag("stats");
   if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals().front());
 
+  // SIGINT/SIGTERM stop reading; everything read so far is encoded, the artifact is finished, exit 128+sig.
+  InterruptGuard interrupt_guard;
   const int in_fd = open_input(input);
   const int out_fd = open_output(output);
   RawRecordSource source(in_fd, input == "-" ? "stdin" : input);
@@ -80,6 +87,11 @@ int run_encode(int argc, char** argv) {
                  stats.in_flight_cap);
   }
   if (!status.is_ok()) {
+    if (status.code() == codec::Errc::interrupted) {
+      std::fprintf(stderr, "memtrack encode: %s; the artifact holds every record before it\n",
+                   status.message().c_str());
+      return 128 + static_cast<int>(*InterruptGuard::flag());
+    }
     std::fprintf(stderr, "memtrack encode: %s\n", status.message().c_str());
     return 1;
   }

@@ -320,6 +320,15 @@ std::string seconds(std::uint64_t ns) {
 
 std::uint64_t duration(const EventCounts& c) { return c.events == 0 ? 0 : c.last_timestamp - c.first_timestamp; }
 
+// A moment of the trace as a person reads it: seconds after the first event (timestamps are CLOCK_MONOTONIC,
+// whose origin means nothing outside the machine that recorded them).
+std::string since_start(const EventCounts& c, std::uint64_t timestamp) {
+  if (c.events == 0 || timestamp < c.first_timestamp) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "+%.6f s", static_cast<double>(timestamp - c.first_timestamp) / 1e9);
+  return buf;
+}
+
 double ratio(const FileSummary& f) {
   return f.compressed_bytes == 0 ? 0.0
                                  : static_cast<double>(f.decompressed_bytes) / static_cast<double>(f.compressed_bytes);
@@ -345,7 +354,7 @@ std::string format_stats_table(const Stats& s) {
   add("duration", seconds(duration(c)));
   add("bytes allocated", u64(c.bytes_allocated) + " (" + human_bytes(c.bytes_allocated) + ")");
   add("peak live heap", u64(s.heap.total_peak_bytes()) + " (" + human_bytes(s.heap.total_peak_bytes()) + ") at " +
-                            u64(s.heap.total_peak_timestamp()));
+                            since_start(c, s.heap.total_peak_timestamp()));
   std::uint64_t leak_count = 0, leak_bytes = 0;
   for (const auto& [pid, h] : s.heap.pids()) {
     leak_count += h.live_count;
@@ -375,10 +384,10 @@ std::string format_stats_table(const Stats& s) {
   for (const auto& [pid, n] : c.by_pid) {
     const auto it = s.heap.pids().find(pid);
     const PidHeap h = it == s.heap.pids().end() ? PidHeap{} : it->second;
-    std::snprintf(
-        line, sizeof line,
-        "  %-8d %10" PRIu64 " %14" PRIu64 " %20" PRIu64 " %10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %15" PRIu64 "\n",
-        pid, n, h.peak_bytes, h.peak_timestamp, h.live_count, h.live_bytes, h.peak_mapped_bytes, h.unmatched_frees);
+    std::snprintf(line, sizeof line,
+                  "  %-8d %10" PRIu64 " %14" PRIu64 " %20s %10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %15" PRIu64 "\n",
+                  pid, n, h.peak_bytes, since_start(c, h.peak_timestamp).c_str(), h.live_count, h.live_bytes,
+                  h.peak_mapped_bytes, h.unmatched_frees);
     out += line;
   }
 

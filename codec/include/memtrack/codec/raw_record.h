@@ -2,6 +2,7 @@
 // `memtrack decode --format raw` (output). Layout in docs/FORMAT.md.
 #pragma once
 
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -26,9 +27,16 @@ class RawRecordReader {
   // error (check status()). Events before a bad record are returned before the error is reported.
   std::size_t read(std::span<Event> out);
   [[nodiscard]] const Status& status() const { return status_; }
+
+  // Makes the reader stop when *flag becomes non-zero (a signal number, set by a handler installed without
+  // SA_RESTART, so that a read(2) blocked on a pipe returns EINTR): read() then returns the whole records it
+  // has and status() is Errc::interrupted. A partial record at that moment is dropped, and the message says so.
+  void stop_on_signal(const volatile std::sig_atomic_t* flag) { stop_flag_ = flag; }
   [[nodiscard]] std::uint64_t records_read() const { return records_read_; }
 
  private:
+  [[nodiscard]] bool interrupted() const;
+
   int fd_;
   std::string name_;
   Status status_;
@@ -36,6 +44,7 @@ class RawRecordReader {
   std::size_t carry_ = 0;  // bytes of a partial record kept between reads
   unsigned char partial_[kRawRecordSize] = {};
   bool eof_ = false;
+  const volatile std::sig_atomic_t* stop_flag_ = nullptr;
 };
 
 }  // namespace memtrack::codec

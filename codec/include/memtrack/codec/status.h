@@ -16,6 +16,7 @@ enum class Errc {
   too_large,    // a declared size beyond the decoder's limits
   io,           // read or write failure (errno text in the message)
   usage,        // invalid argument from the caller
+  interrupted,  // a signal asked the reader to stop (SIGINT, SIGTERM); what was read before it is kept
 };
 
 class Status {

@@ -34,6 +34,10 @@ class FdSink : public Sink {
   [[nodiscard]] const std::string& name() const { return name_; }
 
  private:
+  // After a failed write of which `written` bytes went out: cuts them off again if fd is a regular file.
+  // Returns text for the error message saying so, or "".
+  std::string remove_partial_write(std::size_t written);
+
   int fd_;
   std::string name_;
 };

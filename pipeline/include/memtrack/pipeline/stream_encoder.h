@@ -25,6 +25,8 @@
 // in a task_arena. The slot ring plays the role of the live-token limit: frame n waits for slot n % K, which
 // is free once frame n - K has been written.
 //
+// Index. Unless disabled, finish() appends a seek table after the frames (EncoderOptions::write_seek_table).
+//
 // Errors. The first failure in frame order (compression of frame n, or the sink's write of frame n) stops
 // the encoder: frames before it were written whole and form a valid artifact, nothing after it is written,
 // and every later push() and finish() returns that error, which names the frame and what failed. A frame
@@ -58,6 +60,11 @@ struct EncoderOptions {
   std::size_t frame_events = 65536;     // events per frame, >= 1
   std::size_t memory_budget_bytes = 0;  // 0 = kDefaultMemoryBudgetBytes; the in-flight cap K is derived from it
   std::size_t max_in_flight = 0;        // 0 = derive K from the budget; tests set it explicitly (1 is allowed)
+  // After the last data frame, write a frame index: a seek table in the zstd seekable format, in a trailing
+  // skippable frame (docs/FORMAT.md, "Frame index"). Plain decoders skip it; `memtrack stats` and
+  // `decode --frames` use it. Not written when the stream stops on an error: the artifact is then the frames
+  // written before it, still valid, read sequentially.
+  bool write_seek_table = true;
   // Test-only: called on a pool thread before frame `frame` (0-based) is encoded, e.g. to inject delays.
   // Must be thread-safe and must not throw. An empty function costs one branch per frame.
   std::function<void(std::uint64_t frame)> on_encode;

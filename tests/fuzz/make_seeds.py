@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Writes the seed inputs of the fuzz targets into a directory (default: build/fuzz-seeds/<target>/).
+
+Seeds are slices of the fixtures in tests/data plus hand-made hostile cases. They are not checked in as
+they are: each fuzzer's corpus under tests/fuzz/corpus/<target>/ is the result of fuzzing from these seeds
+and minimizing with -merge=1 (commands in docs/RELIABILITY.md). Needs only python3 and the zstd CLI.
+"""
+import os
+import struct
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "data")
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "build", "fuzz-seeds")
+
+
+def write(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def zstd(data, *args):
+    # From a file, so the CLI knows the size and writes it in the frame header (our writer's layout); from
+    # stdin it would write none.
+    tmp = os.path.join(OUT, ".zstd-input")
+    os.makedirs(OUT, exist_ok=True)
+    with open(tmp, "wb") as f:
+        f.write(data)
+    out = subprocess.run(["zstd", "-q", "-c", *args, tmp], stdout=subprocess.PIPE, check=True).stdout
+    os.remove(tmp)
+    return out
+
+
+def fixstr(s):
+    return bytes([0xA0 | len(s)]) + s.encode()
+
+
+events = [bytes.fromhex(line.strip()) for line in open(os.path.join(DATA, "events.hex")) if line.strip()]
+raw = open(os.path.join(DATA, "events.raw"), "rb").read()
+
+# --- msgpack_event_parse_fuzz: single events, runs of events, lenient layouts, hostile headers.
+T = "msgpack_event_parse_fuzz"
+for i, e in enumerate(events[:24]):
+    write(T, "event_%03d" % i, e)
+write(T, "run_of_8", b"".join(events[:8]))
+write(T, "truncated_event", events[2][:-3])
+# Lenient forms rmp_serde accepts: map16 header, str8 keys, shuffled keys, an unknown key, nil old_addr.
+free = [("pid", b"\x01"), ("tid", b"\x02"), ("timestamp", b"\xcc\xc8"), ("addr", b"\x20"), ("type", fixstr("Free"))]
+write(T, "map16_free", b"\xde\x00\x05" + b"".join(fixstr(k) + v for k, v in free))
+write(T, "str8_keys", b"\x85" + b"".join(b"\xd9" + bytes([len(k)]) + k.encode() + v for k, v in free))
+write(T, "shuffled_keys", b"\x85" + b"".join(fixstr(k) + v for k, v in reversed(free)))
+write(T, "unknown_key", b"\x86" + b"".join(fixstr(k) + v for k, v in free) + fixstr("extra") + b"\x92\x01\xc0")
+realloc_nil = [("pid", b"\x01"), ("tid", b"\x02"), ("timestamp", b"\x03"), ("addr", b"\x04"),
+               ("type", fixstr("Realloc")), ("old_addr", b"\xc0"), ("size", b"\x05")]
+write(T, "realloc_nil_old_addr", b"\x87" + b"".join(fixstr(k) + v for k, v in realloc_nil))
+# Hostile: sizes declaring billions, deep nesting under an unknown key, bytes that are never msgpack.
+write(T, "map32_4g", b"\xdf\xff\xff\xff\xff" + fixstr("pid") + b"\x01")
+write(T, "str32_4g_key", b"\x81\xdb\xff\xff\xff\xff" + b"a" * 16)
+write(T, "array32_4g_value", b"\x81" + fixstr("x") + b"\xdd\xff\xff\xff\xff\x01\x02")
+write(T, "deep_nesting", b"\x81" + fixstr("x") + b"\x91" * 2000 + b"\xc0")
+write(T, "never_used_c1", b"\xc1" * 4)
+write(T, "negative_pid", b"\x85" + fixstr("pid") + b"\xd2\x80\x00\x00\x00" + b"".join(fixstr(k) + v for k, v in free[1:]))
+
+# --- artifact_decode_fuzz: small framed artifacts, the older single-stream layout, damaged and hostile frames.
+T = "artifact_decode_fuzz"
+mp = b"".join(events[:40])
+one_frame = zstd(mp)
+write(T, "one_frame", one_frame)
+write(T, "two_frames", zstd(b"".join(events[:20])) + zstd(b"".join(events[20:60])))
+write(T, "empty_frame", zstd(b""))
+write(T, "single_stream", subprocess.run(["zstd", "-q", "-c", "--no-content-size"], input=mp,
+                                         stdout=subprocess.PIPE, check=True).stdout)
+write(T, "no_checksum", zstd(mp, "--no-check"))
+skippable = b"\x5e\x2a\x4d\x18\x03\x00\x00\x00abc"
+write(T, "skippable_after", one_frame + skippable)
+write(T, "skippable_first", skippable + one_frame)
+write(T, "truncated_frame", one_frame[: len(one_frame) // 2])
+write(T, "garbage_between", one_frame + b"\x42" + one_frame)
+flipped = bytearray(one_frame)
+flipped[len(flipped) // 2] ^= 0x10
+write(T, "flipped_bit", bytes(flipped))
+write(T, "junk_in_frame", zstd(b"\xc1" * 10))
+# Frame headers: window log 31 (no content size); content size 2^62 declared in an 8-byte field.
+write(T, "huge_window", b"\x28\xb5\x2f\xfd\x00\xa8\x01\x00\x00")
+write(T, "huge_content_size", b"\x28\xb5\x2f\xfd\xc0" + struct.pack("<Q", 1 << 62) + b"\x01\x00\x00")
+# 16 MiB of one repeated event compresses to a few KB: the buffered-frame worst case.
+bomb = zstd(events[1] * ((16 << 20) // len(events[1])), "-19")
+write(T, "zip_bomb_16mib", bomb)
+# Two of them: the second frame's events used to grow beside the first frame's dead buffer (73 MB of heap).
+write(T, "zip_bomb_two_frames", bomb + bomb)
+# The worst case of the buffered path: 38-byte events (the smallest a Free can be) filling 16 MiB, in a
+# single-segment frame whose window is the whole 16 MiB.
+smallest = b"\x85" + fixstr("pid") + b"\x00" + fixstr("tid") + b"\x00" + fixstr("timestamp") + b"\x00" + \
+    fixstr("addr") + b"\x00" + fixstr("type") + fixstr("Free")
+assert len(smallest) == 38
+write(T, "zip_bomb_single_segment", zstd(smallest * ((16 << 20) // 38), "-19", "--zstd=wlog=24"))
+
+# --- raw_record_fuzz: first byte = recipe (block size, memfd or pipe, chunk), then records.
+T = "raw_record_fuzz"
+R = 48
+write(T, "ten_records_memfd", b"\x03" + raw[: 10 * R])
+write(T, "ten_records_pipe", b"\x5b" + raw[: 10 * R])
+write(T, "truncated_tail", b"\x02" + raw[: 3 * R + 17])
+bad = bytearray(raw[: 5 * R])
+bad[3 * R + 40] = 9  # unknown kind in record 3
+write(T, "bad_kind", b"\x01" + bytes(bad))
+bad = bytearray(raw[: 5 * R])
+bad[2 * R + 45] = 1  # reserved byte in record 2
+write(T, "reserved_byte", b"\x1c" + bytes(bad))
+write(T, "empty", b"\x00")
+
+# --- frame_round_trip_fuzz: a recipe (frame size, level, block size) then event bytes; raw fixtures make
+# plausible field values.
+T = "frame_round_trip_fuzz"
+write(T, "recipe_small_frames", b"\x07\x00\x05" + raw[: 6 * R])
+write(T, "recipe_skippable_level3", b"\x3f\x13\x40" + raw[6 * R: 12 * R])
+write(T, "recipe_wide_ints", b"\x01\x02\x00" + bytes(range(256)))
+print("seeds written to", OUT)
