@@ -22,9 +22,10 @@ struct Artifact {
   std::vector<std::size_t> frame_events;   // events per data frame
 };
 
-inline Artifact build_artifact(std::span<const codec::Event> events, std::size_t frame_events, bool with_index) {
+inline Artifact build_artifact(std::span<const codec::Event> events, std::size_t frame_events, bool with_index,
+                               int level = codec::kDefaultLevel) {
   codec::FrameSerializer serializer(frame_events);
-  codec::FrameCompressor compressor(codec::kDefaultLevel);
+  codec::FrameCompressor compressor(level);
   codec::SeekTableBuilder index;
   std::vector<std::byte> buf(codec::FrameCompressor::bound(serializer.capacity_bytes()));
   Artifact a;

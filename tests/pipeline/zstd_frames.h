@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/artifacts.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/frame_compressor.h"
 #include "memtrack/codec/msgpack_encoder.h"
@@ -23,27 +24,7 @@ namespace memtrack::testing {
 // (unless `with_index` is false, as for a stream cut short by an error) the seek table of those frames.
 inline std::vector<std::byte> reference_artifact(std::span<const codec::Event> events, std::size_t frame_events,
                                                  int level = codec::kDefaultLevel, bool with_index = true) {
-  codec::SeekTableBuilder index;
-  codec::FrameSerializer serializer(frame_events);
-  codec::FrameCompressor compressor(level);
-  std::vector<std::byte> out;
-  std::vector<std::byte> buffer(codec::FrameCompressor::bound(serializer.capacity_bytes()));
-  std::size_t pos = 0;
-  do {
-    const std::size_t n = std::min(frame_events, events.size() - pos);
-    const auto msgpack = serializer.serialize(events.subspan(pos, n));
-    codec::Status status;
-    const std::size_t size = compressor.compress(msgpack, buffer, status);
-    if (!status.is_ok()) throw std::runtime_error(status.message());
-    out.insert(out.end(), buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(size));
-    index.add(static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(msgpack.size()));
-    pos += n;
-  } while (pos < events.size());
-  if (with_index) {
-    const auto table = index.finish();
-    out.insert(out.end(), table.begin(), table.end());
-  }
-  return out;
+  return build_artifact(events, frame_events, with_index, level).bytes;
 }
 
 // The msgpack bytes of `events`, as one buffer.

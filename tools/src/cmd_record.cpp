@@ -10,6 +10,7 @@
 #include "args.h"
 #include "commands.h"
 #include "memtrack/runtime/recorder.h"
+#include "units.h"
 
 namespace memtrack::tools {
 namespace {
@@ -34,19 +35,6 @@ std::string find_preload() {
   std::string dir(exe, static_cast<std::size_t>(n));
   dir.erase(dir.find_last_of('/'));
   return dir + "/../lib/libmemtrack-preload.so";
-}
-
-std::string human_bytes(std::uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
 }
 
 }  // namespace

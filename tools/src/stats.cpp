@@ -12,6 +12,7 @@
 
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/frame_decoder.h"
+#include "units.h"
 
 namespace memtrack::tools {
 namespace {
@@ -294,23 +295,6 @@ Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at
 namespace {
 
 std::string u64(std::uint64_t v) { return std::to_string(v); }
-
-std::string human_bytes(std::uint64_t v) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double d = static_cast<double>(v);
-  int u = 0;
-  while (d >= 1024 && u < 4) {
-    d /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0) {
-    std::snprintf(buf, sizeof buf, "%" PRIu64 " B", v);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f %s", d, units[u]);
-  }
-  return buf;
-}
 
 std::string seconds(std::uint64_t ns) {
   char buf[32];

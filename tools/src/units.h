@@ -1,0 +1,12 @@
+// Numbers as people read them in the tools' output.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace memtrack::tools {
+
+// "512 B", "1.5 KiB", "38.4 MiB", ... (binary units, one decimal above bytes).
+std::string human_bytes(std::uint64_t bytes);
+
+}  // namespace memtrack::tools
