@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "address_map.h"
+#include "memtrack/codec/address_map.h"
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/seek_table.h"
@@ -73,7 +73,7 @@ class LiveHeap {
  private:
   struct Pid {
     PidHeap heap;
-    AddressMap live;                                  // addr -> size
+    codec::AddressMap live;                           // addr -> size
     std::map<std::uint64_t, std::uint64_t> mappings;  // start -> length, non-overlapping
   };
   Pid& pid(std::int32_t id);

@@ -1,13 +1,13 @@
 // AddressMap against std::map under random inserts, overwrites and erases, with the table growing and
 // probe runs wrapping around its end (backward-shift deletion is where such maps go wrong).
-#include "address_map.h"
+#include "memtrack/codec/address_map.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
 
-namespace memtrack::tools {
+namespace memtrack::codec {
 namespace {
 
 TEST(AddressMap, MatchesStdMapUnderRandomOperations) {
@@ -49,4 +49,4 @@ TEST(AddressMap, MatchesStdMapUnderRandomOperations) {
 }
 
 }  // namespace
-}  // namespace memtrack::tools
+}  // namespace memtrack::codec

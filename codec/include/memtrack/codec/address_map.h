@@ -1,13 +1,14 @@
-// A map from address to block size for the live-heap tracker: open addressing with linear probing and
-// backward-shift deletion, one flat array, no node per block. std::unordered_map's node allocation and
-// pointer chasing made the (serial, in-order) live-heap stage the bottleneck of parallel `stats`.
+// A map from address to block size for live-heap accounting (`memtrack stats`, and the recorder's peak-heap
+// summary): open addressing with linear probing and backward-shift deletion, one flat array, no node per
+// block. std::unordered_map's node allocation and pointer chasing made the (serial, in-order) live-heap stage
+// the bottleneck of parallel `stats`. Here, in codec, because both the tools and the runtime use it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-namespace memtrack::tools {
+namespace memtrack::codec {
 
 class AddressMap {
  public:
@@ -112,4 +113,4 @@ class AddressMap {
   std::uint64_t special_size_ = 0;
 };
 
-}  // namespace memtrack::tools
+}  // namespace memtrack::codec
