@@ -37,8 +37,8 @@ Field field_of(std::string_view key) {
 constexpr const char* kFieldNames[] = {"pid", "tid", "timestamp", "addr", "type", "size", "old_addr"};
 
 bool kind_of(std::string_view name, EventKind& kind) {
-  // Every event has a type string: pick the one candidate by length and first letter, then compare once
-  // (a loop over kind_name() was ~5% of decoding).
+  // Every event has a type string: pick the one candidate by length and first letter, then compare once,
+  // instead of comparing against every kind_name() in turn.
   EventKind k;
   switch (name.size()) {
     case 3:
@@ -245,7 +245,8 @@ class EventVisitor : public msgpack::null_visitor {
 // The fast path: the exact layout rmp_serde (and our encoder) writes: fixmap 5/6/7, fixstr keys in
 // declaration order. Nearly every event of a real artifact takes it. Anything else (shuffled or unknown
 // keys, wide headers, nil, truncation, errors) returns false and goes through msgpack-c's visitor parser,
-// which owns leniency and error reporting. Profiled: the visitor alone costs ~3x zstd's decompression.
+// which owns leniency and error reporting. It exists for speed: decoding must stay within 2x of zstd
+// decompression alone (bench/decode.cpp: BM_Decode_Artifact beside BM_Floor_ZstdDecompress).
 class CanonicalReader {
  public:
   CanonicalReader(const unsigned char* p, const unsigned char* end) : p_(p), end_(end) {}

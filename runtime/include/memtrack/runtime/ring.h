@@ -27,8 +27,8 @@ namespace memtrack::runtime {
 
 inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 inline constexpr std::uint32_t kRingVersion = 4;
-// 4 MiB of 64-byte slots: absorbs ~10 ms of a fast producer, and stays small enough to live in L2/L3
-// (measured: 16 MiB rings cost more wall time than 1-4 MiB ones, bench/record_overhead.sh).
+// 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
+// in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
 
 // Environment variables the recorder sets for the tracked program (and which survive exec).
@@ -69,7 +69,8 @@ struct alignas(64) RingHeader {
   std::uint64_t capacity;  // slots, a power of two
   std::int32_t recorder_pid;
   // 1: producers write the raw TSC as the event timestamp and the recorder converts it to CLOCK_MONOTONIC
-  // nanoseconds (the TSC read costs ~14 ns here, clock_gettime ~35 ns: a third of the transport's cost).
+  // nanoseconds: the TSC read is cheaper per event than clock_gettime (compare `memtrack record` of the same
+  // program with and without MEMTRACK_CLOCK=monotonic, which forces clock_gettime).
   // Set only where the kernel itself derives CLOCK_MONOTONIC from an invariant TSC. 0: clock_gettime.
   std::uint32_t timestamp_tsc;
   // Next ticket. On its own cache line: every producer writes it.
