@@ -24,8 +24,6 @@ class HeapTracker {
   [[nodiscard]] const std::unordered_set<std::int32_t>& pids() const { return pids_; }
 
  private:
-  void allocate(std::int32_t pid, std::uint64_t addr, std::uint64_t size);
-  void release(std::int32_t pid, std::uint64_t addr);
   codec::AddressMap& blocks_of(std::int32_t pid);
 
   std::unordered_map<std::int32_t, codec::AddressMap> blocks_;  // per pid: addresses are per process
