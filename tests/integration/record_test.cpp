@@ -450,6 +450,18 @@ TEST(Record, CommandLineContract) {
   EXPECT_EQ(shell(cd + "'" + kMemtrack + "' record 2> /dev/null"), 2);
 }
 
+// The artifact cannot be written (a full device): the recorder keeps draining the ring, so the program
+// runs to its end; the recorder reports the write error and exits 1.
+TEST(Record, WriteFailureLetsTheProgramFinish) {
+  const fs::path dir = scratch_dir();
+  const std::string cmd = "cd '" + dir.string() + "' && '" + kMemtrack + "' record -o /dev/full -- '" + kPrograms +
+                          "/churn' 2 300000 > out.txt 2> err.txt";
+  EXPECT_EQ(shell(cmd), 1);
+  EXPECT_NE(slurp(dir / "out.txt").find("events 600"), std::string::npos) << "the program did not finish";
+  const std::string err = slurp(dir / "err.txt");
+  EXPECT_NE(err.find("/dev/full: write failed"), std::string::npos) << err;
+}
+
 // Timestamps are CLOCK_MONOTONIC nanoseconds: each allocation's timestamp lies between the program's own
 // clock readings around the call (a few microseconds of slack for the TSC conversion), with the TSC path
 // (the default where the kernel's clock is the TSC) and with clock_gettime in the preload.

@@ -1,0 +1,138 @@
+#include "ring_reader.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+
+namespace memtrack::runtime {
+namespace {
+
+// How long a slot may stay taken-but-unfilled before the reader asks (and then re-asks) whether its owner
+// still exists. A live thread fills its slot within microseconds (or, in realloc, when the real call
+// returns); the question costs one read of /proc/<pid>/stat.
+constexpr auto kAbandonAfter = std::chrono::milliseconds(250);
+
+// An unsigned ticket means its thread died within the few instructions between taking the ticket and
+// signing it; only conclude so after kUnsignedAfter and when a tracked process is known to have died (one
+// the recorder reaped, or one of the pids seen in the events that no longer runs).
+constexpr auto kUnsignedAfter = std::chrono::seconds(1);
+
+// True when thread (or process) `tid` no longer runs: gone, or a zombie (killed, not yet reaped). /proc/<tid>
+// exists for every thread id, not only for process ids.
+bool thread_gone(int tid) {
+  const std::string path = "/proc/" + std::to_string(tid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT || errno == ESRCH;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return n == 0 || errno == ESRCH;
+  buf[n] = '\0';
+  const char* paren = std::strrchr(buf, ')');  // the command name may contain spaces and parentheses
+  return paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+// True when `tid` is the pid of an image that started (exec) after `ticket` was taken: the ticket was held
+// by the main thread of the image exec replaced.
+bool replaced_by_exec(RingHeader* h, std::int32_t tid, std::uint64_t ticket) {
+  for (const auto& n : h->exec_notices) {
+    const std::uint64_t notice = n.load(std::memory_order_acquire);
+    if (static_cast<std::int32_t>(notice & kOwnerTidMask) == tid &&
+        (notice >> kOwnerTidBits) > (ticket & kOwnerTicketMask))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// A slot taken but unfilled for kAbandonAfter: abandon it if the thread that took it is gone (a live owner
+// is waited for, however long: a stopped or traced program too).
+bool RingReader::owner_gone(std::uint64_t ticket, std::chrono::steady_clock::duration stuck_for) const {
+  const std::uint64_t owner = ring_.owner(ticket);
+  if ((owner >> kOwnerTidBits) == (ticket & kOwnerTicketMask)) {
+    const auto tid = static_cast<std::int32_t>(owner & kOwnerTidMask);
+    return thread_gone(tid) || replaced_by_exec(ring_.header(), tid, ticket);
+  }
+  if (stuck_for < kUnsignedAfter) return false;
+  if (watch_.killed.load(std::memory_order_relaxed) != 0) return true;
+  for (const std::int32_t pid : heap_.pids())
+    if (thread_gone(pid)) return true;
+  return false;
+}
+
+std::size_t RingReader::read(std::span<codec::Event> out) {
+  for (;;) {
+    std::size_t n = 0;
+    while (n < out.size()) {
+      RingSlot& s = ring_.slot(pos_);
+      if (s.seq.load(std::memory_order_acquire) != pos_ + 1) break;
+      out[n] = s.event;
+      ring_.release(pos_);
+      ++pos_;
+      // A committed slot of kind 0 carries no event (a realloc that failed after taking its ticket).
+      n += static_cast<std::uint8_t>(out[n].kind) != kNoEventKind;
+    }
+    if (n != 0 || idle_rounds_ == 0) ring_.wake_waiters();
+    if (n != 0) {
+      idle_rounds_ = 0;
+      events_ += n;
+      const std::span<codec::Event> got = out.first(n);
+      if (tsc_ != nullptr) tsc_->convert(got);
+      heap_.apply(got);
+      return n;
+    }
+    // Nothing committed at pos_.
+    const bool exited = watch_.all_exited.load(std::memory_order_acquire);
+    const std::uint64_t head = ring_.header()->head.load(std::memory_order_acquire);
+    if (exited && pos_ >= head) {
+      ring_.wake_waiters();
+      return 0;
+    }
+    if (pos_ < head) {
+      // A ticket was taken but its slot is not filled. Normally its thread is between fetch_add and the
+      // store; if every process is gone, or the thread that took it died (killed, or its image replaced
+      // by exec), it will never be filled.
+      const auto now = std::chrono::steady_clock::now();
+      if (stuck_at_ != pos_) {
+        stuck_at_ = pos_;
+        stuck_since_ = now;
+        last_check_ = now;
+      }
+      bool abandon = exited;
+      if (!abandon && now - last_check_ > kAbandonAfter) {
+        abandon = owner_gone(pos_, now - stuck_since_);
+        last_check_ = now;  // ask again later, not on every idle round
+      }
+      if (abandon) {
+        ring_.release(pos_);
+        ++pos_;
+        ++abandoned_;
+        ring_.wake_waiters();  // a producer may be waiting for exactly this slot's next lap
+        continue;
+      }
+    }
+    idle();
+  }
+}
+
+// Idle: back off from yielding to sleeping (20 us .. 1 ms). The ring absorbs bursts meanwhile, and a
+// producer that finds it full sleeps on the futex wake_waiters bumps, so no event waits on this sleep alone.
+void RingReader::idle() {
+  ++idle_rounds_;
+  if (idle_rounds_ < 16) {
+    std::this_thread::yield();
+  } else {
+    const long us = std::min<long>(1000, 20L << std::min(idle_rounds_ - 16, 6));
+    struct timespec ts = {0, us * 1000};
+    ::nanosleep(&ts, nullptr);
+  }
+}
+
+}  // namespace memtrack::runtime

@@ -1,0 +1,58 @@
+// Drains the shared ring in ticket order (which is causal order, ring.h) into the caller's buffer: the
+// encoder's frame buffer when recording, so each event is copied once out of the ring and not again.
+// Converts TSC timestamps and keeps the live-heap books on every event it returns.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <span>
+
+#include "heap_tracker.h"
+#include "memtrack/codec/event.h"
+#include "memtrack/pipeline/stream_encoder.h"
+#include "shared_ring.h"
+#include "tsc_clock.h"
+
+namespace memtrack::runtime {
+
+// Written by the thread that waits for the tracked processes, read by the reader.
+struct ProcessWatch {
+  std::atomic<bool> all_exited{false};   // no tracked process is left: every ticket is final
+  std::atomic<std::uint64_t> killed{0};  // tracked processes that died by a signal so far
+};
+
+class RingReader final : public pipeline::EventSource {
+ public:
+  // `tsc` may be null (producers wrote CLOCK_MONOTONIC nanoseconds).
+  RingReader(SharedRing& ring, const ProcessWatch& watch, HeapTracker& heap, TscClock* tsc)
+      : ring_(ring), watch_(watch), heap_(heap), tsc_(tsc) {}
+
+  // Waits until at least one event is committed, then returns the committed events (up to out.size()) in
+  // ticket order, their timestamps converted and applied to the heap books. Returns 0 once every tracked
+  // process has exited and every ticket was read. Slots whose thread died before filling them are skipped
+  // (abandoned()).
+  std::size_t read(std::span<codec::Event> out) override;
+  [[nodiscard]] codec::Status status() const override { return {}; }
+
+  [[nodiscard]] std::uint64_t events() const { return events_; }
+  [[nodiscard]] std::uint64_t abandoned() const { return abandoned_; }
+
+ private:
+  void idle();
+  bool owner_gone(std::uint64_t ticket, std::chrono::steady_clock::duration stuck_for) const;
+
+  SharedRing& ring_;
+  const ProcessWatch& watch_;
+  HeapTracker& heap_;
+  TscClock* tsc_;
+  std::uint64_t pos_ = 0;  // the next ticket to read
+  std::uint64_t events_ = 0;
+  std::uint64_t abandoned_ = 0;
+  int idle_rounds_ = 0;
+  std::uint64_t stuck_at_ = UINT64_MAX;
+  std::chrono::steady_clock::time_point stuck_since_;
+  std::chrono::steady_clock::time_point last_check_;
+};
+
+}  // namespace memtrack::runtime

@@ -1,0 +1,74 @@
+#include "shared_ring.h"
+
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace memtrack::runtime {
+namespace {
+
+std::runtime_error sys_error(const std::string& what) { return std::runtime_error(what + ": " + std::strerror(errno)); }
+
+}  // namespace
+
+SharedRing::SharedRing(std::uint64_t slots) : slots_(slots) {
+  if (slots < 64 || (slots & (slots - 1)) != 0) throw std::runtime_error("ring size must be a power of two >= 64");
+  fd_ = static_cast<int>(::syscall(SYS_memfd_create, "memtrack-ring", MFD_CLOEXEC));
+  if (fd_ < 0) throw sys_error("memfd_create");
+  bytes_ = ring_bytes(slots);
+  if (::ftruncate(fd_, static_cast<off_t>(bytes_)) != 0) {
+    ::close(fd_);
+    throw sys_error("ftruncate(ring)");
+  }
+  void* map = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (map == MAP_FAILED) {
+    ::close(fd_);
+    throw sys_error("mmap(ring)");
+  }
+  header_ = new (map) RingHeader;
+  header_->magic = kRingMagic;
+  header_->version = kRingVersion;
+  header_->capacity = slots;
+  header_->recorder_pid = static_cast<std::int32_t>(::getpid());
+  header_->timestamp_tsc = 0;
+  header_->head.store(0, std::memory_order_relaxed);
+  header_->waiters.store(0, std::memory_order_relaxed);
+  header_->wake_futex.store(0, std::memory_order_relaxed);
+  header_->detached.store(0, std::memory_order_relaxed);
+  slots_ptr_ = ring_slots(header_);
+  // Published to the producers by posix_spawn (a system call) before any of them maps the ring.
+  for (std::uint64_t i = 0; i < slots; ++i) new (&slots_ptr_[i].seq) std::atomic<std::uint64_t>(i);
+  owners_ = ring_owners(header_);
+  for (std::uint64_t i = 0; i < 2 * slots; ++i) new (&owners_[i]) std::atomic<std::uint64_t>(0);
+  header_->exec_count.store(0, std::memory_order_relaxed);
+  for (auto& notice : header_->exec_notices) notice.store(0, std::memory_order_relaxed);
+}
+
+SharedRing::~SharedRing() {
+  ::munmap(header_, bytes_);
+  ::close(fd_);
+}
+
+std::string SharedRing::path() const {
+  return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd_);
+}
+
+// A Dekker handshake with the producer, which increments `waiters` and then re-reads its slot: this
+// read-modify-write reads the latest `waiters`, and if it comes before the producer's increment, it
+// synchronizes with it, so the producer's re-read sees the slots freed before this call. Either we see the
+// waiter or it sees the free slot. (An RMW, not a fence: ThreadSanitizer does not model fences.)
+void SharedRing::wake_waiters() {
+  if (header_->waiters.fetch_add(0, std::memory_order_acq_rel) != 0) {
+    header_->wake_futex.fetch_add(1, std::memory_order_seq_cst);
+    ::syscall(SYS_futex, &header_->wake_futex, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+  }
+}
+
+}  // namespace memtrack::runtime
