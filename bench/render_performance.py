@@ -19,7 +19,7 @@ import sys
 import textwrap
 
 WORKERS = [1, 2, 4, 8, 16, 32, 64]
-LEVELS = [-5, -1, 1, 3]
+LEVELS = [-5, -2, -1, 1, 3]
 RSS_WORKERS = [1, 4, 16, 64]
 MIB = 1024.0 * 1024.0
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}

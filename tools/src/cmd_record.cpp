@@ -22,7 +22,7 @@ constexpr const char* kHelp =
     "order and without loss: when the recorder falls behind, the program waits.\n\n"
     "  -o, --output FILE   artifact to write (default: <pid>.MemtrackArtifact.msgpack in the current directory)\n"
     "  --workers N         encoder threads (default: hardware threads)\n"
-    "  --level L           zstd level, -7..22 (default: -5)\n\n"
+    "  --level L           zstd level, -7..22 (default: -2)\n\n"
     "The recorder finishes the artifact when CMD and all its descendants have exited, however they exited,\n"
     "and exits with CMD's exit status (128+N when signal N killed it). The library is found at\n"
     "<dir of memtrack>/../lib/libmemtrack-preload.so unless MEMTRACK_PRELOAD names another.\n";
@@ -48,7 +48,7 @@ int run_record(int argc, char** argv) {
   runtime::RecordOptions options;
   options.output = args.value("output", "o").value_or("");
   options.workers = static_cast<unsigned>(parse_int("workers", args.value("workers").value_or("0"), 0, 1024));
-  options.level = static_cast<int>(parse_int("level", args.value("level").value_or("-5"), -7, 22));
+  options.level = static_cast<int>(parse_int("level", args.value("level").value_or(std::to_string(runtime::kDefaultRecordLevel)), -7, 22));
   options.command = args.after_double_dash();
   const std::vector<std::string> rest = args.positionals();
   if (options.command.empty())

@@ -16,12 +16,17 @@
 
 namespace memtrack::runtime {
 
+// zstd level of `memtrack record`'s artifacts. A recorded program's events encode as fast at -2 as at -5 (the
+// encoder's default, CodSpeed's level) and come out about 1.5x smaller: bench/record_levels.sh on the churn
+// program, and BM_Compress_Frame/level:-2 against level:-5 on the workload generator's events.
+inline constexpr int kDefaultRecordLevel = -2;
+
 struct RecordOptions {
   std::vector<std::string> command;  // argv of the program; command[0] is looked up in PATH
   std::string output;                // empty: <pid of the command>.MemtrackArtifact.msgpack in the cwd
   std::string preload_path;          // absolute path of libmemtrack-preload.so
   unsigned workers = 0;              // encoder workers; 0 = hardware threads
-  int level = -5;                    // zstd level
+  int level = kDefaultRecordLevel;   // zstd level
   std::uint64_t ring_slots = kDefaultRingSlots;
   bool discard = false;  // benchmarks only: drain the ring but encode nothing (the transport's own cost)
 };

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `memtrack record` of the allocation-churn program at several zstd levels, interleaved round by round:
+# median wall and CPU time, and artifact bytes per event. The basis of record's default level
+# (runtime::kDefaultRecordLevel).
+#
+#   bench/record_levels.sh [BUILD_DIR] [ROUNDS] [OPS_PER_THREAD] [LEVEL...]
+#   defaults:             build/dev   5        4000000          -5 -3 -2 -1 1
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$here/build/dev}" && pwd)
+rounds=${2:-5}
+ops=${3:-4000000}
+shift $(($# < 3 ? $# : 3))
+levels=("$@")
+((${#levels[@]})) || levels=(-5 -3 -2 -1 1)
+memtrack=$build/bin/memtrack
+[[ -x $memtrack ]] || { echo "record_levels.sh: no $memtrack (build first)" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc -O2 -pthread "$here/tests/integration/programs/churn.c" -o "$work/churn"
+
+for ((r = 1; r <= rounds; r++)); do
+  for level in "${levels[@]}"; do
+    /usr/bin/time -o "$work/time" -f "%e %U %S" "$memtrack" record --level "$level" -o "$work/a.msgpack" -- \
+      "$work/churn" 2 "$ops" > "$work/out" 2> /dev/null
+    read -r wall user sys < "$work/time"
+    events=$(awk '/^events/ {print $2}' "$work/out")
+    echo "$level $wall $(echo "$user + $sys" | bc -l) $(stat -c %s "$work/a.msgpack") $events"
+  done
+done > "$work/runs"
+
+echo "memtrack record of churn, 2 threads x $ops operations, $rounds interleaved rounds, medians"
+printf '  level      wall       CPU   B/event   wall x level %s\n' "${levels[0]}"
+median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+base=$(awk -v l="${levels[0]}" '$1 == l {print $2}' "$work/runs" | median)
+for level in "${levels[@]}"; do
+  wall=$(awk -v l="$level" '$1 == l {print $2}' "$work/runs" | median)
+  cpu=$(awk -v l="$level" '$1 == l {print $3}' "$work/runs" | median)
+  per_event=$(awk -v l="$level" '$1 == l {print $4 / $5}' "$work/runs" | tail -1)
+  printf '  %5s  %7.3f s  %6.3f s  %8.1f   %.2fx\n' "$level" "$wall" "$cpu" "$per_event" "$(echo "$wall / $base" | bc -l)"
+done
