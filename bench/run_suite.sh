@@ -8,9 +8,10 @@
 #   --build    the build tree with bin/memtrack-bench (default build/release: benchmarks need -O2/-O3)
 #   --out      where the JSON, the load samples and the run's metadata are kept (default BUILD/bench-results)
 #   --no-rss   skip bench/encode_rss.sh (peak RSS of `memtrack encode` from a pipe, glibc vs mimalloc)
-#   --with-record  also run bench/record_overhead.sh (native vs heaptrack vs `memtrack record`, 5 rounds of
-#              2 threads x 4M operations, so the native run is well above GNU time's 10 ms resolution: about
-#              a minute; needs heaptrack and the preload library in BUILD)
+#   --with-record  also run bench/record_overhead.sh (native vs heaptrack vs `memtrack record`): 7 rounds of
+#              2 threads x 1M operations (the runtime issue's workload), then 5 rounds of 2 x 4M (the native
+#              run well above GNU time's 10 ms resolution); about two minutes; needs heaptrack and the
+#              preload library in BUILD
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
@@ -87,11 +88,15 @@ if ((rss)); then
 else
   rm -f "$out/encode_rss.tsv"
 fi
+rm -f "$out"/record_overhead*.tsv
 if ((record)); then
-  echo "run_suite.sh: bench/record_overhead.sh $build 5 2 4000000 $out/record_overhead.tsv" >&2
-  bench/record_overhead.sh "$build" 5 2 4000000 "$out/record_overhead.tsv" > "$out/record_overhead.txt"
-else
-  rm -f "$out/record_overhead.tsv"
+  # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
+  # per event without the fixed cost of starting a recording.
+  for spec in "7 1000000" "5 4000000"; do
+    read -r rounds ops <<< "$spec"
+    echo "run_suite.sh: bench/record_overhead.sh $build $rounds 2 $ops $out/record_overhead.$ops.tsv" >&2
+    bench/record_overhead.sh "$build" "$rounds" 2 "$ops" "$out/record_overhead.$ops.tsv" > "$out/record_overhead.$ops.txt"
+  done
 fi
 cat /proc/loadavg >> "$out/load.txt"
 kill $sampler 2> /dev/null || true
