@@ -335,13 +335,18 @@ inline bool begin_event(Ticket& tk) {
   tk.t = g_ring->head.fetch_add(1, std::memory_order_relaxed);
   t_last_ticket = tk.t;
   if (tk.outer == kNoTicket) t_pending = tk.t;
-  g_owners[tk.t & g_owner_mask].store(memtrack::runtime::slot_owner(tk.t, t_tid), std::memory_order_relaxed);
+  const uint64_t owner = memtrack::runtime::slot_owner(tk.t, t_tid);
   tk.slot = &g_slots[tk.t & g_mask];
   tk.timestamp = timestamp_now();
-  if (tk.slot->seq.load(std::memory_order_acquire) != tk.t && !wait_for_slot(tk.slot, tk.t)) [[unlikely]] {
-    t_pending = tk.outer;
-    return false;
+  if (tk.slot->seq.load(std::memory_order_acquire) != tk.t) [[unlikely]] {
+    // The recorder is behind: sign the owners array, where it looks while we wait (ring.h).
+    g_owners[tk.t & g_owner_mask].store(owner, std::memory_order_release);
+    if (!wait_for_slot(tk.slot, tk.t)) {
+      t_pending = tk.outer;
+      return false;
+    }
   }
+  tk.slot->owner.store(owner, std::memory_order_release);
   return true;
 }
 

@@ -44,7 +44,10 @@ SharedRing::SharedRing(std::uint64_t slots) : slots_(slots) {
   header_->detached.store(0, std::memory_order_relaxed);
   slots_ptr_ = ring_slots(header_);
   // Published to the producers by posix_spawn (a system call) before any of them maps the ring.
-  for (std::uint64_t i = 0; i < slots; ++i) new (&slots_ptr_[i].seq) std::atomic<std::uint64_t>(i);
+  for (std::uint64_t i = 0; i < slots; ++i) {
+    new (&slots_ptr_[i].seq) std::atomic<std::uint64_t>(i);
+    new (&slots_ptr_[i].owner) std::atomic<std::uint64_t>(0);
+  }
   owners_ = ring_owners(header_);
   for (std::uint64_t i = 0; i < 2 * slots; ++i) new (&owners_[i]) std::atomic<std::uint64_t>(0);
   header_->exec_count.store(0, std::memory_order_relaxed);

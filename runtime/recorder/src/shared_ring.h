@@ -23,7 +23,11 @@ class SharedRing {
   [[nodiscard]] std::string path() const;
   RingHeader* header() { return header_; }
   RingSlot& slot(std::uint64_t ticket) { return slots_ptr_[ticket & (slots_ - 1)]; }
+  // slot_owner() of the producer holding `ticket`, from its slot or else the owners array (ring.h); a value
+  // whose ticket bits differ is stale: that ticket's producer has not signed yet.
   std::uint64_t owner(std::uint64_t ticket) {
+    const std::uint64_t in_slot = slot(ticket).owner.load(std::memory_order_acquire);
+    if ((in_slot >> kOwnerTidBits) == (ticket & kOwnerTicketMask)) return in_slot;
     return owners_[ticket & (2 * slots_ - 1)].load(std::memory_order_acquire);
   }
   [[nodiscard]] std::uint64_t capacity() const { return slots_; }

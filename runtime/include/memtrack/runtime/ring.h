@@ -26,7 +26,7 @@
 namespace memtrack::runtime {
 
 inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
-inline constexpr std::uint32_t kRingVersion = 4;
+inline constexpr std::uint32_t kRingVersion = 5;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -37,11 +37,12 @@ inline constexpr const char* kEnvRing = "MEMTRACK_RING";  // a path the preload 
 // A committed slot whose event kind is 0 carries no event (a realloc that failed after taking its ticket).
 inline constexpr std::uint8_t kNoEventKind = 0;
 
-// Who took a ticket: slot_owner(ticket, tid), stored in owners[ticket % (2 * capacity)] by the producer right
-// after its fetch_add (before it waits for the slot). The recorder uses it when a slot stays unfilled: if
-// that thread no longer exists (its process was killed, or exec replaced the image), the slot never will
-// be filled and is skipped. Tickets never run more than capacity + (number of waiting threads) past the
-// recorder, so with 2 * capacity entries an entry is not overwritten while its ticket is still unread.
+// Who took a ticket: slot_owner(ticket, tid), stored by the producer in its slot (RingSlot::owner) when the
+// slot is free at once, else in owners[ticket % (2 * capacity)] before it waits for the slot. The recorder
+// uses it when a slot stays unfilled: if that thread no longer exists (its process was killed, or exec
+// replaced the image), the slot never will be filled and is skipped. Tickets never run more than capacity +
+// (number of waiting threads) past the recorder, so with 2 * capacity entries an entry is not overwritten
+// while its ticket is still unread. The ticket bits in the value tell a current entry from a stale one.
 inline constexpr unsigned kOwnerTidBits = 22;  // pid_max (and so every tid) is at most 2^22 on Linux
 inline constexpr std::uint64_t kOwnerTidMask = (std::uint64_t{1} << kOwnerTidBits) - 1;
 inline constexpr std::uint64_t kOwnerTicketMask = ~std::uint64_t{0} >> kOwnerTidBits;
@@ -52,6 +53,11 @@ inline constexpr std::uint64_t kOwnerTicketMask = ~std::uint64_t{0} >> kOwnerTid
 struct alignas(64) RingSlot {
   std::atomic<std::uint64_t> seq;
   codec::Event event;
+  // slot_owner(ticket, tid) of the producer holding the slot, written as soon as the slot is its own: in the
+  // line the producer writes anyway, where the owners array would cost each event a second cache line
+  // (shared by 8 consecutive tickets, so written by alternating threads). A producer that must wait for its
+  // slot signs the owners array instead, before waiting.
+  std::atomic<std::uint64_t> owner;
 };
 static_assert(sizeof(RingSlot) == 64);
 
@@ -73,13 +79,15 @@ struct alignas(64) RingHeader {
   // program with and without MEMTRACK_CLOCK=monotonic, which forces clock_gettime).
   // Set only where the kernel itself derives CLOCK_MONOTONIC from an invariant TSC. 0: clock_gettime.
   std::uint32_t timestamp_tsc;
+  // Set by a producer that found the recorder gone, or by the recorder when it cannot encode: every process
+  // stops recording (one warning each). Read on every event, so it shares the line of the fields above,
+  // which nobody writes after set-up, and not the line of `waiters`, which the recorder writes all the time.
+  std::atomic<std::uint32_t> detached;
   // Next ticket. On its own cache line: every producer writes it.
   alignas(64) std::atomic<std::uint64_t> head;
   // Producers that gave up spinning and sleep on `wake_futex`; the recorder wakes them after freeing slots.
   alignas(64) std::atomic<std::uint32_t> waiters;
   std::atomic<std::uint32_t> wake_futex;
-  // Set by a producer that found the recorder gone: every process stops recording (one warning each).
-  std::atomic<std::uint32_t> detached;
   std::atomic<std::uint32_t> exec_count;  // notices written so far; notice i is in exec_notices[i % 64]
   std::atomic<std::uint64_t> exec_notices[kExecNotices];
 };
