@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bench_common.h"
-#include "heap_counter.h"
+#include "memory_manager.h"
 #include "memtrack/workload/realistic_events.h"
 
 namespace memtrack::bench {

@@ -2,7 +2,7 @@
 //
 // Each run encodes the 64-frame realistic stream (~4.2M events, bench_common.h) from memory to a null sink
 // with the default options (default memory budget, so K = derive_in_flight_cap) and N workers. The figure
-// is max_bytes_used in the JSON output: the heap counter (heap_counter.h) is on for one extra run of the
+// is max_bytes_used in the JSON output: the heap counter (memtrack/heap_counter.h) is on for one extra run of the
 // benchmark, with everything the encoder allocates through operator new or malloc (slot buffers, zstd
 // contexts, threads' bookkeeping) counted at malloc_usable_size. The input events are allocated before the
 // window and not counted, as in CodSpeed's measurement.

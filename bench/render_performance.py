@@ -216,8 +216,8 @@ def render(ctx, rows, meta, loads, rss, record):
       f"{b['BM_Serialize_Frame'].counter('bytes_per_event'):.1f} msgpack bytes per event and compresses to "
       f"{b['BM_Compress_Frame/level:-5'].counter('compressed_bytes_per_event'):.1f} at the default level (-5).")
     w("Timings are medians over the repetitions. Peak heap is `max_bytes_used` from Google Benchmark's")
-    w("MemoryManager: bench/heap_counter.h counts every malloc-family call of the process (operator new")
-    w("included) at malloc_usable_size during one extra run of each benchmark.")
+    w("MemoryManager: bench/heap_counter (memtrack/heap_counter.h) counts every malloc-family call of the process")
+    w("(operator new included) at malloc_usable_size during one extra run of each benchmark.")
     if meta.get("heap_command"):
         w("The heap figures come from the second command above, run right after the first: Google Benchmark 1.7.1")
         w("reports the memory of repeated runs from freed memory (bench/bench_main.cpp), so the timing pass runs")

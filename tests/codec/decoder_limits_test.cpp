@@ -1,6 +1,6 @@
 // Bounded decoder memory on hostile input (issue 7): a few hundred bytes to a few KB of crafted headers or
 // compressed data must not make ArtifactDecoder allocate more than a few tens of MiB. Each test measures
-// the peak heap of one decode (tests/common/heap_counter.h counts every allocation in the process, zstd's
+// the peak heap of one decode (memtrack/heap_counter.h counts every allocation in the process, zstd's
 // included) and asserts a bound, and that the decode ends as it should (an error, or the right count).
 //
 // Where the bounds come from (default DecoderLimits): the decoder's own buffers are ~0.4 MiB (128 KiB of
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "common/heap_counter.h"
+#include "memtrack/heap_counter.h"
 #include "memtrack/codec/artifact_decoder.h"
 
 namespace memtrack::codec {
@@ -33,14 +33,14 @@ struct Outcome {
 Outcome decode_measured(const std::vector<std::byte>& bytes) {
   Outcome o;
   std::vector<Event> block(4096);
-  testing::heap_measure_start();
+  heap_counter::start();
   {
     MemorySource source(bytes);
     ArtifactDecoder decoder(source, "hostile.zst");
     while (std::size_t n = decoder.next(block)) o.events += n;
     o.status = decoder.status();
   }
-  o.peak_heap = testing::heap_measure_stop();
+  o.peak_heap = heap_counter::stop().peak_bytes;
   std::printf("  %zu bytes of input: peak heap %.2f MiB, %llu events, status: %s\n", bytes.size(),
               static_cast<double>(o.peak_heap) / kMiB, static_cast<unsigned long long>(o.events),
               o.status.is_ok() ? "ok" : o.status.message().c_str());
