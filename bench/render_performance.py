@@ -457,7 +457,8 @@ def render(ctx, rows, meta, loads, rss, record):
             a, b_ = record[0], record[-1]
             dev = b_["events"] - a["events"]
             per = {k: (b_[k + "_wall"] - a[k + "_wall"]) / dev * 1e9 for k in ("native", "heaptrack", "memtrack", "transport")}
-            fixed = {k: a[k + "_wall"] - per[k] * a["events"] / 1e9 for k in ("heaptrack", "memtrack")}
+            # round() + 0.0: a noise-sized negative value prints as 0.00, not -0.00
+            fixed = {k: round(a[k + "_wall"] - per[k] * a["events"] / 1e9, 2) + 0.0 for k in ("heaptrack", "memtrack")}
             w(f"Per event, from the difference between the two workloads (which cancels the fixed cost of a run): "
               f"heaptrack {per['heaptrack']:.0f} ns, `memtrack record` {per['memtrack']:.0f} ns, transport only "
               f"{per['transport']:.0f} ns, native {per['native']:.0f} ns of wall time, so heaptrack / memtrack is "
