@@ -86,6 +86,10 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
       const std::span<codec::Event> got = out.first(n);
       if (tsc_ != nullptr) tsc_->convert(got);
       heap_.apply(got);
+      // A short batch means we are polling faster than the program fills the ring: pause, so the next
+      // read finds a longer batch, instead of spinning a core the program could use. The pause is far
+      // shorter than the time the program needs to fill the ring.
+      if (n < kShortBatch && n < out.size()) pause();
       return n;
     }
     // Nothing committed at pos_.
@@ -120,6 +124,11 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
     }
     idle();
   }
+}
+
+void RingReader::pause() {
+  struct timespec ts = {0, 20'000};
+  ::nanosleep(&ts, nullptr);
 }
 
 // Idle: back off from yielding to sleeping (20 us .. 1 ms). The ring absorbs bursts meanwhile, and a

@@ -39,6 +39,9 @@ class RingReader final : public pipeline::EventSource {
   [[nodiscard]] std::uint64_t abandoned() const { return abandoned_; }
 
  private:
+  // Reads shorter than this many events make the reader pause briefly (pause()).
+  static constexpr std::size_t kShortBatch = 1024;
+  void pause();
   void idle();
   bool owner_gone(std::uint64_t ticket, std::chrono::steady_clock::duration stuck_for) const;
 

@@ -40,6 +40,8 @@ __extension__ typedef __int128 int128;  // GCC and Clang; the shift of a negativ
 
 // Below this much reference time, the rate is not yet known well enough (pairs are read ~50 ns apart).
 constexpr std::uint64_t kMinBaselineNs = 2'000'000;
+// How long a reference pair is reused (see convert).
+constexpr std::uint64_t kRefreshNs = 1'000'000;
 
 }  // namespace
 
@@ -75,6 +77,19 @@ TscClock::Pair TscClock::now() {
 TscClock::TscClock() : origin_(now()) {}
 
 void TscClock::convert(std::span<codec::Event> events) {
+  // A new reference pair (eight clock reads) at most every kRefreshNs of TSC time: a reader that keeps up
+  // with the program converts many small batches, and reading the clocks for each cost more than the
+  // conversion. Between refreshes the last pair and rate are reused; the rate is known to a few parts per
+  // million once the baseline is long, so a pair at most 1 ms old adds nanoseconds of error.
+  if (mult_ == 0 || read_tsc() - ref_.tsc > refresh_ticks_) refresh();
+  for (codec::Event& e : events) {
+    const auto ticks = static_cast<std::int64_t>(e.timestamp - ref_.tsc);  // negative: made before `ref_`
+    const auto offset = static_cast<std::int64_t>((static_cast<int128>(ticks) * mult_) >> 32);
+    e.timestamp = ref_.mono + static_cast<std::uint64_t>(offset);
+  }
+}
+
+void TscClock::refresh() {
   Pair ref = now();
   if (ref.mono - origin_.mono < kMinBaselineNs) {
     // Only at the very start of a recording: wait until the rate can be measured.
@@ -85,12 +100,9 @@ void TscClock::convert(std::span<codec::Event> events) {
   }
   // Nanoseconds per tick in 32.32 fixed point: one multiply per event, no floating-point rounding calls.
   const double ns_per_tick = static_cast<double>(ref.mono - origin_.mono) / static_cast<double>(ref.tsc - origin_.tsc);
-  const auto mult = static_cast<std::int64_t>(ns_per_tick * 4294967296.0);
-  for (codec::Event& e : events) {
-    const auto ticks = static_cast<std::int64_t>(e.timestamp - ref.tsc);  // negative: made before `ref`
-    const auto offset = static_cast<std::int64_t>((static_cast<int128>(ticks) * mult) >> 32);
-    e.timestamp = ref.mono + static_cast<std::uint64_t>(offset);
-  }
+  mult_ = static_cast<std::int64_t>(ns_per_tick * 4294967296.0);
+  refresh_ticks_ = static_cast<std::uint64_t>(static_cast<double>(kRefreshNs) / ns_per_tick);
+  ref_ = ref;
 }
 
 }  // namespace memtrack::runtime

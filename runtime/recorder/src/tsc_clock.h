@@ -1,8 +1,8 @@
 // Converts the raw TSC values producers write as timestamps (ring.h, timestamp_tsc) into CLOCK_MONOTONIC
 // nanoseconds, by linear interpolation between reference pairs (TSC, CLOCK_MONOTONIC) the recorder takes:
-// one when recording starts, one per converted batch. The rate is measured over the whole run so far, so it
-// follows the kernel's own (NTP-slewed) rate; events are converted milliseconds after they were made, so
-// the error is that of one clock_gettime read (tens of nanoseconds).
+// one when recording starts, then one per converted batch at most every millisecond. The rate is measured
+// over the whole run so far, so it follows the kernel's own (NTP-slewed) rate; events are converted
+// milliseconds after they were made, so the error is that of one clock_gettime read (tens of nanoseconds).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,11 @@ class TscClock {
     std::uint64_t mono;
   };
   static Pair now();
+  void refresh();
   Pair origin_;
+  Pair ref_{};                      // the latest reference pair
+  std::int64_t mult_ = 0;           // ns per tick, 32.32 fixed point; 0 until the first refresh
+  std::uint64_t refresh_ticks_ = 0;  // TSC ticks after which ref_ is renewed
 };
 
 }  // namespace memtrack::runtime
