@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static void* volatile sink;
+// One per thread: threads sharing it could free each other's blocks twice.
+static _Thread_local void* volatile sink;
 static atomic_long spun;
 static const char* self;
 

@@ -15,8 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-// volatile: GCC removes a malloc whose result is unused, and a malloc/free pair.
-static void* volatile sink;
+// volatile: GCC removes a malloc whose result is unused, and a malloc/free pair. One per thread: a shared
+// one let a thread free the block another thread had just freed (a double free the artifact recorded).
+static _Thread_local void* volatile sink;
 
 static atomic_long spun;  // allocations made by spin(), so "mid-run" is certain before the kill
 
