@@ -23,8 +23,8 @@ using bench::MemorySource;
 using bench::NullSink;
 
 // The realistic workload, 64 frames (~4.2M events, the stream size of the RSS measurement; 4 frames in smoke
-// mode): long enough to measure steady state, not ramp-up. A fresh encoder pays a one-off ~10 ms for
-// first-touching its K slots (~8,700 page faults at K = 4), ~2% of this stream.
+// mode): long enough that the one-off cost of a fresh encoder (first-touching its K slots' pages) is
+// amortized, so the rows measure steady state, not ramp-up.
 std::span<const Event> realistic_stream() { return bench::workload(bench::stream_events()); }
 
 // CPU seconds used by the whole process (every thread: producer, pool, writer). Google Benchmark's CPU column

@@ -8,6 +8,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/record_common.sh
+source "$here/bench/record_common.sh"
 build=$(cd "${1:-$here/build/dev}" && pwd)
 rounds=${2:-5}
 ops=${3:-4000000}
@@ -19,7 +21,7 @@ memtrack=$build/bin/memtrack
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cc -O2 -pthread "$here/tests/integration/programs/churn.c" -o "$work/churn"
+build_churn "$work"
 
 for ((r = 1; r <= rounds; r++)); do
   for level in "${levels[@]}"; do
@@ -33,7 +35,6 @@ done > "$work/runs"
 
 echo "memtrack record of churn, 2 threads x $ops operations, $rounds interleaved rounds, medians"
 printf '  level      wall       CPU   B/event   wall x level %s\n' "${levels[0]}"
-median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 base=$(awk -v l="${levels[0]}" '$1 == l {print $2}' "$work/runs" | median)
 for level in "${levels[@]}"; do
   wall=$(awk -v l="$level" '$1 == l {print $2}' "$work/runs" | median)

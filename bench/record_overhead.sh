@@ -10,6 +10,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/record_common.sh
+source "$here/bench/record_common.sh"
 build=$(cd "${1:-$here/build/dev}" && pwd)
 rounds=${2:-5}
 threads=${3:-2}
@@ -21,8 +23,8 @@ command -v heaptrack > /dev/null || { echo "record_overhead.sh: heaptrack is not
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The same source the integration tests build; compiled here so a Release build without tests works too.
-cc -O2 -pthread "$here/tests/integration/programs/churn.c" -o "$work/churn"
+# The same source the integration tests build.
+build_churn "$work"
 prog=("$work/churn" "$threads" "$ops")
 
 # run NAME CMD...: appends CMD's wall time to $work/NAME.times and its CPU time (user + system, all its
@@ -61,14 +63,13 @@ if /usr/bin/python3 -c 'import msgpack, zstandard' 2> /dev/null; then
   echo "python3-zstandard + python3-msgpack decoded $decoded events from the last artifact (recorder said $recorded)"
 fi
 
-median() { sort -g "$work/$1" | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-n=$(median native.times)
-h=$(median heaptrack.times)
-m=$(median memtrack.times)
-t=$(median transport.times)
-nc=$(median native.cpu)
-hc=$(median heaptrack.cpu)
-mc=$(median memtrack.cpu)
+n=$(median < "$work/native.times")
+h=$(median < "$work/heaptrack.times")
+m=$(median < "$work/memtrack.times")
+t=$(median < "$work/transport.times")
+nc=$(median < "$work/native.cpu")
+hc=$(median < "$work/heaptrack.cpu")
+mc=$(median < "$work/memtrack.cpu")
 artifact_bytes=$(stat -c %s "$work/mt.$rounds.msgpack")
 echo
 echo "workload: $threads threads x $ops malloc/free/realloc operations ($expected events), $rounds interleaved rounds, medians"

@@ -6,11 +6,17 @@ using codec::EventKind;
 
 codec::AddressMap& HeapTracker::blocks_of(std::int32_t pid) {
   if (last_blocks_ == nullptr || pid != last_pid_) {
-    pids_.insert(pid);
     last_blocks_ = &blocks_[pid];  // unordered_map keeps references stable across inserts
     last_pid_ = pid;
   }
   return *last_blocks_;
+}
+
+std::vector<std::int32_t> HeapTracker::pids() const {
+  std::vector<std::int32_t> out;
+  out.reserve(blocks_.size());
+  for (const auto& [pid, blocks] : blocks_) out.push_back(pid);
+  return out;
 }
 
 void HeapTracker::apply(std::span<const codec::Event> events) {

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <span>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "memtrack/codec/address_map.h"
@@ -19,9 +18,9 @@ class HeapTracker {
   void apply(std::span<const codec::Event> events);
   [[nodiscard]] std::uint64_t peak_bytes() const { return peak_; }
   [[nodiscard]] std::uint64_t live_bytes() const { return live_; }
-  // Distinct pids seen in the events: the processes that were recorded.
-  [[nodiscard]] std::size_t processes() const { return pids_.size(); }
-  [[nodiscard]] const std::unordered_set<std::int32_t>& pids() const { return pids_; }
+  // Distinct pids seen in the events (each has its map of blocks): the processes that were recorded.
+  [[nodiscard]] std::size_t processes() const { return blocks_.size(); }
+  [[nodiscard]] std::vector<std::int32_t> pids() const;
 
  private:
   codec::AddressMap& blocks_of(std::int32_t pid);
@@ -31,7 +30,6 @@ class HeapTracker {
   std::int32_t last_pid_ = 0;
   std::uint64_t live_ = 0;
   std::uint64_t peak_ = 0;
-  std::unordered_set<std::int32_t> pids_;
 };
 
 }  // namespace memtrack::runtime

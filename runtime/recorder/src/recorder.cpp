@@ -19,14 +19,13 @@
 #include "memtrack/pipeline/stream_encoder.h"
 #include "ring_reader.h"
 #include "shared_ring.h"
+#include "sys_error.h"
 #include "tsc_clock.h"
 
 extern char** environ;
 
 namespace memtrack::runtime {
 namespace {
-
-std::runtime_error sys_error(const std::string& what) { return std::runtime_error(what + ": " + std::strerror(errno)); }
 
 // The reader thread's work: the ring's events, read straight into the encoder's frame buffers, encoded into
 // the artifact. After an encoder failure, or in discard mode, it keeps draining the ring without encoding:
@@ -201,12 +200,14 @@ RecordResult record(const RecordOptions& options) {
 
   RecordResult result;
   result.output_path = options.output.empty() ? std::to_string(child) + ".MemtrackArtifact.msgpack" : options.output;
-  if (fd < 0 && !options.discard) fd = create_output(result.output_path);
   if (fd < 0 && !options.discard) {
-    result.status = {codec::Errc::io, result.output_path + ": cannot create: " + std::strerror(errno)};
-    // The program is already running: let it go on untracked instead of blocking on a ring nobody reads.
-    ring.header()->detached.store(1, std::memory_order_relaxed);
-    ring.wake_waiters();
+    fd = create_output(result.output_path);
+    if (fd < 0) {
+      result.status = {codec::Errc::io, result.output_path + ": cannot create: " + std::strerror(errno)};
+      // The program is already running: let it go on untracked instead of blocking on a ring nobody reads.
+      ring.header()->detached.store(1, std::memory_order_relaxed);
+      ring.wake_waiters();
+    }
   }
 
   HeapTracker heap;

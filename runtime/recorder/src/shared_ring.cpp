@@ -5,18 +5,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <climits>
-#include <cstring>
 #include <new>
 #include <stdexcept>
 
+#include "sys_error.h"
+
 namespace memtrack::runtime {
-namespace {
-
-std::runtime_error sys_error(const std::string& what) { return std::runtime_error(what + ": " + std::strerror(errno)); }
-
-}  // namespace
 
 SharedRing::SharedRing(std::uint64_t slots) : slots_(slots) {
   if (slots < 64 || (slots & (slots - 1)) != 0) throw std::runtime_error("ring size must be a power of two >= 64");

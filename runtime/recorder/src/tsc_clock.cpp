@@ -38,7 +38,8 @@ std::string slurp(const char* path) {
 
 __extension__ typedef __int128 int128;  // GCC and Clang; the shift of a negative value is arithmetic
 
-// Below this much reference time, the rate is not yet known well enough (pairs are read ~50 ns apart).
+// Below this much reference time, the rate is not yet known well enough (each pair's TSC is uncertain by
+// the width of the bracket around one clock read).
 constexpr std::uint64_t kMinBaselineNs = 2'000'000;
 // How long a reference pair is reused (see convert).
 constexpr std::uint64_t kRefreshNs = 1'000'000;

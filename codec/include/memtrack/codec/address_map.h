@@ -89,7 +89,6 @@ class AddressMap {
   // The table is kept at most 1/4 full while it is small enough to stay in the caches (up to 1 MiB), and at
   // most 1/2 full beyond: short probe runs matter while lookups hit the cache (every extra probe is a
   // mispredicted branch), memory matters once the table is large and each lookup is a cache miss anyway.
-  // The recorder's churn trace (bench/record_overhead.sh) runs at ~15% instead of ~30% load this way.
   static constexpr std::size_t kSmallTableSlots = std::size_t{1} << 16;
   [[nodiscard]] std::size_t max_load_divisor() const { return slots_.size() <= kSmallTableSlots ? 4 : 2; }
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Two builds of memtrack (say, before and after a change) recording the allocation-churn program,
+# interleaved round by round: median wall and CPU time of each, full recording and transport only
+# (MEMTRACK_RECORD_DISCARD=1), and B as a ratio to A from the same rounds.
+#
+#   bench/record_ab.sh BUILD_A BUILD_B [ROUNDS] [THREADS] [OPS_PER_THREAD]
+#   defaults:                          5        2         4000000
+# A build of an older commit: git worktree add /tmp/old COMMIT && cmake -S /tmp/old -B /tmp/old/build
+#   -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/old/build --target memtrack memtrack_preload
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/record_common.sh
+source "$here/bench/record_common.sh"
+(($# >= 2)) || { echo "usage: bench/record_ab.sh BUILD_A BUILD_B [ROUNDS] [THREADS] [OPS_PER_THREAD]" >&2; exit 2; }
+builds=("$(cd "$1" && pwd)" "$(cd "$2" && pwd)")
+rounds=${3:-5}
+threads=${4:-2}
+ops=${5:-4000000}
+for b in "${builds[@]}"; do
+  [[ -x $b/bin/memtrack ]] || { echo "record_ab.sh: no $b/bin/memtrack (build first)" >&2; exit 2; }
+done
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+build_churn "$work"
+
+for ((r = 1; r <= rounds; r++)); do
+  for side in 0 1; do
+    for mode in full transport; do
+      discard=$([[ $mode == transport ]] && echo 1 || echo 0)
+      MEMTRACK_RECORD_DISCARD=$discard /usr/bin/time -o "$work/time" -f "%e %U %S" \
+        "${builds[$side]}/bin/memtrack" record -o "$work/a.msgpack" -- "$work/churn" "$threads" "$ops" \
+        > /dev/null 2>&1
+      read -r wall user sys < "$work/time"
+      echo "$side $mode $wall $(echo "$user + $sys" | bc -l)"
+    done
+  done
+done > "$work/runs"
+
+pick() { awk -v s="$1" -v m="$2" -v c="$3" '$1 == s && $2 == m {print $c}' "$work/runs" | median; }
+echo "churn, $threads threads x $ops operations, $rounds interleaved rounds, medians"
+echo "  A = ${builds[0]}"
+echo "  B = ${builds[1]}"
+printf '  %-10s %9s %9s %9s %9s %8s %8s\n' "" "A wall" "B wall" "A CPU" "B CPU" "B/A wall" "B/A CPU"
+for mode in full transport; do
+  aw=$(pick 0 $mode 3) bw=$(pick 1 $mode 3) ac=$(pick 0 $mode 4) bc_=$(pick 1 $mode 4)
+  printf '  %-10s %7.3f s %7.3f s %7.3f s %7.3f s %7.2fx %7.2fx\n' "$mode" "$aw" "$bw" "$ac" "$bc_" \
+    "$(echo "$bw / $aw" | bc -l)" "$(echo "$bc_ / $ac" | bc -l)"
+done
