@@ -264,9 +264,11 @@ TEST(Record, EachAllocationFunctionIsOneEvent) { check_each_allocation_function(
 // The dlsym bootstrap: allocations dlsym makes while the preload library is still looking up the real
 // functions are served from its static arena, are not events, and their frees are ignored. glibc 2.36's
 // dlsym makes none when every symbol is found, so a test hook makes it fail one lookup (which allocates the
-// error message) and report the arena's use; the program's own events must be exactly as without it.
+// error message) and report the arena's use; the program's own events must be exactly as without it. The
+// hook is only in the test build of the library (runtime/preload/test_hooks.cpp).
 TEST(Record, DlsymBootstrapAllocationsUseTheArena) {
-  const RecordRun run = record({kPrograms + "/alloc_each"}, "MEMTRACK_TEST_DLSYM_MISS=1");
+  const RecordRun run = record({kPrograms + "/alloc_each"},
+                               "MEMTRACK_PRELOAD='" MEMTRACK_TESTHOOKS_PRELOAD "' MEMTRACK_TEST_DLSYM_MISS=1");
   const std::string marker = "memtrack: bootstrap arena bytes used: ";
   const auto pos = run.err.find(marker);
   ASSERT_NE(pos, std::string::npos) << run.err;

@@ -23,6 +23,34 @@ constexpr auto kAbandonAfter = std::chrono::milliseconds(250);
 // the recorder reaped, or one of the pids seen in the events that no longer runs).
 constexpr auto kUnsignedAfter = std::chrono::seconds(1);
 
+// The ring's kinds are the artifact's by value (ring.h), so converting one is a cast; if either side renumbers,
+// this fails to compile instead of mislabeling events.
+constexpr bool same_kind(RingEventKind r, codec::EventKind e) {
+  return static_cast<std::uint8_t>(r) == static_cast<std::uint8_t>(e);
+}
+static_assert(same_kind(RingEventKind::Malloc, codec::EventKind::Malloc) &&
+              same_kind(RingEventKind::Free, codec::EventKind::Free) &&
+              same_kind(RingEventKind::Calloc, codec::EventKind::Calloc) &&
+              same_kind(RingEventKind::Realloc, codec::EventKind::Realloc) &&
+              same_kind(RingEventKind::AlignedAlloc, codec::EventKind::AlignedAlloc) &&
+              same_kind(RingEventKind::Mmap, codec::EventKind::Mmap) &&
+              same_kind(RingEventKind::Munmap, codec::EventKind::Munmap) &&
+              same_kind(RingEventKind::Brk, codec::EventKind::Brk));
+
+// The ring's record (ring.h) as the in-memory event. Fields the ring does not carry keep their defaults.
+inline codec::Event to_event(const RingEvent& r) {
+  codec::Event e;
+  e.timestamp = r.timestamp;
+  e.addr = r.addr;
+  e.size = r.size;
+  e.old_addr = r.old_addr;
+  e.pid = r.pid;
+  e.tid = r.tid;
+  e.kind = static_cast<codec::EventKind>(r.kind);
+  e.flags = (r.flags & kRingFlagHasOldAddr) != 0 ? codec::kFlagHasOldAddr : std::uint8_t{0};
+  return e;
+}
+
 // True when thread (or process) `tid` no longer runs: gone, or a zombie (killed, not yet reaped). /proc/<tid>
 // exists for every thread id, not only for process ids.
 bool thread_gone(int tid) {
@@ -73,11 +101,12 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
     while (n < out.size()) {
       RingSlot& s = ring_.slot(pos_);
       if (s.seq.load(std::memory_order_acquire) != pos_ + 1) break;
-      out[n] = s.event;
-      ring_.release(pos_);
+      // A committed slot of kind None carries no event (a realloc that failed after taking its ticket).
+      const bool is_event = s.event.kind != RingEventKind::None;
+      if (is_event) out[n] = to_event(s.event);
+      ring_.release(pos_);  // after the slot was read: the producer of ticket pos_ + capacity overwrites it
       ++pos_;
-      // A committed slot of kind 0 carries no event (a realloc that failed after taking its ticket).
-      n += static_cast<std::uint8_t>(out[n].kind) != kNoEventKind;
+      n += is_event;
     }
     if (n != 0 || idle_rounds_ == 0) ring_.wake_waiters();
     if (n != 0) {

@@ -1,6 +1,7 @@
 // Drains the shared ring in ticket order (which is causal order, ring.h) into the caller's buffer: the
-// encoder's frame buffer when recording, so each event is copied once out of the ring and not again.
-// Converts TSC timestamps and keeps the live-heap books on every event it returns.
+// encoder's frame buffer when recording, so each event is copied once out of the ring, converted from the
+// ring's RingEvent to codec::Event on the way, and not copied again. Converts TSC timestamps and keeps the
+// live-heap books on every event it returns.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,5 @@
-// The recorder's side of the shared ring (memtrack/runtime/ring.h): creates the memfd the tracked processes
-// map, and reads committed slots in ticket order.
+// The recorder's side of the shared ring (memtrack/runtime/ring.h): the memory itself and the consumer's
+// half of the slot protocol. Reading slots in ticket order is RingReader's job (ring_reader.h).
 #pragma once
 
 #include <atomic>
@@ -10,8 +10,15 @@
 
 namespace memtrack::runtime {
 
-// A memfd the tracked processes open through /proc/<recorder pid>/fd/<n>. The fd itself is close-on-exec,
-// so the program's fd table is untouched and programs that close all fds still attach.
+// Owns the ring: creates a memfd of ring_bytes(slots), maps it, and initializes the header (magic, version,
+// capacity, recorder pid), every slot (free for its first ticket) and the owners array, before any producer
+// exists. The tracked processes find it through path(), /proc/<recorder pid>/fd/<n>; the fd is
+// close-on-exec, so the program's fd table is untouched and programs that close all their fds still attach.
+// For the reader it gives access to a ticket's slot and owner, hands slots back to the producers (release)
+// and wakes producers sleeping on a full ring. Unmaps and closes on destruction. slot(), owner() and
+// release() belong to one consumer thread (the slot protocol has a single consumer); the recorder's main
+// thread fills in the header before the program starts, and afterwards touches only its atomics (detached)
+// and wake_waiters().
 class SharedRing {
  public:
   // Throws std::runtime_error when the memfd cannot be created or mapped.

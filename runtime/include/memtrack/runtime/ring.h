@@ -15,18 +15,30 @@
 //   seq == t + 1        committed: the event of ticket t is readable
 //   seq == t + capacity released by the consumer: free for ticket t + capacity
 // A producer whose slot is not free yet (the recorder is behind) waits: lossless backpressure.
+//
+// This header is the ABI between two binaries built separately (libmemtrack-preload.so, possibly of another
+// build, and the recorder), so it depends on nothing else of memtrack: the event a producer writes is
+// RingEvent, the ring's own record, which the recorder converts to codec::Event as it reads. The artifact's
+// and the raw record's formats can change without touching the ring, and the ring without touching them.
+//
+// Versioning: the preload attaches only to a ring whose header has its own kRingMagic and kRingVersion (an
+// older or newer preload stays unattached and says so). Any change to the layout of RingEvent, RingSlot or
+// RingHeader, to ring_bytes(), or to the meaning of a field bumps kRingVersion. The layout half of that rule
+// is checked at compile time: kRingLayoutFingerprint (below) is a hash of every field's offset and size, and
+// one static_assert names both the version and the fingerprint it describes, so a layout change does not
+// compile until that line, version included, is edited.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-
-#include "memtrack/codec/event.h"
+#include <type_traits>
 
 namespace memtrack::runtime {
 
 inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
-inline constexpr std::uint32_t kRingVersion = 5;
+// 6: the slot's payload is RingEvent (until 5 it was codec::Event, the same 48 bytes).
+inline constexpr std::uint32_t kRingVersion = 6;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -34,8 +46,37 @@ inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
 // Environment variables the recorder sets for the tracked program (and which survive exec).
 inline constexpr const char* kEnvRing = "MEMTRACK_RING";  // a path the preload opens: /proc/<pid>/fd/<n>
 
-// A committed slot whose event kind is 0 carries no event (a realloc that failed after taking its ticket).
-inline constexpr std::uint8_t kNoEventKind = 0;
+// RingEvent::kind. The values are the artifact's kinds (codec::EventKind) on purpose, so the recorder's
+// conversion is a copy, but they belong to this ABI: ring_reader.cpp checks they still agree.
+enum class RingEventKind : std::uint8_t {
+  None = 0,  // a committed slot that carries no event (a realloc that failed after taking its ticket)
+  Malloc = 1,
+  Free = 2,
+  Calloc = 3,
+  Realloc = 4,
+  AlignedAlloc = 5,
+  Mmap = 6,
+  Munmap = 7,
+  Brk = 8,
+};
+
+inline constexpr std::uint8_t kRingFlagHasOldAddr = 0x01;  // RingEvent::flags: Realloc with an old address
+
+// One event as a producer writes it into its slot. Plain data: written field by field by the producer before
+// it publishes the slot (RingSlot::seq), read by the recorder after it sees the slot published.
+struct RingEvent {
+  std::uint64_t timestamp;  // raw TSC when RingHeader::timestamp_tsc is 1, else CLOCK_MONOTONIC nanoseconds
+  std::uint64_t addr;       // returned, freed or unmapped address; Realloc: the new block; Brk: the new break
+  std::uint64_t size;       // 0 for Free
+  std::uint64_t old_addr;   // Realloc with kRingFlagHasOldAddr: the old block; else 0
+  std::int32_t pid;
+  std::int32_t tid;
+  RingEventKind kind;
+  std::uint8_t flags;        // kRingFlagHasOldAddr; other bits 0
+  std::uint8_t reserved[6];  // 0
+};
+static_assert(std::is_trivially_copyable_v<RingEvent> && std::is_standard_layout_v<RingEvent>);
+static_assert(sizeof(RingEvent) == 48 && alignof(RingEvent) == 8, "RingEvent fills a 64-byte slot with seq and owner");
 
 // Who took a ticket: slot_owner(ticket, tid), stored by the producer in its slot (RingSlot::owner) when the
 // slot is free at once, else in owners[ticket % (2 * capacity)] before it waits for the slot. The recorder
@@ -51,15 +92,15 @@ inline constexpr std::uint64_t kOwnerTicketMask = ~std::uint64_t{0} >> kOwnerTid
 }
 
 struct alignas(64) RingSlot {
-  std::atomic<std::uint64_t> seq;
-  codec::Event event;
+  std::atomic<std::uint64_t> seq;  // the slot protocol above
+  RingEvent event;
   // slot_owner(ticket, tid) of the producer holding the slot, written as soon as the slot is its own: in the
   // line the producer writes anyway, where the owners array would cost each event a second cache line
   // (shared by 8 consecutive tickets, so written by alternating threads). A producer that must wait for its
   // slot signs the owners array instead, before waiting.
   std::atomic<std::uint64_t> owner;
 };
-static_assert(sizeof(RingSlot) == 64);
+static_assert(sizeof(RingSlot) == 64, "one cache line per event");
 
 // A new program image (the first one, or one started by exec) notes (pid, head when it attached). After an
 // exec by another thread, the old main thread's unfilled tickets carry a tid that lives on as the new
@@ -98,6 +139,59 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 [[nodiscard]] inline constexpr std::size_t ring_bytes(std::uint64_t slots) {
   return sizeof(RingHeader) + slots * sizeof(RingSlot) + 2 * slots * sizeof(std::uint64_t);
 }
+
+// A hash (FNV-1a) of the ring's layout: every field's offset and size, each struct's size and alignment,
+// and the constants that place data in the mapping. Any layout change changes it.
+namespace ring_layout {
+struct Hash {
+  std::uint64_t h = 0xcbf29ce484222325u;
+  constexpr Hash& add(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3u;
+    return *this;
+  }
+};
+#define MEMTRACK_RING_FIELD(T, f) add(offsetof(T, f)).add(sizeof(T::f))
+inline constexpr std::uint64_t kFingerprint = Hash{}
+                                                  .add(sizeof(RingEvent))
+                                                  .add(alignof(RingEvent))
+                                                  .MEMTRACK_RING_FIELD(RingEvent, timestamp)
+                                                  .MEMTRACK_RING_FIELD(RingEvent, addr)
+                                                  .MEMTRACK_RING_FIELD(RingEvent, size)
+                                                  .MEMTRACK_RING_FIELD(RingEvent, old_addr)
+                                                  .MEMTRACK_RING_FIELD(RingEvent, pid)
+                                                  .MEMTRACK_RING_FIELD(RingEvent, tid)
+                                                  .MEMTRACK_RING_FIELD(RingEvent, kind)
+                                                  .MEMTRACK_RING_FIELD(RingEvent, flags)
+                                                  .MEMTRACK_RING_FIELD(RingEvent, reserved)
+                                                  .add(sizeof(RingSlot))
+                                                  .add(alignof(RingSlot))
+                                                  .MEMTRACK_RING_FIELD(RingSlot, seq)
+                                                  .MEMTRACK_RING_FIELD(RingSlot, event)
+                                                  .MEMTRACK_RING_FIELD(RingSlot, owner)
+                                                  .add(sizeof(RingHeader))
+                                                  .add(alignof(RingHeader))
+                                                  .MEMTRACK_RING_FIELD(RingHeader, magic)
+                                                  .MEMTRACK_RING_FIELD(RingHeader, version)
+                                                  .MEMTRACK_RING_FIELD(RingHeader, capacity)
+                                                  .MEMTRACK_RING_FIELD(RingHeader, recorder_pid)
+                                                  .MEMTRACK_RING_FIELD(RingHeader, timestamp_tsc)
+                                                  .MEMTRACK_RING_FIELD(RingHeader, detached)
+                                                  .MEMTRACK_RING_FIELD(RingHeader, head)
+                                                  .MEMTRACK_RING_FIELD(RingHeader, waiters)
+                                                  .MEMTRACK_RING_FIELD(RingHeader, wake_futex)
+                                                  .MEMTRACK_RING_FIELD(RingHeader, exec_count)
+                                                  .MEMTRACK_RING_FIELD(RingHeader, exec_notices)
+                                                  .add(ring_bytes(1))
+                                                  .add(kOwnerTidBits)
+                                                  .h;
+#undef MEMTRACK_RING_FIELD
+}  // namespace ring_layout
+inline constexpr std::uint64_t kRingLayoutFingerprint = ring_layout::kFingerprint;
+
+// The version and the layout it names, checked together. When this fails, the layout changed: bump
+// kRingVersion (and say what changed beside it), then put the new fingerprint here with the new version.
+static_assert(kRingVersion == 6 && kRingLayoutFingerprint == 0x955f5a330e446607u,
+              "the ring's layout changed: bump kRingVersion, then put the new kRingLayoutFingerprint on this line");
 
 [[nodiscard]] inline RingSlot* ring_slots(RingHeader* h) {
   return reinterpret_cast<RingSlot*>(reinterpret_cast<char*>(h) + sizeof(RingHeader));

@@ -1,0 +1,52 @@
+// Private to libmemtrack-preload.so: what its files share. The preload interposes the allocation and mapping
+// functions of a tracked program and writes one event per successful call into the recorder's shared ring
+// (memtrack/runtime/ring.h). Its files, one job each:
+//   hooks.cpp        the interposed C ABI (malloc ... sbrk, _Fork) and the constructor that attaches early
+//   resolve.cpp      the real functions, found with dlsym(RTLD_NEXT), and the bootstrap arena (resolve.h)
+//   ring_client.cpp  attaching to the recorder's ring and the producer's half of its protocol (ring_client.h)
+//   test_hooks.cpp   hooks for the integration tests, only in libmemtrack-preload-testhooks.so
+//
+// Rules every file keeps (docs/RUNTIME.md, "Calls and events" and "Processes, exec, threads, signals"):
+// - It links only libc (libdl and pthread are part of it) and uses no C++ runtime: no exceptions, no RTTI, no
+//   operator new, no static constructors (globals are constinit) beyond the one in hooks.cpp. Everything is
+//   raw system calls or libc functions that do not allocate.
+// - No allocation on its own paths: recording an event writes into the mapped ring and nowhere else.
+// - Causal order: a free is recorded before the real free, an allocation after the real call returns, and a
+//   realloc takes its ticket before the real call (the old block is released inside it) and fills the slot
+//   after. Ticket order is the artifact order (see ring.h for why it is causal).
+// - Reentrancy: `t_busy` is set while this thread attaches to the recorder; allocations made meanwhile (by
+//   pthread_atfork) go straight to the real allocator, unrecorded. While this thread resolves the real
+//   functions, its calls are served from the bootstrap arena (`t_resolving`).
+// - Signals: a hook may run in a signal handler, so the recording path is async-signal-safe (atomics, raw
+//   system calls, thread-locals of the initial-exec model, which never allocate). A handler that interrupts
+//   this thread while it holds an unfilled ticket records normally, within a bound that rules out deadlock
+//   (begin_event in ring_client.h).
+// - fork, exec, vfork, threads: a forked child shares the ring and refreshes its pid and tid (pthread_atfork,
+//   and the _Fork hook, which runs no handlers); exec starts a new image that attaches again; vfork children
+//   only exec or _exit; each thread caches its own tid. Nothing is buffered per thread, so nothing is flushed.
+// - Lossless: a full ring makes the producer wait. If the recorder is gone, the process stops recording
+//   after one warning and never hangs.
+#pragma once
+
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// The interposed functions: the only symbols the library exports (CXX_VISIBILITY_PRESET hidden hides the rest).
+#define MEMTRACK_EXPORT extern "C" __attribute__((visibility("default")))
+// initial-exec: a thread-local of this model is a fixed offset from the thread pointer, so reading one never
+// calls __tls_get_addr, which may allocate (and so recurse into malloc) on a thread's first access.
+#define MEMTRACK_TLS __thread __attribute__((tls_model("initial-exec")))
+
+// Everything declared in the preload's headers is hidden, declarations included: the compiler then reaches
+// the globals of another file of the library directly, not through the GOT.
+#pragma GCC visibility push(hidden)
+
+namespace memtrack::preload {
+
+// No stdio: it allocates and takes locks.
+inline void write_stderr(const char* msg) { (void)!syscall(SYS_write, 2, msg, strlen(msg)); }
+
+}  // namespace memtrack::preload
+
+#pragma GCC visibility pop
