@@ -57,9 +57,6 @@ int run_record(int argc, char** argv) {
     throw UsageError("unexpected argument " + rest.front() + " before --");
   if (options.command.empty()) throw UsageError("no command given: memtrack record [options] -- CMD [ARGS...]");
   options.preload_path = find_preload();
-  // Benchmark knob: drain the ring and encode nothing, to measure the transport alone.
-  if (const char* discard = std::getenv("MEMTRACK_RECORD_DISCARD"); discard != nullptr && *discard == '1')
-    options.discard = true;
   // Undocumented knob for tests: a tiny ring makes every producer wrap and wait.
   if (const char* slots = std::getenv("MEMTRACK_RING_SLOTS"); slots != nullptr && *slots != '\0')
     options.ring_slots = static_cast<std::uint64_t>(parse_int("MEMTRACK_RING_SLOTS", slots, 64, 1LL << 30));

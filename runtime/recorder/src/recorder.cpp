@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "heap_tracker.h"
 #include "memtrack/pipeline/sink.h"
 #include "memtrack/pipeline/stream_encoder.h"
+#include "recorder_internal.h"
 #include "ring_reader.h"
 #include "shared_ring.h"
 #include "sys_error.h"
@@ -41,10 +43,10 @@ void drain(RingReader& reader) {
   }
 }
 
-ReaderOutcome read_and_encode(RingReader& reader, SharedRing& ring, int fd, const RecordOptions& options,
+ReaderOutcome read_and_encode(RingReader& reader, SharedRing& ring, int fd, const RecordOptions& options, bool discard,
                               const std::string& output_path) {
   ReaderOutcome outcome;
-  if (!options.discard) {
+  if (!discard) {
     try {
       pipeline::FdSink sink(fd, output_path);
       pipeline::EncoderOptions encoder;
@@ -146,7 +148,16 @@ class SignalScope {
 
 }  // namespace
 
-RecordResult record(const RecordOptions& options) {
+InternalRecordOptions InternalRecordOptions::from_environment() {
+  InternalRecordOptions internal;
+  const char* discard = std::getenv("MEMTRACK_RECORD_DISCARD");
+  internal.discard = discard != nullptr && *discard == '1';
+  return internal;
+}
+
+RecordResult record(const RecordOptions& options) { return record(options, InternalRecordOptions::from_environment()); }
+
+RecordResult record(const RecordOptions& options, const InternalRecordOptions& internal) {
   if (options.command.empty()) throw std::runtime_error("no command to record");
   if (::access(options.preload_path.c_str(), R_OK) != 0) throw sys_error("preload library " + options.preload_path);
 
@@ -200,7 +211,7 @@ RecordResult record(const RecordOptions& options) {
 
   RecordResult result;
   result.output_path = options.output.empty() ? std::to_string(child) + ".MemtrackArtifact.msgpack" : options.output;
-  if (fd < 0 && !options.discard) {
+  if (fd < 0 && !internal.discard) {
     fd = create_output(result.output_path);
     if (fd < 0) {
       result.status = {codec::Errc::io, result.output_path + ": cannot create: " + std::strerror(errno)};
@@ -215,8 +226,9 @@ RecordResult record(const RecordOptions& options) {
   RingReader reader(ring, watch, heap, tsc.get());
   ReaderOutcome outcome;
   std::thread reader_thread;
-  if (fd >= 0 || options.discard)
-    reader_thread = std::thread([&] { outcome = read_and_encode(reader, ring, fd, options, result.output_path); });
+  if (fd >= 0 || internal.discard)
+    reader_thread = std::thread(
+        [&] { outcome = read_and_encode(reader, ring, fd, options, internal.discard, result.output_path); });
 
   signals.enter_wait();
   for (;;) {

@@ -28,7 +28,6 @@ struct RecordOptions {
   unsigned workers = 0;              // encoder workers; 0 = hardware threads
   int level = kDefaultRecordLevel;   // zstd level
   std::uint64_t ring_slots = kDefaultRingSlots;
-  bool discard = false;  // benchmarks only: drain the ring but encode nothing (the transport's own cost)
 };
 
 struct RecordResult {
