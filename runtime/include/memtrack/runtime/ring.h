@@ -24,9 +24,9 @@
 // Versioning: the preload attaches only to a ring whose header has its own kRingMagic and kRingVersion (an
 // older or newer preload stays unattached and says so). Any change to the layout of RingEvent, RingSlot or
 // RingHeader, to ring_bytes(), or to the meaning of a field bumps kRingVersion. The layout half of that rule
-// is checked at compile time: kRingLayoutFingerprint (below) is a hash of every field's offset and size, and
-// one static_assert names both the version and the fingerprint it describes, so a layout change does not
-// compile until that line, version included, is edited.
+// is checked at compile time: ring_layout_fingerprint() (below) is a hash of every field's offset and size,
+// and it must equal the layout recorded for kRingVersion, so a layout change does not compile until the
+// version is bumped and its layout recorded.
 #pragma once
 
 #include <atomic>
@@ -142,56 +142,61 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
 // A hash (FNV-1a) of the ring's layout: every field's offset and size, each struct's size and alignment,
 // and the constants that place data in the mapping. Any layout change changes it.
-namespace ring_layout {
-struct Hash {
+[[nodiscard]] constexpr std::uint64_t ring_layout_fingerprint() {
   std::uint64_t h = 0xcbf29ce484222325u;
-  constexpr Hash& add(std::uint64_t v) {
+  auto add = [&h](std::uint64_t v) {
     for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3u;
-    return *this;
-  }
-};
-#define MEMTRACK_RING_FIELD(T, f) add(offsetof(T, f)).add(sizeof(T::f))
-inline constexpr std::uint64_t kFingerprint = Hash{}
-                                                  .add(sizeof(RingEvent))
-                                                  .add(alignof(RingEvent))
-                                                  .MEMTRACK_RING_FIELD(RingEvent, timestamp)
-                                                  .MEMTRACK_RING_FIELD(RingEvent, addr)
-                                                  .MEMTRACK_RING_FIELD(RingEvent, size)
-                                                  .MEMTRACK_RING_FIELD(RingEvent, old_addr)
-                                                  .MEMTRACK_RING_FIELD(RingEvent, pid)
-                                                  .MEMTRACK_RING_FIELD(RingEvent, tid)
-                                                  .MEMTRACK_RING_FIELD(RingEvent, kind)
-                                                  .MEMTRACK_RING_FIELD(RingEvent, flags)
-                                                  .MEMTRACK_RING_FIELD(RingEvent, reserved)
-                                                  .add(sizeof(RingSlot))
-                                                  .add(alignof(RingSlot))
-                                                  .MEMTRACK_RING_FIELD(RingSlot, seq)
-                                                  .MEMTRACK_RING_FIELD(RingSlot, event)
-                                                  .MEMTRACK_RING_FIELD(RingSlot, owner)
-                                                  .add(sizeof(RingHeader))
-                                                  .add(alignof(RingHeader))
-                                                  .MEMTRACK_RING_FIELD(RingHeader, magic)
-                                                  .MEMTRACK_RING_FIELD(RingHeader, version)
-                                                  .MEMTRACK_RING_FIELD(RingHeader, capacity)
-                                                  .MEMTRACK_RING_FIELD(RingHeader, recorder_pid)
-                                                  .MEMTRACK_RING_FIELD(RingHeader, timestamp_tsc)
-                                                  .MEMTRACK_RING_FIELD(RingHeader, detached)
-                                                  .MEMTRACK_RING_FIELD(RingHeader, head)
-                                                  .MEMTRACK_RING_FIELD(RingHeader, waiters)
-                                                  .MEMTRACK_RING_FIELD(RingHeader, wake_futex)
-                                                  .MEMTRACK_RING_FIELD(RingHeader, exec_count)
-                                                  .MEMTRACK_RING_FIELD(RingHeader, exec_notices)
-                                                  .add(ring_bytes(1))
-                                                  .add(kOwnerTidBits)
-                                                  .h;
+  };
+#define MEMTRACK_RING_FIELD(T, f) (add(offsetof(T, f)), add(sizeof(T::f)))
+  add(sizeof(RingEvent));
+  add(alignof(RingEvent));
+  MEMTRACK_RING_FIELD(RingEvent, timestamp);
+  MEMTRACK_RING_FIELD(RingEvent, addr);
+  MEMTRACK_RING_FIELD(RingEvent, size);
+  MEMTRACK_RING_FIELD(RingEvent, old_addr);
+  MEMTRACK_RING_FIELD(RingEvent, pid);
+  MEMTRACK_RING_FIELD(RingEvent, tid);
+  MEMTRACK_RING_FIELD(RingEvent, kind);
+  MEMTRACK_RING_FIELD(RingEvent, flags);
+  MEMTRACK_RING_FIELD(RingEvent, reserved);
+  add(sizeof(RingSlot));
+  add(alignof(RingSlot));
+  MEMTRACK_RING_FIELD(RingSlot, seq);
+  MEMTRACK_RING_FIELD(RingSlot, event);
+  MEMTRACK_RING_FIELD(RingSlot, owner);
+  add(sizeof(RingHeader));
+  add(alignof(RingHeader));
+  MEMTRACK_RING_FIELD(RingHeader, magic);
+  MEMTRACK_RING_FIELD(RingHeader, version);
+  MEMTRACK_RING_FIELD(RingHeader, capacity);
+  MEMTRACK_RING_FIELD(RingHeader, recorder_pid);
+  MEMTRACK_RING_FIELD(RingHeader, timestamp_tsc);
+  MEMTRACK_RING_FIELD(RingHeader, detached);
+  MEMTRACK_RING_FIELD(RingHeader, head);
+  MEMTRACK_RING_FIELD(RingHeader, waiters);
+  MEMTRACK_RING_FIELD(RingHeader, wake_futex);
+  MEMTRACK_RING_FIELD(RingHeader, exec_count);
+  MEMTRACK_RING_FIELD(RingHeader, exec_notices);
 #undef MEMTRACK_RING_FIELD
-}  // namespace ring_layout
-inline constexpr std::uint64_t kRingLayoutFingerprint = ring_layout::kFingerprint;
+  add(ring_bytes(1));
+  add(kOwnerTidBits);
+  return h;
+}
 
-// The version and the layout it names, checked together. When this fails, the layout changed: bump
-// kRingVersion (and say what changed beside it), then put the new fingerprint here with the new version.
-static_assert(kRingVersion == 6 && kRingLayoutFingerprint == 0x955f5a330e446607u,
-              "the ring's layout changed: bump kRingVersion, then put the new kRingLayoutFingerprint on this line");
+// The layout each version of the ring has: one case per version since 6, the first with RingEvent. A layout
+// change makes the static_assert below fail (the compiler's note shows the new fingerprint): then bump
+// kRingVersion and add its case here. Never edit an existing case. (A bump for a change of meaning alone adds
+// a case with the same fingerprint.)
+[[nodiscard]] constexpr std::uint64_t ring_layout_of_version(std::uint32_t version) {
+  switch (version) {
+    case 6:
+      return 0x955f5a330e446607u;
+    default:
+      return 0;
+  }
+}
+static_assert(ring_layout_fingerprint() == ring_layout_of_version(kRingVersion),
+              "the ring's layout changed: bump kRingVersion and add its layout to ring_layout_of_version()");
 
 [[nodiscard]] inline RingSlot* ring_slots(RingHeader* h) {
   return reinterpret_cast<RingSlot*>(reinterpret_cast<char*>(h) + sizeof(RingHeader));
