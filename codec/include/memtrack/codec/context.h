@@ -1,0 +1,107 @@
+// The artifact's context section (docs/FORMAT.md, "Context section"): who the processes were and what the
+// recording was, in zstd skippable frames placed after data frames. Plain MemtrackArtifact consumers skip
+// them; the data frames stay byte-identical to an artifact of the same events without context.
+//
+// This header is the one home of the section's bytes: the record types, their msgpack form, and the frame
+// that carries them. The recorder writes them (runtime/recorder), the analysis library reads them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "memtrack/codec/frame_compressor.h"
+#include "memtrack/codec/status.h"
+
+namespace memtrack::codec {
+
+// Skippable frame magic 0x184D2A50 + 0xB; the frame index (seek table) uses 0x184D2A5E.
+inline constexpr std::uint32_t kContextFrameMagic = 0x184D2A5Bu;
+inline constexpr std::uint8_t kContextTag[4] = {'M', 'T', 'C', 'X'};
+// The artifact format version a context frame declares. Version 1 artifacts have no context frames.
+inline constexpr std::uint8_t kFormatVersion = 2;
+inline constexpr std::uint8_t kContextFlagZstd = 0x01;
+// skippable magic (4) + frame size (4) + tag (4) + version (1) + flags (1) + reserved (2)
+inline constexpr std::size_t kContextHeaderBytes = 16;
+// A reader refuses a context payload that declares more than this (a decompressed size is allocated once).
+inline constexpr std::size_t kMaxContextPayloadBytes = std::size_t{64} << 20;
+
+// The position of a record in the event stream: the global index of the first event after the point the
+// record describes (every later event of the pid has an index >= event).
+struct RecordingInfo {
+  std::string memtrack_version;
+  std::vector<std::string> command;
+  std::uint64_t start_realtime_ns = 0;
+  std::uint64_t start_monotonic_ns = 0;
+  std::vector<std::string> sections;  // optional sections this recording writes: "lifecycle", ...
+  std::int32_t pid = 0;               // the recorder's pid: the parent of the command's first process
+  friend bool operator==(const RecordingInfo&, const RecordingInfo&) = default;
+};
+
+struct ProcessStart {
+  std::int32_t pid = 0;
+  std::int32_t ppid = 0;
+  std::uint64_t event = 0;
+  std::uint64_t timestamp = 0;  // CLOCK_MONOTONIC ns, as the events
+  friend bool operator==(const ProcessStart&, const ProcessStart&) = default;
+};
+
+struct ProcessExec {
+  std::int32_t pid = 0;
+  std::uint64_t event = 0;
+  std::uint64_t timestamp = 0;
+  std::string executable;
+  std::vector<std::string> argv;
+  friend bool operator==(const ProcessExec&, const ProcessExec&) = default;
+};
+
+struct ProcessExit {
+  std::int32_t pid = 0;
+  std::uint64_t event = 0;
+  std::uint64_t timestamp = 0;
+  std::optional<std::int32_t> status;  // exit code, when the process exited and the code is known
+  std::optional<std::int32_t> signal;  // the signal that killed it, when known
+  friend bool operator==(const ProcessExit&, const ProcessExit&) = default;
+};
+
+struct Untracked {
+  std::optional<std::int32_t> pid;
+  std::string executable;
+  std::string reason;  // "setuid", "static", "environment-cleared", "left-running", ...
+  std::uint64_t event = 0;
+  friend bool operator==(const Untracked&, const Untracked&) = default;
+};
+
+// The last record of a recording that finished: its presence says the stream is complete.
+struct StreamEnd {
+  std::uint64_t events = 0;
+  std::uint64_t frames = 0;  // data frames
+  bool clean = true;
+  friend bool operator==(const StreamEnd&, const StreamEnd&) = default;
+};
+
+using ContextRecord = std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd>;
+
+// Appends the msgpack map of `record` to `out`.
+void encode_context_record(const ContextRecord& record, std::vector<std::byte>& out);
+
+// Appends one whole context frame (header + one zstd frame of the records' msgpack) to `out`.
+// `scratch` holds the msgpack bytes between calls (reused, so a recorder does not reallocate per frame).
+Status encode_context_frame(std::span<const ContextRecord> records, FrameCompressor& compressor,
+                            std::vector<std::byte>& scratch, std::vector<std::byte>& out);
+
+// True if `bytes` (at least 4) start with the context frame magic.
+[[nodiscard]] bool is_context_frame(std::span<const std::byte> bytes);
+
+// Parses one whole context frame (starting at its skippable magic, `frame.size()` = 8 + its frame size) and
+// appends its records to `out`, skipping records of unknown type. `file_offset` is where the frame starts in
+// the artifact; errors name it and the record's offset in the payload. A frame of a version greater than
+// kFormatVersion is refused with Errc::bad_msgpack ("written by a newer memtrack"), its records untouched.
+Status decode_context_frame(std::span<const std::byte> frame, std::uint64_t file_offset,
+                            std::vector<ContextRecord>& out);
+
+}  // namespace memtrack::codec

@@ -1,0 +1,292 @@
+#include "memtrack/codec/context.h"
+
+#include <zstd.h>
+
+#include <cstring>
+#include <limits>
+#include <msgpack.hpp>
+#include <string_view>
+#include <type_traits>
+
+namespace memtrack::codec {
+namespace {
+
+// msgpack-c's packer writes to any stream with write(const char*, size_t).
+struct ByteVectorStream {
+  std::vector<std::byte>& out;
+  void write(const char* data, std::size_t n) {
+    const auto* p = reinterpret_cast<const std::byte*>(data);
+    out.insert(out.end(), p, p + n);
+  }
+};
+using Packer = msgpack::packer<ByteVectorStream>;
+
+void pack_str(Packer& pk, std::string_view s) {
+  pk.pack_str(static_cast<std::uint32_t>(s.size()));
+  pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+}
+void pack_strings(Packer& pk, const std::vector<std::string>& v) {
+  pk.pack_array(static_cast<std::uint32_t>(v.size()));
+  for (const std::string& s : v) pack_str(pk, s);
+}
+template <typename T>
+void pack_optional(Packer& pk, const std::optional<T>& v) {
+  if (v)
+    pk.pack(*v);
+  else
+    pk.pack_nil();
+}
+
+void pack(Packer& pk, const RecordingInfo& r) {
+  pk.pack_map(7);
+  pack_str(pk, "type"), pack_str(pk, "Recording");
+  pack_str(pk, "memtrack"), pack_str(pk, r.memtrack_version);
+  pack_str(pk, "command"), pack_strings(pk, r.command);
+  pack_str(pk, "start_realtime_ns"), pk.pack(r.start_realtime_ns);
+  pack_str(pk, "start_monotonic_ns"), pk.pack(r.start_monotonic_ns);
+  pack_str(pk, "sections"), pack_strings(pk, r.sections);
+  pack_str(pk, "pid"), pk.pack(r.pid);
+}
+void pack(Packer& pk, const ProcessStart& r) {
+  pk.pack_map(5);
+  pack_str(pk, "type"), pack_str(pk, "ProcessStart");
+  pack_str(pk, "pid"), pk.pack(r.pid);
+  pack_str(pk, "ppid"), pk.pack(r.ppid);
+  pack_str(pk, "event"), pk.pack(r.event);
+  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
+}
+void pack(Packer& pk, const ProcessExec& r) {
+  pk.pack_map(6);
+  pack_str(pk, "type"), pack_str(pk, "Exec");
+  pack_str(pk, "pid"), pk.pack(r.pid);
+  pack_str(pk, "event"), pk.pack(r.event);
+  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
+  pack_str(pk, "executable"), pack_str(pk, r.executable);
+  pack_str(pk, "argv"), pack_strings(pk, r.argv);
+}
+void pack(Packer& pk, const ProcessExit& r) {
+  pk.pack_map(6);
+  pack_str(pk, "type"), pack_str(pk, "ProcessExit");
+  pack_str(pk, "pid"), pk.pack(r.pid);
+  pack_str(pk, "event"), pk.pack(r.event);
+  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
+  pack_str(pk, "status"), pack_optional(pk, r.status);
+  pack_str(pk, "signal"), pack_optional(pk, r.signal);
+}
+void pack(Packer& pk, const Untracked& r) {
+  pk.pack_map(5);
+  pack_str(pk, "type"), pack_str(pk, "Untracked");
+  pack_str(pk, "pid"), pack_optional(pk, r.pid);
+  pack_str(pk, "executable"), pack_str(pk, r.executable);
+  pack_str(pk, "reason"), pack_str(pk, r.reason);
+  pack_str(pk, "event"), pk.pack(r.event);
+}
+void pack(Packer& pk, const StreamEnd& r) {
+  pk.pack_map(4);
+  pack_str(pk, "type"), pack_str(pk, "End");
+  pack_str(pk, "events"), pk.pack(r.events);
+  pack_str(pk, "frames"), pk.pack(r.frames);
+  pack_str(pk, "clean"), pk.pack(r.clean);
+}
+
+void store_le32(std::byte* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
+}
+std::uint32_t load_le32(const std::byte* p) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= std::uint32_t{std::to_integer<std::uint8_t>(p[i])} << (8 * i);
+  return v;
+}
+
+// Reading: one record map at a time, with every key looked up by name, so key order, unknown keys and
+// integer widths are as free as in the events (FORMAT.md). Failures throw RecordError, caught per frame.
+struct RecordError {
+  std::string what;
+};
+
+class Fields {
+ public:
+  explicit Fields(const msgpack::object& map) : map_(map.via.map) {}
+  const msgpack::object* find(std::string_view key) const {
+    for (std::uint32_t i = 0; i < map_.size; ++i) {
+      const msgpack::object& k = map_.ptr[i].key;
+      if (k.type == msgpack::type::STR && std::string_view(k.via.str.ptr, k.via.str.size) == key)
+        return &map_.ptr[i].val;
+    }
+    return nullptr;
+  }
+  const msgpack::object& get(std::string_view key) const {
+    const msgpack::object* v = find(key);
+    if (v == nullptr) throw RecordError{"missing key \"" + std::string(key) + "\""};
+    return *v;
+  }
+  template <typename T>
+  T integer(std::string_view key) const {
+    return to_integer<T>(get(key), key);
+  }
+  template <typename T>
+  std::optional<T> optional_integer(std::string_view key) const {
+    const msgpack::object* v = find(key);
+    if (v == nullptr || v->type == msgpack::type::NIL) return std::nullopt;
+    return to_integer<T>(*v, key);
+  }
+  std::string string(std::string_view key) const { return to_string(get(key), key); }
+  std::vector<std::string> strings(std::string_view key) const {
+    const msgpack::object& v = get(key);
+    if (v.type != msgpack::type::ARRAY) throw RecordError{"key \"" + std::string(key) + "\" is not an array"};
+    std::vector<std::string> out;
+    out.reserve(v.via.array.size);
+    for (std::uint32_t i = 0; i < v.via.array.size; ++i) out.push_back(to_string(v.via.array.ptr[i], key));
+    return out;
+  }
+  bool boolean(std::string_view key) const {
+    const msgpack::object& v = get(key);
+    if (v.type != msgpack::type::BOOLEAN) throw RecordError{"key \"" + std::string(key) + "\" is not a bool"};
+    return v.via.boolean;
+  }
+
+ private:
+  template <typename T>
+  static T to_integer(const msgpack::object& v, std::string_view key) {
+    if (v.type == msgpack::type::POSITIVE_INTEGER) {
+      if (v.via.u64 <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(v.via.u64);
+    } else if (v.type == msgpack::type::NEGATIVE_INTEGER) {
+      if constexpr (std::is_signed_v<T>) {
+        if (v.via.i64 >= static_cast<std::int64_t>(std::numeric_limits<T>::min())) return static_cast<T>(v.via.i64);
+      }
+    } else {
+      throw RecordError{"key \"" + std::string(key) + "\" is not an integer"};
+    }
+    throw RecordError{"key \"" + std::string(key) + "\" is out of range"};
+  }
+  static std::string to_string(const msgpack::object& v, std::string_view key) {
+    if (v.type != msgpack::type::STR) throw RecordError{"key \"" + std::string(key) + "\" is not a string"};
+    return {v.via.str.ptr, v.via.str.size};
+  }
+  const msgpack::object_map& map_;
+};
+
+// Returns false for a record of a type this version does not know (skipped, as FORMAT.md promises).
+bool parse_record(const msgpack::object& obj, std::vector<ContextRecord>& out) {
+  if (obj.type != msgpack::type::MAP) throw RecordError{"record is not a map"};
+  const Fields f(obj);
+  const std::string type = f.string("type");
+  if (type == "Recording") {
+    out.emplace_back(RecordingInfo{
+        f.string("memtrack"), f.strings("command"), f.integer<std::uint64_t>("start_realtime_ns"),
+        f.integer<std::uint64_t>("start_monotonic_ns"), f.strings("sections"), f.integer<std::int32_t>("pid")});
+  } else if (type == "ProcessStart") {
+    out.emplace_back(ProcessStart{f.integer<std::int32_t>("pid"), f.integer<std::int32_t>("ppid"),
+                                  f.integer<std::uint64_t>("event"), f.integer<std::uint64_t>("timestamp")});
+  } else if (type == "Exec") {
+    out.emplace_back(ProcessExec{f.integer<std::int32_t>("pid"), f.integer<std::uint64_t>("event"),
+                                 f.integer<std::uint64_t>("timestamp"), f.string("executable"), f.strings("argv")});
+  } else if (type == "ProcessExit") {
+    out.emplace_back(ProcessExit{f.integer<std::int32_t>("pid"), f.integer<std::uint64_t>("event"),
+                                 f.integer<std::uint64_t>("timestamp"), f.optional_integer<std::int32_t>("status"),
+                                 f.optional_integer<std::int32_t>("signal")});
+  } else if (type == "Untracked") {
+    out.emplace_back(Untracked{f.optional_integer<std::int32_t>("pid"), f.string("executable"), f.string("reason"),
+                               f.integer<std::uint64_t>("event")});
+  } else if (type == "End") {
+    out.emplace_back(
+        StreamEnd{f.integer<std::uint64_t>("events"), f.integer<std::uint64_t>("frames"), f.boolean("clean")});
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void encode_context_record(const ContextRecord& record, std::vector<std::byte>& out) {
+  ByteVectorStream stream{out};
+  Packer pk(stream);
+  std::visit([&](const auto& r) { pack(pk, r); }, record);
+}
+
+Status encode_context_frame(std::span<const ContextRecord> records, FrameCompressor& compressor,
+                            std::vector<std::byte>& scratch, std::vector<std::byte>& out) {
+  scratch.clear();
+  for (const ContextRecord& r : records) encode_context_record(r, scratch);
+  if (scratch.size() > kMaxContextPayloadBytes)
+    return {Errc::too_large, "context frame of " + std::to_string(scratch.size()) + " bytes exceeds the " +
+                                 std::to_string(kMaxContextPayloadBytes) + "-byte limit"};
+  const std::size_t start = out.size();
+  out.resize(start + kContextHeaderBytes + FrameCompressor::bound(scratch.size()));
+  Status status;
+  const std::size_t n = compressor.compress(scratch, std::span(out).subspan(start + kContextHeaderBytes), status);
+  if (!status) {
+    out.resize(start);
+    return status;
+  }
+  out.resize(start + kContextHeaderBytes + n);
+  std::byte* h = out.data() + start;
+  store_le32(h, kContextFrameMagic);
+  store_le32(h + 4, static_cast<std::uint32_t>(kContextHeaderBytes - 8 + n));
+  std::memcpy(h + 8, kContextTag, 4);
+  h[12] = std::byte{kFormatVersion};
+  h[13] = std::byte{kContextFlagZstd};
+  h[14] = h[15] = std::byte{0};
+  return {};
+}
+
+bool is_context_frame(std::span<const std::byte> bytes) {
+  return bytes.size() >= 4 && load_le32(bytes.data()) == kContextFrameMagic;
+}
+
+Status decode_context_frame(std::span<const std::byte> frame, std::uint64_t file_offset,
+                            std::vector<ContextRecord>& out) {
+  const std::string where = "context frame at byte " + std::to_string(file_offset);
+  if (frame.size() < kContextHeaderBytes || !is_context_frame(frame))
+    return {Errc::truncated, where + ": shorter than its header"};
+  if (load_le32(frame.data() + 4) != frame.size() - 8)
+    return {Errc::truncated, where + ": frame size field disagrees with the frame"};
+  if (std::memcmp(frame.data() + 8, kContextTag, 4) != 0)
+    return {Errc::bad_msgpack, where + ": no MTCX tag (a skippable frame of another writer)"};
+  const auto version = std::to_integer<std::uint8_t>(frame[12]);
+  const auto flags = std::to_integer<std::uint8_t>(frame[13]);
+  if (version > kFormatVersion)
+    return {Errc::bad_msgpack, where + ": format version " + std::to_string(version) +
+                                   " (written by a newer memtrack; this one reads up to " +
+                                   std::to_string(kFormatVersion) + ")"};
+  if (version < 2)
+    return {Errc::bad_msgpack, where + ": format version " + std::to_string(version) + " has no context"};
+  if (flags != kContextFlagZstd || frame[14] != std::byte{0} || frame[15] != std::byte{0})
+    return {Errc::bad_msgpack, where + ": reserved flags set"};
+
+  const std::span<const std::byte> compressed = frame.subspan(kContextHeaderBytes);
+  const unsigned long long declared = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR || declared == ZSTD_CONTENTSIZE_UNKNOWN)
+    return {Errc::bad_zstd, where + ": payload is not a zstd frame with a content size"};
+  if (declared > kMaxContextPayloadBytes)
+    return {Errc::too_large, where + ": payload declares " + std::to_string(declared) + " bytes (limit " +
+                                 std::to_string(kMaxContextPayloadBytes) + ")"};
+  std::vector<char> payload(static_cast<std::size_t>(declared));
+  const std::size_t n = ZSTD_decompress(payload.data(), payload.size(), compressed.data(), compressed.size());
+  if (ZSTD_isError(n)) return {Errc::bad_zstd, where + ": " + ZSTD_getErrorName(n)};
+  if (n != payload.size()) return {Errc::bad_zstd, where + ": payload shorter than its declared size"};
+
+  // Records parsed so far are kept only if the whole frame checks out, like a data frame's events.
+  const std::size_t kept = out.size();
+  std::size_t off = 0;
+  while (off < payload.size()) {
+    const std::size_t record_offset = off;
+    try {
+      // Limits keep a declared array or string size from allocating more than the payload could hold.
+      const msgpack::unpack_limit limit(1u << 16, 1u << 10, 1u << 20, 1u << 20, 1u << 20, 8);
+      const msgpack::object_handle h = msgpack::unpack(payload.data(), payload.size(), off, nullptr, nullptr, limit);
+      parse_record(h.get(), out);
+    } catch (const RecordError& e) {
+      out.resize(kept);
+      return {Errc::bad_msgpack, where + ", record at payload offset " + std::to_string(record_offset) + ": " + e.what};
+    } catch (const std::exception& e) {
+      out.resize(kept);
+      return {Errc::bad_msgpack, where + ", record at payload offset " + std::to_string(record_offset) +
+                                     ": malformed msgpack (" + e.what() + ")"};
+    }
+  }
+  return {};
+}
+
+}  // namespace memtrack::codec

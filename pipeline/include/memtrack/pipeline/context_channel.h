@@ -1,0 +1,46 @@
+// Context records on their way into the artifact (docs/FORMAT.md, "Context section"): whoever learns of a
+// record (the recorder's reader thread, as it meets lifecycle notes in the ring) adds it with its position;
+// the encoder's writer thread, after each data frame it writes and once more at the end (before the frame
+// index), takes everything pending and writes it as one context frame. So a record is in the artifact no
+// later than one data frame after the events it describes, and a recording cut short keeps the context of
+// every frame it keeps.
+//
+// Thread safety: add() from any thread, take_frame() from one thread (the writer). A mutex guards the
+// pending list: records are per process (fork, exec, exit), not per event, so it is never contended on the
+// event path.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+#include "memtrack/codec/context.h"
+#include "memtrack/codec/frame_compressor.h"
+#include "memtrack/codec/status.h"
+
+namespace memtrack::pipeline {
+
+class ContextChannel {
+ public:
+  // Context frames are small and written rarely: a fast level with a decent ratio.
+  explicit ContextChannel(int level = 3) : compressor_(level) {}
+
+  void add(codec::ContextRecord record);
+
+  // Writer thread: if records are pending, replaces `frame` with one context frame holding all of them (in
+  // the order they were added) and returns ok; with none pending, leaves `frame` empty. On an encoding
+  // error the records are dropped and the error returned (the caller decides whether the stream goes on).
+  codec::Status take_frame(std::vector<std::byte>& frame);
+
+  // Records added so far and not yet taken.
+  [[nodiscard]] std::size_t pending() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<codec::ContextRecord> pending_;
+  std::vector<codec::ContextRecord> taking_;  // writer-owned: swapped with pending_ under the lock
+  std::vector<std::byte> scratch_;            // writer-owned msgpack buffer, reused
+  codec::FrameCompressor compressor_;         // writer-owned
+};
+
+}  // namespace memtrack::pipeline

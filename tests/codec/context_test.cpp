@@ -1,0 +1,169 @@
+// The context section's records and frames (docs/FORMAT.md, "Context section"): round trips of every
+// record type, the lenient reading promised for version 2 (unknown keys and record types, any integer
+// width), and clear errors for everything else.
+#include "memtrack/codec/context.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <msgpack.hpp>
+
+namespace memtrack::codec {
+namespace {
+
+std::vector<ContextRecord> all_records() {
+  return {
+      RecordingInfo{"0.2.0", {"sh", "-c", "ls"}, 1764580000123456789ull, 123456, {"lifecycle"}, 4242},
+      ProcessStart{7, 4242, 0, 100},
+      ProcessExec{7, 0, 101, "/bin/sh", {"sh", "-c", "ls"}},
+      ProcessStart{8, 7, 12345, 200},
+      ProcessExec{8, 12350, 201, "/usr/bin/ls", {"ls"}},
+      ProcessExit{8, 20000, 300, 0, std::nullopt},
+      ProcessExit{7, 20001, 301, std::nullopt, 9},
+      Untracked{std::nullopt, "/usr/bin/passwd", "setuid", 20001},
+      Untracked{9, "", "left-running", 20001},
+      StreamEnd{20001, 1, true},
+  };
+}
+
+std::vector<std::byte> frame_of(const std::vector<ContextRecord>& records) {
+  FrameCompressor compressor(3);
+  std::vector<std::byte> scratch, out;
+  EXPECT_TRUE(encode_context_frame(records, compressor, scratch, out));
+  return out;
+}
+
+// A frame around a payload written by hand (as another writer could), compressed with zstd directly.
+std::vector<std::byte> frame_of_payload(const std::vector<std::byte>& payload) {
+  FrameCompressor compressor(1);
+  std::vector<std::byte> out(kContextHeaderBytes + FrameCompressor::bound(payload.size()));
+  Status status;
+  const std::size_t n = compressor.compress(payload, std::span(out).subspan(kContextHeaderBytes), status);
+  EXPECT_TRUE(status);
+  out.resize(kContextHeaderBytes + n);
+  const std::uint32_t magic = kContextFrameMagic, size = static_cast<std::uint32_t>(out.size() - 8);
+  std::memcpy(out.data(), &magic, 4);
+  std::memcpy(out.data() + 4, &size, 4);
+  std::memcpy(out.data() + 8, "MTCX", 4);
+  out[12] = std::byte{2};
+  out[13] = std::byte{1};
+  return out;
+}
+
+struct Stream {
+  std::vector<std::byte>& out;
+  void write(const char* d, std::size_t n) {
+    out.insert(out.end(), reinterpret_cast<const std::byte*>(d), reinterpret_cast<const std::byte*>(d) + n);
+  }
+};
+
+TEST(Context, EveryRecordRoundTrips) {
+  const std::vector<ContextRecord> records = all_records();
+  const std::vector<std::byte> frame = frame_of(records);
+  ASSERT_TRUE(is_context_frame(frame));
+  std::vector<ContextRecord> back;
+  const Status s = decode_context_frame(frame, 1000, back);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(back, records);
+}
+
+TEST(Context, HeaderIsTheDocumentedLayout) {
+  const std::vector<std::byte> frame = frame_of({StreamEnd{1, 1, true}});
+  const unsigned char expected[] = {0x5b, 0x2a, 0x4d, 0x18};
+  EXPECT_EQ(std::memcmp(frame.data(), expected, 4), 0);
+  std::uint32_t size = 0;
+  std::memcpy(&size, frame.data() + 4, 4);
+  EXPECT_EQ(size, frame.size() - 8);
+  EXPECT_EQ(std::memcmp(frame.data() + 8, "MTCX", 4), 0);
+  EXPECT_EQ(frame[12], std::byte{2});
+  EXPECT_EQ(frame[13], std::byte{1});
+}
+
+TEST(Context, UnknownTypesAndKeysAreSkippedAndIntegersMayUseAnyWidth) {
+  std::vector<std::byte> payload;
+  Stream st{payload};
+  msgpack::packer<Stream> pk(st);
+  pk.pack_map(2), pk.pack(std::string("type")), pk.pack(std::string("FutureThing")), pk.pack(std::string("x")),
+      pk.pack(1);
+  // A ProcessStart with keys out of order, an extra key, and pid written as int64 (d3).
+  pk.pack_map(6);
+  pk.pack(std::string("event")), pk.pack_uint64(5);
+  pk.pack(std::string("extra")), pk.pack_array(0);
+  pk.pack(std::string("ppid")), pk.pack_int64(1);
+  pk.pack(std::string("type")), pk.pack(std::string("ProcessStart"));
+  pk.pack(std::string("timestamp")), pk.pack_uint8(9);
+  pk.pack(std::string("pid")), pk.pack_int64(77);
+  std::vector<ContextRecord> back;
+  const Status s = decode_context_frame(frame_of_payload(payload), 0, back);
+  ASSERT_TRUE(s) << s.message();
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(std::get<ProcessStart>(back[0]), (ProcessStart{77, 1, 5, 9}));
+}
+
+TEST(Context, ANewerVersionIsRefusedByName) {
+  std::vector<std::byte> frame = frame_of({StreamEnd{}});
+  frame[12] = std::byte{3};
+  std::vector<ContextRecord> back;
+  const Status s = decode_context_frame(frame, 4096, back);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("context frame at byte 4096: format version 3 (written by a newer memtrack"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(back.empty());
+}
+
+TEST(Context, BadRecordsNameTheirOffsetAndKeepNothingOfTheFrame) {
+  std::vector<std::byte> payload;
+  encode_context_record(ProcessStart{1, 0, 0, 0}, payload);
+  const std::size_t second = payload.size();
+  Stream st{payload};
+  msgpack::packer<Stream> pk(st);
+  pk.pack_map(2), pk.pack(std::string("type")), pk.pack(std::string("ProcessExit")), pk.pack(std::string("pid")),
+      pk.pack(std::string("seven"));
+  std::vector<ContextRecord> back{StreamEnd{}};
+  const Status s = decode_context_frame(frame_of_payload(payload), 64, back);
+  EXPECT_EQ(s.code(), Errc::bad_msgpack);
+  EXPECT_NE(s.message().find("record at payload offset " + std::to_string(second) + ": key \"pid\" is not an integer"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(back.size(), 1u);  // what the caller had before stays; nothing of the bad frame is added
+}
+
+TEST(Context, OutOfRangeAndMissingKeysAreErrors) {
+  std::vector<std::byte> payload;
+  Stream st{payload};
+  msgpack::packer<Stream> pk(st);
+  pk.pack_map(5), pk.pack(std::string("type")), pk.pack(std::string("ProcessStart"));
+  pk.pack(std::string("pid")), pk.pack_uint64(1ull << 40);
+  pk.pack(std::string("ppid")), pk.pack(1), pk.pack(std::string("event")), pk.pack(1);
+  pk.pack(std::string("timestamp")), pk.pack(1);
+  std::vector<ContextRecord> back;
+  Status s = decode_context_frame(frame_of_payload(payload), 0, back);
+  EXPECT_NE(s.message().find("key \"pid\" is out of range"), std::string::npos) << s.message();
+
+  payload.clear();
+  pk.pack_map(1), pk.pack(std::string("type")), pk.pack(std::string("End"));
+  s = decode_context_frame(frame_of_payload(payload), 0, back);
+  EXPECT_NE(s.message().find("missing key \"events\""), std::string::npos) << s.message();
+}
+
+TEST(Context, DamagedFramesAreErrorsNotCrashes) {
+  const std::vector<std::byte> good = frame_of(all_records());
+  std::vector<ContextRecord> back;
+  for (std::size_t cut = 0; cut < good.size(); ++cut) {
+    std::vector<std::byte> bad(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut));
+    EXPECT_FALSE(decode_context_frame(bad, 0, back)) << "cut at " << cut;
+  }
+  for (std::size_t i = kContextHeaderBytes; i < good.size(); ++i) {
+    std::vector<std::byte> bad = good;
+    bad[i] ^= std::byte{0x40};
+    back.clear();
+    (void)decode_context_frame(bad, 0, back);  // the checksum catches most; none may crash or hang
+  }
+  std::vector<std::byte> other = good;
+  std::memcpy(other.data() + 8, "XXXX", 4);
+  EXPECT_NE(decode_context_frame(other, 0, back).message().find("no MTCX tag"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace memtrack::codec
