@@ -9,59 +9,29 @@ namespace memtrack::analysis {
 using codec::Event;
 using codec::EventKind;
 
-LiveHeap::Pid LiveHeap::pid(std::int32_t id) {
-  if (last_.heap == nullptr || id != last_pid_) {
-    last_pid_ = id;
-    last_ = {&heaps_[id], &books_[id]};
-  }
-  return last_;
+LiveHeap::Books& LiveHeap::books_of(std::int32_t pid) {
+  auto [it, inserted] = books_.try_emplace(pid);
+  if (inserted) it->second.heap = &heaps_[pid];  // std::map: the entry stays where it is
+  last_pid_ = pid;
+  last_ = &it->second;
+  return it->second;
 }
 
-void LiveHeap::allocate(Pid p, std::uint64_t addr, std::uint64_t size, std::uint64_t ts) {
-  std::uint64_t old_size = 0;
-  if (p.books->live.insert(addr, size, old_size)) {  // a missed free: the new block replaces the old one
-    p.heap->live_bytes -= old_size;
-    total_live_ -= old_size;
-    --p.heap->live_count;
-  }
-  p.heap->live_bytes += size;
-  ++p.heap->live_count;
-  total_live_ += size;
-  if (p.heap->live_bytes > p.heap->peak_bytes) {
-    p.heap->peak_bytes = p.heap->live_bytes;
-    p.heap->peak_timestamp = ts;
-  }
-  if (total_live_ > total_peak_) {
-    total_peak_ = total_live_;
-    total_peak_ts_ = ts;
-  }
-}
-
-void LiveHeap::release(Pid p, std::uint64_t addr) {
-  std::uint64_t size = 0;
-  if (!p.books->live.erase(addr, size)) {
-    ++p.heap->unmatched_frees;
-    return;
-  }
-  p.heap->live_bytes -= size;
-  total_live_ -= size;
-  --p.heap->live_count;
-}
-
-void LiveHeap::map(Pid p, std::uint64_t addr, std::uint64_t size, std::uint64_t ts) {
+void LiveHeap::map(Books& b, std::uint64_t addr, std::uint64_t size, std::uint64_t ts) {
   if (size == 0) return;
-  unmap(p, addr, size);  // MAP_FIXED over an old mapping replaces the overlap
-  p.books->mappings[addr] = size;
-  p.heap->mapped_bytes += size;
-  if (p.heap->mapped_bytes > p.heap->peak_mapped_bytes) {
-    p.heap->peak_mapped_bytes = p.heap->mapped_bytes;
-    p.heap->peak_mapped_timestamp = ts;
+  unmap(b, addr, size);  // MAP_FIXED over an old mapping replaces the overlap
+  b.mappings[addr] = size;
+  PidHeap& h = *b.heap;
+  h.mapped_bytes += size;
+  if (h.mapped_bytes > h.peak_mapped_bytes) {
+    h.peak_mapped_bytes = h.mapped_bytes;
+    h.peak_mapped_timestamp = ts;
   }
 }
 
 // Removes [addr, addr + size) from the mappings, cutting mappings that overlap it partly.
-void LiveHeap::unmap(Pid p, std::uint64_t addr, std::uint64_t size) {
-  auto& mappings = p.books->mappings;
+void LiveHeap::unmap(Books& b, std::uint64_t addr, std::uint64_t size) {
+  auto& mappings = b.mappings;
   const std::uint64_t end = addr + size < addr ? UINT64_MAX : addr + size;
   auto it = mappings.upper_bound(addr);
   if (it != mappings.begin()) --it;
@@ -72,7 +42,7 @@ void LiveHeap::unmap(Pid p, std::uint64_t addr, std::uint64_t size) {
       continue;
     }
     const std::uint64_t cut_from = std::max(start, addr), cut_to = std::min(stop, end);
-    p.heap->mapped_bytes -= cut_to - cut_from;
+    b.heap->mapped_bytes -= cut_to - cut_from;
     it = mappings.erase(it);
     if (start < cut_from) mappings.emplace(start, cut_from - start);
     if (cut_to < stop) it = mappings.emplace(cut_to, stop - cut_to).first;
@@ -80,30 +50,60 @@ void LiveHeap::unmap(Pid p, std::uint64_t addr, std::uint64_t size) {
 }
 
 void LiveHeap::add(std::span<const Event> events) {
-  // The block tables are far larger than the cache: fetch the line an event a few places ahead will touch.
+  // The recorder's reader thread runs this on every event, so the loop keeps its state in locals, looks the
+  // pid up only when it changes, and leaves the rare kinds (mappings) out of line.
+  // The block tables outgrow the caches: fetch the slot an event a few places ahead will touch.
   constexpr std::size_t kPrefetchDistance = 8;
+  std::uint64_t total_live = total_live_, total_peak = total_peak_, total_peak_ts = total_peak_ts_;
+  Books* b = last_;
   for (std::size_t i = 0; i < events.size(); ++i) {
-    if (i + kPrefetchDistance < events.size() && last_.books != nullptr) {
+    const Event& e = events[i];
+    if (b == nullptr || e.pid != last_pid_) [[unlikely]]
+      b = &books_of(e.pid);  // every pid is in pids(), even one that only moved the break
+    if (i + kPrefetchDistance < events.size()) {
       const Event& ahead = events[i + kPrefetchDistance];
-      if (ahead.pid == last_pid_) {
-        last_.books->live.prefetch(ahead.kind == EventKind::Realloc && ahead.has_old_addr() ? ahead.old_addr
-                                                                                            : ahead.addr);
+      if (ahead.pid == last_pid_)
+        b->live.prefetch(ahead.kind == EventKind::Realloc && ahead.has_old_addr() ? ahead.old_addr : ahead.addr);
+    }
+    PidHeap& h = *b->heap;
+    std::uint64_t addr = 0, size = 0;
+    if (releases(e, addr)) {
+      if (b->live.erase(addr, size)) {
+        h.live_bytes -= size;
+        --h.live_count;
+        total_live -= size;
+      } else {
+        ++h.unmatched_frees;
       }
     }
-    const Event& e = events[i];
-    const Pid p = pid(e.pid);  // every pid is in pids(), even one that only moved the break
-    std::uint64_t released = 0;
-    if (releases(e, released)) release(p, released);
     if (allocates(e.kind)) {
-      allocate(p, e.addr, e.size, e.timestamp);
-    } else if (e.kind == EventKind::Mmap) {
-      map(p, e.addr, e.size, e.timestamp);
-    } else if (e.kind == EventKind::Munmap) {
-      const std::uint64_t before = p.heap->mapped_bytes;
-      unmap(p, e.addr, e.size);
-      if (p.heap->mapped_bytes == before) ++p.heap->unmatched_munmaps;
+      if (b->live.insert(e.addr, e.size, size)) {  // a missed free: the new block replaces the old one
+        h.live_bytes -= size;
+        --h.live_count;
+        total_live -= size;
+      }
+      h.live_bytes += e.size;
+      ++h.live_count;
+      total_live += e.size;
+      if (h.live_bytes > h.peak_bytes) {
+        h.peak_bytes = h.live_bytes;
+        h.peak_timestamp = e.timestamp;
+      }
+      if (total_live > total_peak) {
+        total_peak = total_live;
+        total_peak_ts = e.timestamp;
+      }
+    } else if (e.kind == EventKind::Mmap) [[unlikely]] {
+      map(*b, e.addr, e.size, e.timestamp);
+    } else if (e.kind == EventKind::Munmap) [[unlikely]] {
+      const std::uint64_t before = h.mapped_bytes;
+      unmap(*b, e.addr, e.size);
+      if (h.mapped_bytes == before) ++h.unmatched_munmaps;
     }
   }
+  total_live_ = total_live;
+  total_peak_ = total_peak;
+  total_peak_ts_ = total_peak_ts;
 }
 
 }  // namespace memtrack::analysis

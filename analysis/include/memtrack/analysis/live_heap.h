@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <unordered_map>
 
 #include "memtrack/codec/address_map.h"
 #include "memtrack/codec/event.h"
@@ -47,24 +48,19 @@ class LiveHeap {
 
  private:
   struct Books {
+    PidHeap* heap = nullptr;                          // the pid's entry in heaps_
     codec::AddressMap live;                           // addr -> size
     std::map<std::uint64_t, std::uint64_t> mappings;  // start -> length, non-overlapping
   };
-  struct Pid {
-    PidHeap* heap;
-    Books* books;
-  };
-  Pid pid(std::int32_t id);
-  void allocate(Pid p, std::uint64_t addr, std::uint64_t size, std::uint64_t ts);
-  void release(Pid p, std::uint64_t addr);
-  void map(Pid p, std::uint64_t addr, std::uint64_t size, std::uint64_t ts);
-  void unmap(Pid p, std::uint64_t addr, std::uint64_t size);
+  Books& books_of(std::int32_t pid);
+  void map(Books& b, std::uint64_t addr, std::uint64_t size, std::uint64_t ts);
+  void unmap(Books& b, std::uint64_t addr, std::uint64_t size);
 
-  std::map<std::int32_t, PidHeap> heaps_;  // the results, what pids() returns
-  std::map<std::int32_t, Books> books_;
-  // The last pid's entries: pids repeat in long runs. std::map keeps them valid as pids are added.
+  std::map<std::int32_t, PidHeap> heaps_;  // the results, in pid order: what pids() returns
+  // Node-based: references stay valid as pids are added, so the last pid's books can be cached.
+  std::unordered_map<std::int32_t, Books> books_;
   std::int32_t last_pid_ = 0;
-  Pid last_{nullptr, nullptr};
+  Books* last_ = nullptr;  // the last pid's books: pids repeat in long runs
   std::uint64_t total_live_ = 0, total_peak_ = 0, total_peak_ts_ = 0;
 };
 
