@@ -1,6 +1,7 @@
 #include "memtrack/analysis/live_heap.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "memtrack/analysis/event_kinds.h"
 
@@ -8,6 +9,48 @@ namespace memtrack::analysis {
 
 using codec::Event;
 using codec::EventKind;
+
+LiveHeap::LiveHeap(const LiveHeap& o)
+    : heaps_(o.heaps_),
+      books_(o.books_),
+      total_live_(o.total_live_),
+      total_peak_(o.total_peak_),
+      total_peak_ts_(o.total_peak_ts_) {
+  relink();
+}
+
+LiveHeap::LiveHeap(LiveHeap&& o) noexcept { *this = std::move(o); }
+
+LiveHeap& LiveHeap::operator=(const LiveHeap& o) {
+  if (this != &o) {
+    LiveHeap copy(o);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+// Node-based containers move their nodes: the pointers into them stay valid in the new owner.
+LiveHeap& LiveHeap::operator=(LiveHeap&& o) noexcept {
+  if (this != &o) {
+    heaps_ = std::move(o.heaps_);
+    books_ = std::move(o.books_);
+    last_pid_ = o.last_pid_;
+    last_ = o.last_;
+    total_live_ = o.total_live_;
+    total_peak_ = o.total_peak_;
+    total_peak_ts_ = o.total_peak_ts_;
+    o.heaps_.clear();
+    o.books_.clear();
+    o.last_ = nullptr;
+    o.total_live_ = o.total_peak_ = o.total_peak_ts_ = 0;
+  }
+  return *this;
+}
+
+void LiveHeap::relink() {
+  for (auto& [pid, b] : books_) b.heap = &heaps_[pid];
+  last_ = nullptr;
+}
 
 LiveHeap::Books& LiveHeap::books_of(std::int32_t pid) {
   auto [it, inserted] = books_.try_emplace(pid);

@@ -37,6 +37,15 @@ struct PidHeap {
 
 class LiveHeap {
  public:
+  LiveHeap() = default;
+  // Copies and moves keep the books consistent (they hold pointers into the results and a cache of the last
+  // pid's books); a moved-from LiveHeap is empty.
+  LiveHeap(const LiveHeap& other);
+  LiveHeap(LiveHeap&& other) noexcept;
+  LiveHeap& operator=(const LiveHeap& other);
+  LiveHeap& operator=(LiveHeap&& other) noexcept;
+  ~LiveHeap() = default;
+
   void add(std::span<const codec::Event> events);  // in artifact order
 
   // Every pid seen in the events, whatever their kinds. References stay valid while events are added.
@@ -53,6 +62,7 @@ class LiveHeap {
     std::map<std::uint64_t, std::uint64_t> mappings;  // start -> length, non-overlapping
   };
   Books& books_of(std::int32_t pid);
+  void relink();
   void map(Books& b, std::uint64_t addr, std::uint64_t size, std::uint64_t ts);
   void unmap(Books& b, std::uint64_t addr, std::uint64_t size);
 
