@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "memtrack/analysis/stats.h"
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/frame_compressor.h"
 #include "memtrack/codec/msgpack_encoder.h"
 #include "memtrack/codec/seek_table.h"
-#include "stats.h"
 
 namespace {
 
@@ -117,13 +117,13 @@ void BM_Stats_Indexed(benchmark::State& state) {
   const Corpus& c = corpus();
   const auto threads = static_cast<int>(state.range(0));
   tbb::task_arena arena(threads);
-  const memtrack::tools::ReadAt read = [&](std::uint64_t offset, std::span<std::byte> out) {
+  const memtrack::analysis::ReadAt read = [&](std::uint64_t offset, std::span<std::byte> out) {
     std::memcpy(out.data(), c.artifact.data() + offset, out.size());
     return codec::Status{};
   };
   for (auto _ : state) {
-    memtrack::tools::Stats s;
-    arena.execute([&] { s = memtrack::tools::compute_stats_indexed(c.index, read, "bench"); });
+    memtrack::analysis::Stats s;
+    arena.execute([&] { s = memtrack::analysis::compute_stats_indexed(c.index, read, "bench"); });
     if (s.counts.events != c.events || !s.status.is_ok()) state.SkipWithError("stats failed");
     benchmark::DoNotOptimize(s.heap.total_peak_bytes());
   }
@@ -151,7 +151,7 @@ void BM_Stats_SerialStage(benchmark::State& state) {
     return all;
   }();
   for (auto _ : state) {
-    memtrack::tools::LiveHeap heap;
+    memtrack::analysis::LiveHeap heap;
     for (std::size_t i = 0; i < events.size(); i += kFrameEvents) {
       heap.add(std::span(events.data() + i, std::min(kFrameEvents, events.size() - i)));
     }
@@ -166,7 +166,7 @@ void BM_Stats_Sequential(benchmark::State& state) {
   const Corpus& c = corpus();
   for (auto _ : state) {
     codec::MemorySource source(c.artifact);
-    const memtrack::tools::Stats s = memtrack::tools::compute_stats(source, "bench");
+    const memtrack::analysis::Stats s = memtrack::analysis::compute_stats(source, "bench");
     if (s.counts.events != c.events || !s.status.is_ok()) state.SkipWithError("stats failed");
     benchmark::DoNotOptimize(s.heap.total_peak_bytes());
   }

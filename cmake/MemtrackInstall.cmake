@@ -1,10 +1,14 @@
-# Install rules: another CMake project can find_package(memtrack) and link memtrack::codec / memtrack::pipeline.
+# Install rules: another CMake project can find_package(memtrack) and link memtrack::codec / memtrack::pipeline /
+# memtrack::analysis.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(_memtrack_export_targets memtrack_codec)
 if(TARGET memtrack_pipeline)
   list(APPEND _memtrack_export_targets memtrack_pipeline)
+endif()
+if(TARGET memtrack_analysis)
+  list(APPEND _memtrack_export_targets memtrack_analysis)
 endif()
 install(TARGETS ${_memtrack_export_targets} EXPORT memtrackTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -13,6 +17,9 @@ install(TARGETS ${_memtrack_export_targets} EXPORT memtrackTargets
 install(DIRECTORY codec/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(EXISTS ${PROJECT_SOURCE_DIR}/pipeline/include)
   install(DIRECTORY pipeline/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
+if(EXISTS ${PROJECT_SOURCE_DIR}/analysis/include)
+  install(DIRECTORY analysis/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endif()
 install(EXPORT memtrackTargets NAMESPACE memtrack:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/memtrack)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/memtrackConfig.cmake.in

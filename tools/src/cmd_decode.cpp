@@ -9,10 +9,10 @@
 #include "args.h"
 #include "commands.h"
 #include "event_format.h"
-#include "indexed_file.h"
 #include "io.h"
+#include "memtrack/analysis/frame_reader.h"
+#include "memtrack/analysis/indexed_file.h"
 #include "memtrack/codec/artifact_decoder.h"
-#include "memtrack/codec/frame_decoder.h"
 #include "progress.h"
 
 namespace memtrack::tools {
@@ -51,8 +51,8 @@ std::uint64_t file_size(int fd) {
   return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
 }
 
-// Frames [range.first, range.last) through the index: each read with one pread and verified whole before
-// its events are written.
+// Frames [range.first, range.last) through the index, one frame in flight (memory bounded by one frame, as
+// for the whole file): each read with one pread and verified whole before its events are written.
 codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTable& index, FrameRange range,
                             OutputFormat format, BufferedOutput& out) {
   const std::uint64_t frames = index.frames.size();
@@ -62,40 +62,24 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
                                     std::to_string(frames) + " frames of the index"};
   }
   const std::uint64_t last = std::min(range.last, frames);
-  codec::FrameDecoder decoder;
-  std::vector<std::byte> compressed;
-  std::vector<codec::Event> events;
   ProgressMeter meter(index.frames.empty() || last == range.first
                           ? 0
                           : index.frames[last - 1].offset + index.frames[last - 1].compressed_size -
                                 index.frames[range.first].offset);
   std::uint64_t done = 0, count = 0;
-  for (std::uint64_t i = range.first; i < last; ++i) {
-    const auto& f = index.frames[i];
-    if (f.compressed_size > decoder.max_frame_bytes()) {
-      return {codec::Errc::too_large, name + ": frame " + std::to_string(i) + " at byte " + std::to_string(f.offset) +
-                                          ": the index says " + std::to_string(f.compressed_size) +
-                                          " bytes, more than a frame can be; decode the whole file"};
-    }
-    compressed.resize(f.compressed_size);
-    codec::Status status = read_at(fd, name, f.offset, compressed);
-    if (status.is_ok()) {
-      events.clear();
-      status = decoder.decode(compressed, events);
-      if (!status.is_ok()) {
-        status = {status.code(), name + ": frame " + std::to_string(i) + " at byte " + std::to_string(f.offset) + ": " +
-                                     status.message()};
-      }
-    }
+  analysis::IndexedFrameReader reader(
+      index,
+      [&](std::uint64_t offset, std::span<std::byte> bytes) { return analysis::read_at(fd, name, offset, bytes); },
+      name, {static_cast<std::size_t>(range.first), static_cast<std::size_t>(last)}, 1);
+  return reader.run({}, [&](const analysis::DecodedFrame& f) {
+    for (const codec::Event& e : f.events) append_event(out.buffer(), e, format);
+    codec::Status status = out.maybe_flush();
     if (!status.is_ok()) return status;
-    for (const codec::Event& e : events) append_event(out.buffer(), e, format);
-    status = out.maybe_flush();
-    if (!status.is_ok()) return status;
-    done += f.compressed_size;
-    count += events.size();
+    done += f.compressed_bytes;
+    count += f.events.size();
     meter.update(done, count);
-  }
-  return {};
+    return codec::Status{};
+  });
 }
 
 // The whole file in order; with `salvage`, damaged stretches are skipped and reported, and the status
@@ -164,7 +148,7 @@ int run_decode(int argc, char** argv) {
   codec::Status status;
   std::optional<codec::SeekTable> index;
   if (range) {
-    status = load_index(in_fd, in_name, index);
+    status = analysis::load_index(in_fd, in_name, index);
     if (status.is_ok() && !index) {
       status = {codec::Errc::usage, in_name + ": no frame index; decode the whole file"};
     }

@@ -7,8 +7,9 @@
 
 #include "args.h"
 #include "commands.h"
-#include "indexed_file.h"
 #include "io.h"
+#include "memtrack/analysis/indexed_file.h"
+#include "memtrack/analysis/stats.h"
 #include "progress.h"
 #include "stats.h"
 
@@ -45,19 +46,20 @@ int run_stats(int argc, char** argv) {
   std::optional<codec::SeekTable> index;
   // A bad index does not make the data unreadable: read sequentially (a plain decoder skips the index's
   // skippable frame), then report the bad index with exit status 1.
-  const codec::Status index_status = load_index(fd, name, index);
+  const codec::Status index_status = analysis::load_index(fd, name, index);
   struct stat st {};
   const std::uint64_t total = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
   ProgressMeter meter(total);
-  const ProgressFn progress = [&](std::uint64_t bytes, std::uint64_t events) { meter.update(bytes, events); };
-  Stats stats;
+  const analysis::ProgressFn progress = [&](std::uint64_t bytes, std::uint64_t events) { meter.update(bytes, events); };
+  analysis::Stats stats;
   if (index) {
-    stats = compute_stats_indexed(
-        *index, [&](std::uint64_t offset, std::span<std::byte> out) { return read_at(fd, name, offset, out); }, name,
+    stats = analysis::compute_stats_indexed(
+        *index,
+        [&](std::uint64_t offset, std::span<std::byte> out) { return analysis::read_at(fd, name, offset, out); }, name,
         progress);
   } else {
     codec::FdSource source(fd);
-    stats = compute_stats(source, name, progress);
+    stats = analysis::compute_stats(source, name, progress);
   }
   meter.finish();
   close_fd(fd);

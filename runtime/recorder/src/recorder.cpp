@@ -15,9 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "heap_tracker.h"
+#include "memtrack/analysis/live_heap.h"
 #include "memtrack/pipeline/sink.h"
 #include "memtrack/pipeline/stream_encoder.h"
+#include "processes.h"
 #include "recorder_internal.h"
 #include "ring_reader.h"
 #include "shared_ring.h"
@@ -221,9 +222,11 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
     }
   }
 
-  HeapTracker heap;
+  // The summary line's peak comes from the same live-heap model as `memtrack stats`.
+  analysis::LiveHeap heap;
+  SeenProcesses processes;
   ProcessWatch watch;
-  RingReader reader(ring, watch, heap, tsc.get());
+  RingReader reader(ring, watch, processes, heap, tsc.get());
   ReaderOutcome outcome;
   std::thread reader_thread;
   if (fd >= 0 || internal.discard)
@@ -255,8 +258,8 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
     result.status = {codec::Errc::io, result.output_path + ": close failed: " + std::strerror(errno)};
   result.events = reader.events();
   result.abandoned_slots = reader.abandoned();
-  result.peak_heap_bytes = heap.peak_bytes();
-  result.processes = heap.processes();
+  result.peak_heap_bytes = heap.total_peak_bytes();
+  result.processes = processes.count();
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
   return result;
 }

@@ -90,7 +90,7 @@ bool RingReader::owner_gone(std::uint64_t ticket, std::chrono::steady_clock::dur
   }
   if (stuck_for < kUnsignedAfter) return false;
   if (watch_.killed.load(std::memory_order_relaxed) != 0) return true;
-  for (const std::int32_t pid : heap_.pids())
+  for (const std::int32_t pid : processes_.pids())
     if (thread_gone(pid)) return true;
   return false;
 }
@@ -114,7 +114,8 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
       events_ += n;
       const std::span<codec::Event> got = out.first(n);
       if (tsc_ != nullptr) tsc_->convert(got);
-      heap_.apply(got);
+      processes_.add(got);
+      heap_.add(got);
       // A short batch means we are polling faster than the program fills the ring: pause, so the next
       // read finds a longer batch, instead of spinning a core the program could use. The pause is far
       // shorter than the time the program needs to fill the ring.

@@ -1,7 +1,8 @@
 // Drains the shared ring in ticket order (which is causal order, ring.h) into the caller's buffer: the
 // encoder's frame buffer when recording, so each event is copied once out of the ring, converted from the
-// ring's RingEvent to codec::Event on the way, and not copied again. Converts TSC timestamps and keeps the
-// live-heap books on every event it returns.
+// ring's RingEvent to codec::Event on the way, and not copied again. Converts TSC timestamps, and feeds every
+// event it returns to the live heap of the recorder's summary and to the set of processes seen (process
+// liveness).
 #pragma once
 
 #include <atomic>
@@ -9,9 +10,10 @@
 #include <cstdint>
 #include <span>
 
-#include "heap_tracker.h"
+#include "memtrack/analysis/live_heap.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/pipeline/stream_encoder.h"
+#include "processes.h"
 #include "shared_ring.h"
 #include "tsc_clock.h"
 
@@ -26,12 +28,13 @@ struct ProcessWatch {
 class RingReader final : public pipeline::EventSource {
  public:
   // `tsc` may be null (producers wrote CLOCK_MONOTONIC nanoseconds).
-  RingReader(SharedRing& ring, const ProcessWatch& watch, HeapTracker& heap, TscClock* tsc)
-      : ring_(ring), watch_(watch), heap_(heap), tsc_(tsc) {}
+  RingReader(SharedRing& ring, const ProcessWatch& watch, SeenProcesses& processes, analysis::LiveHeap& heap,
+             TscClock* tsc)
+      : ring_(ring), watch_(watch), processes_(processes), heap_(heap), tsc_(tsc) {}
 
   // Waits until at least one event is committed, then returns the committed events (up to out.size()) in
-  // ticket order, their timestamps converted and applied to the heap books. Returns 0 once every tracked
-  // process has exited and every ticket was read. Slots whose thread died before filling them are skipped
+  // ticket order, their timestamps converted, added to the live heap and to the processes seen. Returns 0 once every
+  // tracked process has exited and every ticket was read. Slots whose thread died before filling them are skipped
   // (abandoned()).
   std::size_t read(std::span<codec::Event> out) override;
   [[nodiscard]] codec::Status status() const override { return {}; }
@@ -48,7 +51,8 @@ class RingReader final : public pipeline::EventSource {
 
   SharedRing& ring_;
   const ProcessWatch& watch_;
-  HeapTracker& heap_;
+  SeenProcesses& processes_;
+  analysis::LiveHeap& heap_;
   TscClock* tsc_;
   std::uint64_t pos_ = 0;  // the next ticket to read
   std::uint64_t events_ = 0;

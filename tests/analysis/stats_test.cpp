@@ -1,7 +1,7 @@
-// memtrack stats as a library: on a generated trace every figure matches a reference computed here in the
-// plainest way (std::map per (pid, addr), page sets for mappings), sequentially and through the frame index
-// at any number of threads and frames in flight.
-#include "stats.h"
+// The summary `memtrack stats` reports (memtrack::analysis): on a generated trace every figure matches a reference
+// computed here in the plainest way (std::map per (pid, addr), page sets for mappings), sequentially and through the
+// frame index at any number of threads and frames in flight.
+#include "memtrack/analysis/stats.h"
 
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
@@ -15,7 +15,7 @@
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/seek_table.h"
 
-namespace memtrack::tools {
+namespace memtrack::analysis {
 namespace {
 
 using codec::Event;
@@ -193,4 +193,4 @@ TEST(Stats, ADamagedFrameStopsIndexedStatsAtThePrefix) {
 }
 
 }  // namespace
-}  // namespace memtrack::tools
+}  // namespace memtrack::analysis

@@ -1,4 +1,4 @@
-#include "indexed_file.h"
+#include "memtrack/analysis/indexed_file.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-namespace memtrack::tools {
+namespace memtrack::analysis {
 
 codec::Status read_at(int fd, const std::string& name, std::uint64_t offset, std::span<std::byte> out) {
   std::size_t done = 0;
@@ -50,4 +50,4 @@ codec::Status load_index(int fd, const std::string& name, std::optional<codec::S
   return {};
 }
 
-}  // namespace memtrack::tools
+}  // namespace memtrack::analysis

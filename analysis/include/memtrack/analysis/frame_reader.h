@@ -1,0 +1,69 @@
+// Reading an artifact frame by frame through its frame index (seek table): frames read in order, decoded in
+// parallel on the current TBB arena, handed to the caller in frame order. `memtrack stats` and
+// `decode --frames` both read this way; an artifact without an index is read with codec::ArtifactDecoder.
+//
+// Errors: the first frame that cannot be read or decoded ends the run; every frame before it has been
+// delivered, none after it. The status names the file, the frame and its byte offset:
+//   "<name>: frame <i> at byte <offset>: <what>"   (decoder errors keep the decoder's code; an index entry
+//                                                  larger than any frame is Errc::too_large, never allocated)
+// and a failed read returns ReadAt's status unchanged.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "memtrack/codec/event.h"
+#include "memtrack/codec/seek_table.h"
+#include "memtrack/codec/status.h"
+
+namespace memtrack::analysis {
+
+// Reads exactly `out.size()` bytes at file offset `offset` into `out`. Called from one thread at a time.
+using ReadAt = std::function<codec::Status(std::uint64_t offset, std::span<std::byte> out)>;
+
+// Frames [first, last) of the index (0-based); `last` beyond the index means up to its end.
+struct FrameRange {
+  std::size_t first = 0, last = SIZE_MAX;
+};
+
+struct DecodedFrame {
+  std::size_t index = 0;  // the frame's number in the artifact
+  // Which of the reader's slots() holds the frame: state the caller keeps per slot (e.g. partial counts
+  // made by the parallel callback) is the frame's own until its in-order callback returns.
+  std::size_t slot = 0;
+  std::span<const codec::Event> events;  // valid until the in-order callback returns
+  std::uint64_t compressed_bytes = 0;    // the frame's bytes in the file
+  std::uint64_t msgpack_bytes = 0;       // decompressed
+};
+
+class IndexedFrameReader {
+ public:
+  // Called on any thread, for different frames at once: work that does not depend on order.
+  using ParallelFn = std::function<void(const DecodedFrame&)>;
+  // Called in frame order, one frame at a time. A non-ok status stops the run and is returned by run().
+  using InOrderFn = std::function<codec::Status(const DecodedFrame&)>;
+
+  // Precondition: range.first <= the index's frame count (the caller reports a range outside it). At most
+  // `max_frames_in_flight` frames are alive at once (1: one frame of memory, decoded and delivered in turn;
+  // 0: derived from a 256 MiB budget and the index's frame sizes, at most two per thread).
+  IndexedFrameReader(const codec::SeekTable& index, ReadAt read_at, std::string name, FrameRange range = {},
+                     std::size_t max_frames_in_flight = 0);
+
+  // Frames in flight at most; DecodedFrame::slot is below it.
+  [[nodiscard]] std::size_t slots() const { return slots_; }
+
+  // Reads every frame of the range once. `parallel` may be empty.
+  codec::Status run(const ParallelFn& parallel, const InOrderFn& in_order);
+
+ private:
+  const codec::SeekTable& index_;
+  ReadAt read_at_;
+  std::string name_;
+  std::size_t first_, last_;
+  std::size_t slots_;
+};
+
+}  // namespace memtrack::analysis
