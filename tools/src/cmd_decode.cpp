@@ -13,6 +13,7 @@
 #include "io.h"
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/frame_decoder.h"
+#include "output_checks.h"
 #include "progress.h"
 
 namespace memtrack::tools {
@@ -158,6 +159,7 @@ int run_decode(int argc, char** argv) {
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
   if (range && salvage) throw UsageError("--frames and --salvage do not go together");
+  refuse_output_is_input(files[0], output);
 
   const int in_fd = open_input(files[0]);
   const std::string in_name = files[0] == "-" ? "stdin" : files[0];
