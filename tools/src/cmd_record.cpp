@@ -69,7 +69,9 @@ bool looks_like_cpython(const std::vector<std::string>& command, std::string& na
   char resolved[PATH_MAX];
   if (::realpath(exe.c_str(), resolved) != nullptr && names_python(resolved)) return name = command[0], true;
   if (command[0] == "env" || exe.ends_with("/env")) {
-    for (i = 1; i < command.size() && (command[i].starts_with("-") || command[i].find('=') != std::string::npos);) ++i;
+    // env's own options and NAME=VALUE words come before the program; -u NAME and -C DIR take a value.
+    for (i = 1; i < command.size() && (command[i].starts_with("-") || command[i].find('=') != std::string::npos);)
+      i += command[i] == "-u" || command[i] == "--unset" || command[i] == "-C" || command[i] == "--chdir" ? 2 : 1;
     if (i < command.size() && names_python(command[i])) return name = command[i], true;
     return false;
   }
