@@ -59,9 +59,8 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
   const std::uint64_t frames = index.frames.size();
   if (range.first > frames || (range.last != UINT64_MAX && range.last > frames)) {
     return {codec::Errc::usage, name + ": --frames " + std::to_string(range.first) + ":" +
-                                    (range.last == UINT64_MAX ? "" : std::to_string(range.last)) +
-                                    " is outside the index, which has " + std::to_string(frames) +
-                                    (frames == 1 ? " frame" : " frames")};
+                                    (range.last == UINT64_MAX ? "" : std::to_string(range.last)) + " is outside the " +
+                                    std::to_string(frames) + (frames == 1 ? " frame" : " frames") + " of the index"};
   }
   const std::uint64_t last = std::min(range.last, frames);
   codec::FrameDecoder decoder;

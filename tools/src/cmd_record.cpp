@@ -41,9 +41,6 @@ constexpr const char* kHelp =
     "The library is found at <dir of memtrack>/../lib/libmemtrack-preload.so unless MEMTRACK_PRELOAD names\n"
     "another.\n";
 
-// Whether `word` names CPython: its file name (through symlinks: python3 -> python3.11) starts with
-// "python". A cheap look at names only, never at the program's memory: a script is recognised by its
-// #! line, `env python3 ...` by its first word after env's options.
 bool names_python(const std::string& path) {
   const auto slash = path.find_last_of('/');
   return path.compare(slash == std::string::npos ? 0 : slash + 1, 6, "python") == 0;
@@ -62,15 +59,19 @@ std::string in_path(const std::string& word) {
   return word;
 }
 
+// Whether the command runs CPython: its program's file name (through PATH and symlinks: python3 ->
+// python3.11) starts with "python". A cheap look at names only, never at the program's memory (Debian's
+// python3 links libpython statically, so its maps would not say): a script is recognised by its #! line,
+// `env python3 ...` by env's first word after its options. `name` is the word that matched.
 bool looks_like_cpython(const std::vector<std::string>& command, std::string& name) {
-  std::size_t i = 0;
-  std::string exe = in_path(command[0]);
+  const std::string exe = in_path(command[0]);
   if (names_python(command[0]) || names_python(exe)) return name = command[0], true;
   char resolved[PATH_MAX];
   if (::realpath(exe.c_str(), resolved) != nullptr && names_python(resolved)) return name = command[0], true;
   if (command[0] == "env" || exe.ends_with("/env")) {
     // env's own options and NAME=VALUE words come before the program; -u NAME and -C DIR take a value.
-    for (i = 1; i < command.size() && (command[i].starts_with("-") || command[i].find('=') != std::string::npos);)
+    std::size_t i = 1;
+    for (; i < command.size() && (command[i].starts_with("-") || command[i].find('=') != std::string::npos);)
       i += command[i] == "-u" || command[i] == "--unset" || command[i] == "-C" || command[i] == "--chdir" ? 2 : 1;
     if (i < command.size() && names_python(command[i])) return name = command[i], true;
     return false;
