@@ -303,8 +303,12 @@ class Engine {
         status = slot.status;
         if (status.is_ok()) status = write_frame(slot);
         if (!status.is_ok()) {
-          status = {status.code(), "frame " + std::to_string(slot.frame) + " (events from " +
-                                       std::to_string(slot.frame * frame_events_) + "): " + status.message()};
+          const std::uint64_t first = slot.frame * frame_events_;
+          status = {status.code(), "frame " + std::to_string(slot.frame) +
+                                       (slot.count == 0 ? std::string(" (no events)")
+                                                        : " (events " + std::to_string(first) + " to " +
+                                                              std::to_string(first + slot.count - 1) + ")") +
+                                       ": " + status.message()};
         }
       }
       lock.lock();

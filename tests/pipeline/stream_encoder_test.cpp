@@ -358,7 +358,7 @@ TEST(StreamEncoder, ThrowingSinkIsAnError) {
   const auto events = EventGenerator(1).take(100);
   const codec::Status status = push_all(encoder, events);
   EXPECT_EQ(status.code(), codec::Errc::io);
-  EXPECT_NE(status.message().find("frame 0 (events from 0): sink threw: disk on fire"), std::string::npos)
+  EXPECT_NE(status.message().find("frame 0 (events 0 to 15): sink threw: disk on fire"), std::string::npos)
       << status.message();
 }
 

@@ -58,6 +58,21 @@ std::vector<std::string> Args::positionals() {
   return out;
 }
 
+CommandSplit split_command(int argc, char** argv, int first, std::initializer_list<std::string_view> valued) {
+  for (int i = first; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") return {i, i + 1};
+    if (a.size() < 2 || a[0] != '-') return {i, i};  // the command's first word ("-" alone is a word too)
+    for (std::string_view v : valued) {
+      if (a == v) {
+        ++i;  // the option's value, whatever it looks like (`-o -`, `--level -3`)
+        break;
+      }
+    }
+  }
+  return {argc, argc};
+}
+
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t min, std::int64_t max) {
   std::int64_t v = 0;
   const char* end = text.data() + text.size();

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memtrack::tools {
@@ -33,6 +35,17 @@ class Args {
   std::vector<std::string> tail_;
   std::vector<bool> used_;
 };
+
+// For a command that runs another one (`record [options] CMD [ARGS...]`): where its own options end and
+// CMD begins. CMD starts after a literal `--`, or at the first word that is neither an option nor the value
+// of one of `valued` (options that take a separate value, e.g. "-o", "--workers"); everything from there
+// belongs to CMD, options included, as env, time and heaptrack read their command lines:
+// `record gcc -o app main.c` gives `-o app` to gcc. options_end is the argc to give Args.
+struct CommandSplit {
+  int options_end = 0;
+  int command_begin = 0;
+};
+CommandSplit split_command(int argc, char** argv, int first, std::initializer_list<std::string_view> valued);
 
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t min, std::int64_t max);
 

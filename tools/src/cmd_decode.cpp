@@ -13,6 +13,8 @@
 #include "memtrack/analysis/frame_reader.h"
 #include "memtrack/analysis/indexed_file.h"
 #include "memtrack/codec/artifact_decoder.h"
+#include "memtrack/codec/frame_decoder.h"
+#include "output_checks.h"
 #include "progress.h"
 
 namespace memtrack::tools {
@@ -59,7 +61,7 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
   if (range.first > frames || (range.last != UINT64_MAX && range.last > frames)) {
     return {codec::Errc::usage, name + ": --frames " + std::to_string(range.first) + ":" +
                                     (range.last == UINT64_MAX ? "" : std::to_string(range.last)) + " is outside the " +
-                                    std::to_string(frames) + " frames of the index"};
+                                    std::to_string(frames) + (frames == 1 ? " frame" : " frames") + " of the index"};
   }
   const std::uint64_t last = std::min(range.last, frames);
   ProgressMeter meter(index.frames.empty() || last == range.first
@@ -142,6 +144,7 @@ int run_decode(int argc, char** argv) {
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
   if (range && salvage) throw UsageError("--frames and --salvage do not go together");
+  refuse_output_is_input(files[0], output);
 
   const int in_fd = open_input(files[0]);
   const std::string in_name = files[0] == "-" ? "stdin" : files[0];

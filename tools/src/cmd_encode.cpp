@@ -1,4 +1,6 @@
 // memtrack encode: raw 48-byte records in, artifact out, on the pipeline (memtrack::pipeline).
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -9,6 +11,7 @@
 #include "io.h"
 #include "memtrack/codec/raw_record.h"
 #include "memtrack/pipeline/stream_encoder.h"
+#include "output_checks.h"
 
 namespace memtrack::tools {
 namespace {
@@ -21,7 +24,7 @@ constexpr const char* kHelp =
     "and written in order; the output bytes do not depend on --workers, --in-flight or --memory-budget.\n\n"
     "  -i, --input FILE      raw records to read (default: - for stdin)\n"
     "  -o, --output FILE     artifact to write (default: - for stdout)\n"
-    "  --workers N           encoding threads, 1..1024 (default: hardware threads)\n"
+    "  --workers N           encoding threads, 0..1024 (default 0: hardware threads)\n"
     "  --level L             zstd level, -7..22 (default: -5)\n"
     "  --frame-events N      events per frame (default: 65536)\n"
     "  --in-flight K         frames alive at once (read, encoding, or waiting to be written); default:\n"
@@ -60,7 +63,7 @@ int run_encode(int argc, char** argv) {
   options.level = static_cast<int>(parse_int("level", args.value("level").value_or("-5"), -7, 22));
   options.frame_events =
       static_cast<std::size_t>(parse_int("frame-events", args.value("frame-events").value_or("65536"), 1, 1 << 24));
-  if (auto w = args.value("workers")) options.workers = static_cast<unsigned>(parse_int("workers", *w, 1, 1024));
+  if (auto w = args.value("workers")) options.workers = static_cast<unsigned>(parse_int("workers", *w, 0, 1024));
   const auto in_flight = args.value("in-flight");
   const auto budget = args.value("memory-budget");
   if (in_flight && budget) throw UsageError("--in-flight and --memory-budget are exclusive");
@@ -69,6 +72,13 @@ int run_encode(int argc, char** argv) {
     options.memory_budget_bytes = static_cast<std::size_t>(parse_int("memory-budget", *budget, 1, 1 << 20)) << 20;
   const bool print_stats = args.flag("stats");
   if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals().front());
+
+  refuse_output_is_input(input, output);
+  // Binary on a terminal is unreadable and can leave it in a strange state (zstd refuses too).
+  if (output == "-" && ::isatty(1)) throw UsageError("refusing to write a binary artifact to a terminal; use -o FILE");
+  if (input == "-" && ::isatty(0))
+    std::fputs("memtrack encode: reading raw records from the terminal (end with Ctrl-D); use -i FILE or a pipe\n",
+               stderr);
 
   // SIGINT/SIGTERM stop reading; everything read so far is encoded, the artifact is finished, exit 128+sig.
   InterruptGuard interrupt_guard;

@@ -2,8 +2,10 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,16 +18,75 @@ namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack record [-o FILE] [--workers N] [--level L] -- CMD [ARGS...]\n\n"
+    "usage: memtrack record [-o FILE] [--workers N] [--level L] [-q] [--python-malloc] [--] CMD [ARGS...]\n\n"
     "Runs CMD with libmemtrack-preload.so and records every malloc, free, calloc, realloc, aligned\n"
     "allocation, mmap, munmap and brk of it and of every process it starts (forks, exec chains), in causal\n"
-    "order and without loss: when the recorder falls behind, the program waits.\n\n"
-    "  -o, --output FILE   artifact to write (default: <pid>.MemtrackArtifact.msgpack in the current directory)\n"
-    "  --workers N         encoder threads (default: hardware threads)\n"
-    "  --level L           zstd level, -7..22 (default: -2)\n\n"
+    "order and without loss: when the recorder falls behind, the program waits. CMD begins at the first word\n"
+    "that is not one of these options (or after --): options after it are CMD's, as with env or time.\n\n"
+    "  -o, --output FILE   artifact to write (default: <pid>.MemtrackArtifact.msgpack in the current\n"
+    "                      directory). Written as FILE.<recorder pid>.partial beside FILE and renamed to FILE\n"
+    "                      when the recording ends. '-' is refused: stdout is CMD's, and the artifact would mix\n"
+    "                      with what CMD prints; write a file and read it from there.\n"
+    "  --workers N         encoder threads, 0..1024 (default 0: hardware threads)\n"
+    "  --level L           zstd level, -7..22 (default: -2)\n"
+    "  -q, --quiet         no summary line (and no notes) on stderr; errors are still reported\n"
+    "  --python-malloc     run CMD with PYTHONMALLOC=malloc, so CPython's small objects, which its pymalloc\n"
+    "                      serves without calling malloc, are recorded too\n\n"
     "The recorder finishes the artifact when CMD and all its descendants have exited, however they exited,\n"
-    "and exits with CMD's exit status (128+N when signal N killed it). The library is found at\n"
-    "<dir of memtrack>/../lib/libmemtrack-preload.so unless MEMTRACK_PRELOAD names another.\n";
+    "and exits with CMD's exit status (128+N when signal N killed it; 127 when CMD is not found, 126 when it\n"
+    "cannot be executed). Signals: SIGINT and SIGQUIT from the terminal reach CMD (its process group) and the\n"
+    "recorder ignores them; SIGTERM and SIGHUP sent to the recorder are passed on to CMD. Either way the\n"
+    "recorder waits for CMD to end and then finishes the artifact. A recorder killed with SIGKILL leaves\n"
+    "FILE.<pid>.partial: every whole frame in it is a valid artifact (decode reads it up to the cut).\n"
+    "The library is found at <dir of memtrack>/../lib/libmemtrack-preload.so unless MEMTRACK_PRELOAD names\n"
+    "another.\n";
+
+bool names_python(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return path.compare(slash == std::string::npos ? 0 : slash + 1, 6, "python") == 0;
+}
+
+std::string in_path(const std::string& word) {
+  if (word.find('/') != std::string::npos) return word;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
+  for (std::size_t begin = 0; begin <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', begin), dirs.size());
+    const std::string candidate = (end == begin ? "." : dirs.substr(begin, end - begin)) + "/" + word;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    begin = end + 1;
+  }
+  return word;
+}
+
+// Whether the command runs CPython: its program's file name (through PATH and symlinks: python3 ->
+// python3.11) starts with "python". A cheap look at names only, never at the program's memory (Debian's
+// python3 links libpython statically, so its maps would not say): a script is recognised by its #! line,
+// `env python3 ...` by env's first word after its options. `name` is the word that matched.
+bool looks_like_cpython(const std::vector<std::string>& command, std::string& name) {
+  const std::string exe = in_path(command[0]);
+  if (names_python(command[0]) || names_python(exe)) return name = command[0], true;
+  char resolved[PATH_MAX];
+  if (::realpath(exe.c_str(), resolved) != nullptr && names_python(resolved)) return name = command[0], true;
+  if (command[0] == "env" || exe.ends_with("/env")) {
+    // env's own options and NAME=VALUE words come before the program; -u NAME and -C DIR take a value.
+    std::size_t i = 1;
+    for (; i < command.size() && (command[i].starts_with("-") || command[i].find('=') != std::string::npos);)
+      i += command[i] == "-u" || command[i] == "--unset" || command[i] == "-C" || command[i] == "--chdir" ? 2 : 1;
+    if (i < command.size() && names_python(command[i])) return name = command[i], true;
+    return false;
+  }
+  // A script: its #! line.
+  char head[128] = {};
+  if (FILE* f = std::fopen(exe.c_str(), "rb")) {
+    const std::size_t n = std::fread(head, 1, sizeof head - 1, f);
+    std::fclose(f);
+    const std::string line(head, n);
+    if (line.starts_with("#!") && line.substr(0, line.find('\n')).find("python") != std::string::npos)
+      return name = command[0], true;
+  }
+  return false;
+}
 
 std::string find_preload() {
   if (const char* env = std::getenv("MEMTRACK_PRELOAD"); env != nullptr && *env != '\0') return env;
@@ -40,36 +101,59 @@ std::string find_preload() {
 }  // namespace
 
 int run_record(int argc, char** argv) {
-  Args args(argc, argv, 2);
+  const CommandSplit split = split_command(argc, argv, 2, {"-o", "--output", "--workers", "--level"});
+  Args args(split.options_end, argv, 2);
   if (args.flag("help", "h")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   runtime::RecordOptions options;
   options.output = args.value("output", "o").value_or("");
+  if (options.output == "-")
+    throw UsageError("-o -: the artifact cannot go to stdout, which belongs to the program; use -o FILE");
   options.workers = static_cast<unsigned>(parse_int("workers", args.value("workers").value_or("0"), 0, 1024));
-  options.level = static_cast<int>(parse_int("level", args.value("level").value_or(std::to_string(runtime::kDefaultRecordLevel)), -7, 22));
-  options.command = args.after_double_dash();
-  const std::vector<std::string> rest = args.positionals();
-  if (options.command.empty())
-    options.command = rest;
-  else if (!rest.empty())
-    throw UsageError("unexpected argument " + rest.front() + " before --");
-  if (options.command.empty()) throw UsageError("no command given: memtrack record [options] -- CMD [ARGS...]");
+  options.level = static_cast<int>(
+      parse_int("level", args.value("level").value_or(std::to_string(runtime::kDefaultRecordLevel)), -7, 22));
+  const bool quiet = args.flag("quiet", "q");
+  const bool python_malloc = args.flag("python-malloc");
+  args.positionals();  // throws on an unknown option before CMD (CMD itself is not in args)
+  options.command.assign(argv + split.command_begin, argv + argc);
+  if (options.command.empty()) throw UsageError("no command given: memtrack record [options] [--] CMD [ARGS...]");
   options.preload_path = find_preload();
   // Undocumented knob for tests: a tiny ring makes every producer wrap and wait.
   if (const char* slots = std::getenv("MEMTRACK_RING_SLOTS"); slots != nullptr && *slots != '\0')
     options.ring_slots = static_cast<std::uint64_t>(parse_int("MEMTRACK_RING_SLOTS", slots, 64, 1LL << 30));
+  // CPython's pymalloc serves objects up to 512 bytes from its own arenas: without this, a script's small
+  // objects are not events at all. The recorder's environment is the program's (recorder.cpp copies it).
+  std::string python;
+  const bool python_note =
+      !python_malloc && std::getenv("PYTHONMALLOC") == nullptr && looks_like_cpython(options.command, python);
+  if (python_malloc && ::setenv("PYTHONMALLOC", "malloc", 1) != 0) throw std::runtime_error("setenv PYTHONMALLOC");
 
-  const runtime::RecordResult r = runtime::record(options);
-  std::fprintf(stderr, "memtrack record: %llu events from %llu process%s, artifact %s (%s), peak heap %s",
-               static_cast<unsigned long long>(r.events), static_cast<unsigned long long>(r.processes),
-               r.processes == 1 ? "" : "es", r.output_path.c_str(), human_bytes(r.artifact_bytes).c_str(),
-               human_bytes(r.peak_heap_bytes).c_str());
-  if (r.abandoned_slots != 0)
-    std::fprintf(stderr, ", %llu ring slots skipped (their threads died before filling them)",
-                 static_cast<unsigned long long>(r.abandoned_slots));
-  std::fputc('\n', stderr);
+  runtime::RecordResult r;
+  try {
+    r = runtime::record(options);
+  } catch (const runtime::SpawnError& e) {
+    std::fprintf(stderr, "memtrack record: %s\n", e.what());
+    return e.exit_status;
+  }
+  if (!quiet) {
+    std::fprintf(stderr, "memtrack record: %llu events from %llu process%s, artifact %s (%s), peak heap %s",
+                 static_cast<unsigned long long>(r.events), static_cast<unsigned long long>(r.processes),
+                 r.processes == 1 ? "" : "es", r.output_path.c_str(), human_bytes(r.artifact_bytes).c_str(),
+                 human_bytes(r.peak_heap_bytes).c_str());
+    if (r.abandoned_slots != 0)
+      std::fprintf(stderr, ", %llu ring slots skipped (their threads died before filling them)",
+                   static_cast<unsigned long long>(r.abandoned_slots));
+    std::fputc('\n', stderr);
+    if (python_note) {
+      std::fprintf(stderr,
+                   "memtrack record: note: %s looks like CPython, whose pymalloc serves small objects without "
+                   "calling malloc, so they are not in the artifact; --python-malloc records them "
+                   "(PYTHONMALLOC=malloc)\n",
+                   python.c_str());
+    }
+  }
   if (!r.status.is_ok()) {
     std::fprintf(stderr, "memtrack record: %s\n", r.status.message().c_str());
     return r.exit_status != 0 ? r.exit_status : 1;

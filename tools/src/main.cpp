@@ -29,7 +29,8 @@ void print_usage(std::FILE* out) {
                "commands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
   std::fprintf(out,
-               "\n'memtrack <command> --help' explains a command. Exit status: 0 success, 1 bad data or I/O "
+               "\n'memtrack help <command>' or 'memtrack <command> --help' explains a command; 'memtrack --version'\n"
+               "prints the version. Exit status: 0 success, 1 bad data or I/O "
                "error, 2 usage error.\n");
 }
 
@@ -40,14 +41,22 @@ int main(int argc, char** argv) {
     print_usage(stderr);
     return 2;
   }
-  const std::string_view name = argv[1];
-  if (name == "--help" || name == "-h" || name == "help") {
+  std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || (name == "help" && argc == 2)) {
     print_usage(stdout);
     return 0;
   }
-  if (name == "--version") {
-    std::printf("memtrack 0.1.0\n");
+  if (name == "--version" || name == "-V" || name == "version") {
+    std::printf("memtrack %s\n", MEMTRACK_VERSION);
     return 0;
+  }
+  // `memtrack help CMD` is `memtrack CMD --help`.
+  char help_flag[] = "--help";
+  char* help_argv[] = {argv[0], argc > 2 ? argv[2] : argv[1], help_flag, nullptr};
+  if (name == "help") {
+    name = argv[2];
+    argc = 3;
+    argv = help_argv;
   }
   for (const Command& c : kCommands) {
     if (name != c.name) continue;

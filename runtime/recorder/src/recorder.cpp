@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "memtrack/analysis/live_heap.h"
 #include "memtrack/pipeline/sink.h"
 #include "memtrack/pipeline/stream_encoder.h"
+#include "output_file.h"
 #include "processes.h"
 #include "recorder_internal.h"
 #include "ring_reader.h"
@@ -175,16 +177,11 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   // when no producer is left.
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) throw sys_error("prctl(PR_SET_CHILD_SUBREAPER)");
 
-  // A named output is created before the command starts, so a bad path fails without running it. The
-  // default name needs the command's pid and is created right after the spawn.
-  auto create_output = [](const std::string& path) {
-    return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  };
-  int fd = -1;
-  if (!options.output.empty()) {
-    fd = create_output(options.output);
-    if (fd < 0) throw sys_error(options.output + ": cannot create");
-  }
+  // The output (named or default) is created before the command starts, so a bad path fails without
+  // running it; it is written beside its target and renamed at the end (output_file.h).
+  std::optional<OutputFile> out;
+  if (!internal.discard || !options.output.empty()) out.emplace(options.output);
+  int fd = out ? out->fd() : -1;
 
   std::vector<std::string> env = child_environment(options.preload_path, ring.path());
   std::vector<std::string> argv_strings = options.command;
@@ -201,26 +198,14 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   const int spawn_error = ::posix_spawnp(&child, argv[0], nullptr, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   if (spawn_error != 0) {
-    if (fd >= 0) {
-      ::close(fd);
-      ::unlink(options.output.c_str());  // no artifact rather than an empty, invalid one
-    }
-    errno = spawn_error;
-    throw sys_error("cannot run '" + options.command[0] + "'");
+    if (out) out->abandon();
+    throw SpawnError(options.command[0], spawn_error);
   }
   g_child_pid = child;
 
   RecordResult result;
   result.output_path = options.output.empty() ? std::to_string(child) + ".MemtrackArtifact.msgpack" : options.output;
-  if (fd < 0 && !internal.discard) {
-    fd = create_output(result.output_path);
-    if (fd < 0) {
-      result.status = {codec::Errc::io, result.output_path + ": cannot create: " + std::strerror(errno)};
-      // The program is already running: let it go on untracked instead of blocking on a ring nobody reads.
-      ring.header()->detached.store(1, std::memory_order_relaxed);
-      ring.wake_waiters();
-    }
-  }
+  if (out && options.output.empty()) out->name_default(result.output_path);
 
   // The summary line's peak comes from the same live-heap model as `memtrack stats`.
   analysis::LiveHeap heap;
@@ -254,8 +239,10 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
     result.status = outcome.status;
     result.artifact_bytes = outcome.artifact_bytes;
   }
-  if (fd >= 0 && ::close(fd) != 0 && result.status.is_ok())
-    result.status = {codec::Errc::io, result.output_path + ": close failed: " + std::strerror(errno)};
+  if (out) {
+    const codec::Status finished = out->finish();
+    if (result.status.is_ok()) result.status = finished;
+  }
   result.events = reader.events();
   result.abandoned_slots = reader.abandoned();
   result.peak_heap_bytes = heap.total_peak_bytes();

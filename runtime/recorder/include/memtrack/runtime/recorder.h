@@ -7,7 +7,10 @@
 // library: LD_PRELOAD is set only in the command's environment.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,7 +26,8 @@ inline constexpr int kDefaultRecordLevel = -2;
 
 struct RecordOptions {
   std::vector<std::string> command;  // argv of the program; command[0] is looked up in PATH
-  std::string output;                // empty: <pid of the command>.MemtrackArtifact.msgpack in the cwd
+  std::string output;                // empty: <pid of the command>.MemtrackArtifact.msgpack in the cwd;
+                                     // written as <output>.<recorder pid>.partial, renamed at the end
   std::string preload_path;          // absolute path of libmemtrack-preload.so
   unsigned workers = 0;              // encoder workers; 0 = hardware threads
   int level = kDefaultRecordLevel;   // zstd level
@@ -41,8 +45,18 @@ struct RecordResult {
   codec::Status status;               // artifact write failures
 };
 
-// Throws std::runtime_error when recording cannot start (no preload library, command not found, ring
-// creation failure). Once the command runs, errors are reported in RecordResult::status and the command
+// The command could not be started. exit_status is what shells, env and timeout exit with then: 127 when
+// the command was not found, 126 when it was found but could not be executed.
+struct SpawnError : std::runtime_error {
+  SpawnError(const std::string& command, int error)
+      : std::runtime_error("cannot run '" + command + "': " + std::strerror(error)),
+        exit_status(error == ENOENT || error == ENOTDIR ? 127 : 126) {}
+  int exit_status;
+};
+
+// Throws std::runtime_error when recording cannot start (no preload library, the output cannot be created,
+// ring creation failure), SpawnError when the command cannot be started; in both cases the command has not
+// run and no artifact is left. Once the command runs, errors are reported in RecordResult::status and the command
 // is still waited for.
 RecordResult record(const RecordOptions& options);
 

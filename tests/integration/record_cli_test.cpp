@@ -1,0 +1,291 @@
+// `memtrack record`'s command line never loses or mixes data (issue 16): CMD's own options stay CMD's,
+// the artifact is written beside its target and renamed, a killed recorder leaves a findable prefix, bad
+// outputs fail before CMD runs, and a command that cannot start exits 127/126. Each case checks the exit
+// status, the stderr line and that no earlier file lost a byte.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kMemtrack = MEMTRACK_BIN_DIR "/memtrack";
+const std::string kPrograms = MEMTRACK_PROGRAMS_DIR;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
+
+int shell(const std::string& cmd) {
+  const int status = std::system(cmd.c_str());
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// Removes a test's scratch directory when the test passed; a failed test leaves its files to look at.
+struct CliScratchCleanup : testing::EmptyTestEventListener {
+  void OnTestEnd(const testing::TestInfo& info) override {
+    if (info.result()->Passed() && !current.empty()) fs::remove_all(current);
+    current.clear();
+  }
+  static inline fs::path current;
+};
+
+const bool kCleanupInstalled = [] {
+  testing::UnitTest::GetInstance()->listeners().Append(new CliScratchCleanup);
+  return true;
+}();
+
+fs::path scratch_dir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir =
+      fs::path(testing::TempDir()) / (std::string("memtrack_cli_") + info->name() + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  CliScratchCleanup::current = dir;
+  return dir;
+}
+
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+};
+
+// Runs `args` (a shell fragment) as `memtrack record ARGS` in `dir`.
+CliRun record_in(const fs::path& dir, const std::string& args) {
+  CliRun r;
+  r.status = shell("cd '" + dir.string() + "' && '" + kMemtrack + "' record " + args + " > out.txt 2> err.txt");
+  r.out = slurp(dir / "out.txt");
+  r.err = slurp(dir / "err.txt");
+  return r;
+}
+
+// Events in an artifact, by decoding it with memtrack (exit status checked by the caller through `status`).
+std::size_t decoded_events(const fs::path& artifact, int* status = nullptr, std::string* err = nullptr) {
+  const fs::path out = artifact.string() + ".jsonl", errf = artifact.string() + ".err";
+  const int rc = shell("'" + kMemtrack + "' decode '" + artifact.string() + "' > '" + out.string() + "' 2> '" +
+                       errf.string() + "'");
+  if (status != nullptr) *status = rc;
+  if (err != nullptr) *err = slurp(errf);
+  const std::string text = slurp(out);
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::uint64_t summary_events(const std::string& err) {
+  const auto at = err.find("memtrack record: ");
+  if (at == std::string::npos) return 0;
+  return std::strtoull(err.c_str() + at + 17, nullptr, 10);
+}
+
+std::vector<fs::path> files_matching(const fs::path& dir, const std::string& suffix) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().ends_with(suffix)) out.push_back(e.path());
+  return out;
+}
+
+TEST(RecordCli, OptionsAfterTheCommandAreTheCommands) {
+  const fs::path dir = scratch_dir();
+  write_file(dir / "world", "an earlier file\n");
+  // Without --: `-o world` belongs to echo, and the artifact takes the default name.
+  CliRun r = record_in(dir, "/bin/echo hello -o world");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "hello -o world\n");
+  EXPECT_EQ(slurp(dir / "world"), "an earlier file\n");
+  EXPECT_EQ(files_matching(dir, ".MemtrackArtifact.msgpack").size(), 1u) << r.err;
+  // record's options before the command, the command's after it, with or without --.
+  for (const std::string args : {"-o a.art /bin/echo -o world -q", "-o a.art -- /bin/echo -o world -q"}) {
+    r = record_in(dir, args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "-o world -q\n") << args;
+    EXPECT_NE(r.err.find("artifact a.art"), std::string::npos) << r.err;  // -q went to echo
+    EXPECT_EQ(slurp(dir / "world"), "an earlier file\n");
+    EXPECT_GT(decoded_events(dir / "a.art"), 0u);
+  }
+  // An unknown option before the command is still a usage error, and nothing ran.
+  r = record_in(dir, "--frobnicate /bin/echo hi");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "memtrack record: unknown option --frobnicate (see 'memtrack record --help')\n");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(RecordCli, TwoRecordersOnOneTargetLeaveOneWholeArtifact) {
+  const fs::path dir = scratch_dir();
+  const std::string cd = "cd '" + dir.string() + "' && ";
+  // Different sizes, so the artifact tells which recorder wrote it; a small ring slows both down, so
+  // they overlap.
+  const std::string a = "MEMTRACK_RING_SLOTS=256 '" + kMemtrack + "' record -o same.art -- '" + kPrograms +
+                        "/churn' 1 300000 > a.out 2> a.err";
+  const std::string b = "MEMTRACK_RING_SLOTS=256 '" + kMemtrack + "' record -o same.art -- '" + kPrograms +
+                        "/churn' 1 200000 > b.out 2> b.err";
+  ASSERT_EQ(shell(cd + "{ " + a + " & " + b + " & wait; }"), 0);
+  const std::uint64_t ea = summary_events(slurp(dir / "a.err")), eb = summary_events(slurp(dir / "b.err"));
+  ASSERT_GT(ea, 300000u) << slurp(dir / "a.err");
+  ASSERT_GT(eb, 200000u) << slurp(dir / "b.err");
+  int status = -1;
+  std::string err;
+  const std::size_t n = decoded_events(dir / "same.art", &status, &err);
+  EXPECT_EQ(status, 0) << err;
+  EXPECT_EQ(err, "");
+  EXPECT_TRUE(n == ea || n == eb) << n << " events: not one recorder's " << ea << " or " << eb;
+  EXPECT_TRUE(files_matching(dir, ".partial").empty());
+}
+
+TEST(RecordCli, AKilledRecorderLeavesItsPrefixBesideTheTarget) {
+  const fs::path dir = scratch_dir();
+  write_file(dir / "k.art", "an earlier artifact");
+  // The recorder runs in the scratch dir; the shell execs it, so the pid is the recorder's.
+  const std::string cmd = "cd '" + dir.string() + "' && exec '" + kMemtrack + "' record -o k.art -- '" + kPrograms +
+                          "/churn' 2 20000000 > /dev/null 2> err.txt";
+  pid_t recorder = 0;
+  std::vector<char*> argv = {const_cast<char*>("/bin/sh"), const_cast<char*>("-c"), const_cast<char*>(cmd.c_str()),
+                             nullptr};
+  ASSERT_EQ(::posix_spawn(&recorder, "/bin/sh", nullptr, nullptr, argv.data(), environ), 0);
+  const fs::path partial = dir / ("k.art." + std::to_string(recorder) + ".partial");
+  // Wait for a few frames to be written (65,536 events each), then SIGKILL the recorder.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::error_code ec;
+  while (std::chrono::steady_clock::now() < deadline && (fs::file_size(partial, ec) < 1000000 || ec))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(::kill(recorder, SIGKILL), 0);
+  int st = 0;
+  ASSERT_EQ(::waitpid(recorder, &st, 0), recorder);
+  ASSERT_TRUE(fs::exists(partial)) << "the recorder wrote no frame in 20 s";
+  // The earlier artifact is untouched; the partial file decodes to a prefix of the recording.
+  EXPECT_EQ(slurp(dir / "k.art"), "an earlier artifact");
+  int status = -1;
+  std::string err;
+  const std::size_t n = decoded_events(partial, &status, &err);
+  EXPECT_GE(n, 65536u) << err;
+  if (status != 0) {  // cut inside a frame: the events before it, then one line naming the cut
+    EXPECT_EQ(status, 1);
+    EXPECT_NE(err.find("input ends inside the frame"), std::string::npos) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
+  // The program itself notices the dead recorder, detaches and finishes untracked (docs/RUNTIME.md).
+}
+
+TEST(RecordCli, AnUnwritableDefaultOutputFailsBeforeTheProgramRuns) {
+  const fs::path dir = scratch_dir();
+  // /proc refuses new files even to root, as a read-only or foreign directory would.
+  const std::string cmd = "cd /proc && '" + kMemtrack + "' record -- touch '" + (dir / "ran").string() + "' 2> '" +
+                          (dir / "err.txt").string() + "'";
+  EXPECT_EQ(shell(cmd), 1);
+  const std::string err = slurp(dir / "err.txt");
+  EXPECT_EQ(err.rfind("memtrack record: memtrack-record.", 0), 0u) << err;
+  EXPECT_NE(err.find(".partial: cannot create (the current directory receives the artifact): "), std::string::npos)
+      << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_FALSE(fs::exists(dir / "ran")) << "the program ran";
+}
+
+TEST(RecordCli, DashOutputIsRefused) {
+  const fs::path dir = scratch_dir();
+  const CliRun r = record_in(dir, "-o - /bin/echo hi");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "memtrack record: -o -: the artifact cannot go to stdout, which belongs to the program; use -o FILE "
+            "(see 'memtrack record --help')\n");
+  EXPECT_EQ(r.out, "");  // echo never ran
+  EXPECT_FALSE(fs::exists(dir / "-"));
+}
+
+TEST(RecordCli, ACommandThatCannotStartExits127Or126) {
+  const fs::path dir = scratch_dir();
+  write_file(dir / "old.art", "an earlier artifact");
+  CliRun r = record_in(dir, "-o old.art no-such-command-here");
+  EXPECT_EQ(r.status, 127);
+  EXPECT_EQ(r.err, "memtrack record: cannot run 'no-such-command-here': No such file or directory\n");
+  write_file(dir / "not-executable", "#!/bin/sh\necho ran\n");
+  r = record_in(dir, "-o old.art ./not-executable");
+  EXPECT_EQ(r.status, 126);
+  EXPECT_EQ(r.err, "memtrack record: cannot run './not-executable': Permission denied\n");
+  EXPECT_EQ(r.out, "");
+  r = record_in(dir, "no-such-command-here");  // default output: nothing is left either
+  EXPECT_EQ(r.status, 127);
+  EXPECT_EQ(slurp(dir / "old.art"), "an earlier artifact");
+  EXPECT_TRUE(files_matching(dir, ".partial").empty());
+  EXPECT_TRUE(files_matching(dir, ".MemtrackArtifact.msgpack").empty());
+}
+
+TEST(RecordCli, QuietLeavesOutTheSummary) {
+  const fs::path dir = scratch_dir();
+  CliRun r = record_in(dir, "-q -o q.art -- '" + kPrograms + "/churn' 1 1000");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.err, "");
+  EXPECT_GT(decoded_events(dir / "q.art"), 1000u);
+  r = record_in(dir, "--quiet -o q.art -- sh -c 'exit 3'");
+  EXPECT_EQ(r.status, 3);
+  EXPECT_EQ(r.err, "");
+  // Errors still show.
+  r = record_in(dir, "-q -o no/such/dir/q.art true");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot create"), std::string::npos) << r.err;
+}
+
+TEST(RecordCli, WorkersZeroIsTheDefault) {
+  const fs::path dir = scratch_dir();
+  const CliRun r = record_in(dir, "--workers 0 -o w.art -- '" + kPrograms + "/churn' 1 1000");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(decoded_events(dir / "w.art"), summary_events(r.err));
+}
+
+TEST(RecordCli, ASymlinkTargetReplacesTheFileItNames) {
+  const fs::path dir = scratch_dir();
+  write_file(dir / "real.art", "old");
+  fs::create_symlink("real.art", dir / "link.art");
+  const CliRun r = record_in(dir, "-o link.art -- '" + kPrograms + "/churn' 1 1000");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.art"));
+  EXPECT_EQ(decoded_events(dir / "real.art"), summary_events(r.err));
+  // A device is written in place, not replaced.
+  EXPECT_EQ(record_in(dir, "-o /dev/null true").status, 0);
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+}
+
+// CPython's pymalloc serves small objects without malloc: record says so once, and --python-malloc runs
+// the program with PYTHONMALLOC=malloc (orders of magnitude more events for a script of small strings).
+TEST(RecordCli, CPythonIsNotedAndPythonMallocRecordsItsSmallObjects) {
+  ::unsetenv("PYTHONMALLOC");  // the note is only for a user who has not chosen an allocator
+  const fs::path dir = scratch_dir();
+  const std::string script = "'x = [str(i) for i in range(50000)]'";
+  CliRun plain = record_in(dir, "-o p.art env -u PYTHONMALLOC " MEMTRACK_SYSTEM_PYTHON " -c " + script);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const std::string note = "memtrack record: note: " MEMTRACK_SYSTEM_PYTHON
+                           " looks like CPython, whose pymalloc serves small objects without calling malloc, so "
+                           "they are not in the artifact; --python-malloc records them (PYTHONMALLOC=malloc)\n";
+  EXPECT_NE(plain.err.find(note), std::string::npos) << plain.err;
+  EXPECT_EQ(plain.err.find("note:"), plain.err.rfind("note:")) << "the note is printed once";
+  CliRun malloc = record_in(dir, "--python-malloc -o m.art " MEMTRACK_SYSTEM_PYTHON " -c " + script);
+  ASSERT_EQ(malloc.status, 0) << malloc.err;
+  EXPECT_EQ(malloc.err.find("note:"), std::string::npos) << malloc.err;
+  const std::uint64_t without = summary_events(plain.err), with = summary_events(malloc.err);
+  EXPECT_GT(with, 100 * without) << without << " vs " << with;
+  EXPECT_EQ(decoded_events(dir / "m.art"), with);
+  // A program that is not CPython gets no note.
+  const CliRun other = record_in(dir, "-o o.art /bin/echo hi");
+  EXPECT_EQ(other.err.find("note:"), std::string::npos) << other.err;
+}
+
+}  // namespace
