@@ -108,6 +108,12 @@ TEST(Cli, UsageErrorsExitTwoAndHelpExitsZero) {
   }
 }
 
+TEST(Cli, UncreatableOutputIsAnIoErrorNamingThePath) {
+  const auto r = run(mt() + " encode -i " + data_path("events.raw") + " -o /nonexistent-dir/out.zst");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "memtrack encode: /nonexistent-dir/out.zst: cannot create: No such file or directory\n");
+}
+
 TEST(Cli, MissingInputIsAnIoErrorNamingTheFile) {
   const auto r = run(mt() + " decode /nonexistent/a.zst");
   EXPECT_EQ(r.status, 1);

@@ -26,7 +26,8 @@ void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
 }
 
 std::string raw_of(std::span<const codec::Event> events) {
-  return std::string(reinterpret_cast<const char*>(events.data()), events.size() * sizeof(codec::Event));
+  const std::vector<std::byte> raw = raw_records(events);
+  return std::string(reinterpret_cast<const char*>(raw.data()), raw.size());
 }
 
 std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }

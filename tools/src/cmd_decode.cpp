@@ -13,6 +13,7 @@
 #include "io.h"
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/frame_decoder.h"
+#include "memtrack/pipeline/fd_io.h"
 #include "progress.h"
 
 namespace memtrack::tools {
@@ -101,7 +102,7 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
 // The whole file in order; with `salvage`, damaged stretches are skipped and reported, and the status
 // returned is the first damage (so the exit status is 1) while decoding continued past it.
 codec::Status decode_stream(int fd, const std::string& name, bool salvage, OutputFormat format, BufferedOutput& out) {
-  codec::FdSource source(fd);
+  pipeline::FdSource source(fd);
   codec::ArtifactDecoder decoder(source, name);
   ProgressMeter meter(file_size(fd));
   std::vector<codec::Event> events(4096);

@@ -1,13 +1,13 @@
 // memtrack encode: raw 48-byte records in, artifact out, on the pipeline (memtrack::pipeline).
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "args.h"
 #include "commands.h"
 #include "interrupt.h"
 #include "io.h"
-#include "memtrack/codec/raw_record.h"
+#include "memtrack/pipeline/raw_record_reader.h"
+#include "memtrack/pipeline/sink.h"
 #include "memtrack/pipeline/stream_encoder.h"
 
 namespace memtrack::tools {
@@ -32,19 +32,6 @@ constexpr const char* kHelp =
     "record index; the frames written before it stay a valid artifact holding every record before it.\n"
     "SIGINT or SIGTERM stops reading: every whole record read so far is encoded, the artifact is finished\n"
     "(with its frame index), and the exit status is 128 + the signal number.\n";
-
-// The raw-record reader as the pipeline's source: it fills the pipeline's frame buffers directly.
-class RawRecordSource : public pipeline::EventSource {
- public:
-  RawRecordSource(int fd, std::string name) : reader_(fd, std::move(name)) {
-    reader_.stop_on_signal(InterruptGuard::flag());
-  }
-  std::size_t read(std::span<codec::Event> out) override { return reader_.read(out); }
-  codec::Status status() const override { return reader_.status(); }
-
- private:
-  codec::RawRecordReader reader_;
-};
 
 }  // namespace
 
@@ -74,7 +61,9 @@ int run_encode(int argc, char** argv) {
   InterruptGuard interrupt_guard;
   const int in_fd = open_input(input);
   const int out_fd = open_output(output);
-  RawRecordSource source(in_fd, input == "-" ? "stdin" : input);
+  // The reader is the pipeline's source: it fills the pipeline's frame buffers directly.
+  pipeline::RawRecordReader source(in_fd, input == "-" ? "stdin" : input);
+  source.stop_on_signal(InterruptGuard::flag());
   pipeline::FdSink sink(out_fd, output == "-" ? "stdout" : output);
   pipeline::EncoderStats stats;
   const codec::Status status = pipeline::encode_stream(source, sink, options, &stats);

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "indexed_file.h"
 #include "io.h"
+#include "memtrack/pipeline/fd_io.h"
 #include "progress.h"
 #include "stats.h"
 
@@ -56,7 +57,7 @@ int run_stats(int argc, char** argv) {
         *index, [&](std::uint64_t offset, std::span<std::byte> out) { return read_at(fd, name, offset, out); }, name,
         progress);
   } else {
-    codec::FdSource source(fd);
+    pipeline::FdSource source(fd);
     stats = compute_stats(source, name, progress);
   }
   meter.finish();
