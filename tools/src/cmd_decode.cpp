@@ -173,7 +173,7 @@ int run_decode(int argc, char** argv) {
   if (!status.is_ok()) {
     close_fd(in_fd);
     std::fprintf(stderr, "memtrack decode: %s\n", status.message().c_str());
-    return 1;
+    return exit_status(status);
   }
 
   const int out_fd = open_output(output);
@@ -187,7 +187,7 @@ int run_decode(int argc, char** argv) {
   close_fd(out_fd);
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack decode: %s\n", status.message().c_str());
-    return 1;
+    return exit_status(status);
   }
   return 0;
 }

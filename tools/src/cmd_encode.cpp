@@ -82,7 +82,7 @@ int run_encode(int argc, char** argv) {
       return 128 + static_cast<int>(*InterruptGuard::flag());
     }
     std::fprintf(stderr, "memtrack encode: %s\n", status.message().c_str());
-    return 1;
+    return exit_status(status);
   }
   return 0;
 }
