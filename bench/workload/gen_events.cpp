@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <vector>
 
+#include "memtrack/codec/raw_record.h"
 #include "memtrack/workload/realistic_events.h"
 
 int main(int argc, char** argv) {
@@ -17,12 +20,16 @@ int main(int argc, char** argv) {
   }
   const unsigned long long n = std::strtoull(argv[1], nullptr, 10);
   memtrack::workload::EventGenerator gen(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1);
-  std::vector<memtrack::codec::Event> block(65536);
+  constexpr std::size_t kBlockEvents = 65536;
+  constexpr std::size_t kRecord = memtrack::codec::kRawRecordSize;
+  std::vector<std::byte> block(kBlockEvents * kRecord);
   for (unsigned long long done = 0; done < n;) {
-    const std::size_t count = static_cast<std::size_t>(std::min<unsigned long long>(block.size(), n - done));
-    for (std::size_t i = 0; i < count; ++i) block[i] = gen.next();
-    const auto* p = reinterpret_cast<const char*>(block.data());
-    std::size_t left = count * sizeof(memtrack::codec::Event);
+    const std::size_t count = static_cast<std::size_t>(std::min<unsigned long long>(kBlockEvents, n - done));
+    for (std::size_t i = 0; i < count; ++i) {
+      memtrack::codec::pack_raw_record(gen.next(), std::span<std::byte, kRecord>(block.data() + i * kRecord, kRecord));
+    }
+    const auto* p = block.data();
+    std::size_t left = count * kRecord;
     while (left > 0) {
       const ssize_t w = ::write(1, p, left);
       if (w <= 0) return 1;

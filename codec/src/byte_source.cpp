@@ -1,20 +1,9 @@
 #include "memtrack/codec/byte_source.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 namespace memtrack::codec {
-
-std::ptrdiff_t FdSource::read(std::span<std::byte> out) {
-  for (;;) {
-    const ssize_t n = ::read(fd_, out.data(), out.size());
-    if (n >= 0) return n;
-    if (errno != EINTR) return -errno;
-  }
-}
 
 std::ptrdiff_t MemorySource::read(std::span<std::byte> out) {
   const std::size_t n = std::min(out.size(), bytes_.size() - pos_);

@@ -1,27 +1,14 @@
 #include "memtrack/pipeline/sink.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <stdexcept>
-#include <system_error>
+#include <string>
 #include <utility>
 
+#include "memtrack/pipeline/fd_io.h"
+
 namespace memtrack::pipeline {
-namespace {
-
-// std::strerror may share a static buffer between threads; the error_code message does not.
-std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
-
-int create_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(path + ": cannot create: " + errno_text(errno));
-  return fd;
-}
-
-}  // namespace
 
 FdSink::FdSink(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
 
@@ -40,28 +27,13 @@ std::string FdSink::remove_partial_write(std::size_t written) {
 }
 
 codec::Status FdSink::write(std::span<const std::byte> bytes) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      return {codec::Errc::io, name_ + ": write failed after " + std::to_string(done) + " of " +
-                                   std::to_string(bytes.size()) + " bytes: " + errno_text(err) +
-                                   remove_partial_write(done)};
-    }
-    // write(2) returning 0 for a non-empty request would loop forever; treat it as a failure.
-    if (n == 0) return {codec::Errc::io, name_ + ": write returned 0 bytes"};
-    done += static_cast<std::size_t>(n);
-  }
-  return {};
+  const WriteResult r = write_all(fd_, bytes);
+  if (r.written == bytes.size()) return {};
+  if (r.error == 0) return {codec::Errc::io, name_ + ": write returned 0 bytes"};
+  return {codec::Errc::io, name_ + ": write failed after " + std::to_string(r.written) + " of " +
+                               std::to_string(bytes.size()) + " bytes: " + errno_text(r.error) +
+                               remove_partial_write(r.written)};
 }
-
-FileSink::FileSink(const std::string& path) : fd_sink_(create_file(path), path) {}
-
-FileSink::~FileSink() { ::close(fd_sink_.fd()); }
-
-codec::Status FileSink::write(std::span<const std::byte> bytes) { return fd_sink_.write(bytes); }
 
 codec::Status MemorySink::write(std::span<const std::byte> bytes) {
   bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());

@@ -1,70 +1,115 @@
-// The raw record reader: validation errors name the record index and keep every record before it.
+// The raw record as a wire form: pack/unpack byte layout (little-endian, field by field), the round trip on
+// the conformance records, and validation errors naming the record index. Reading records from a file
+// descriptor is the pipeline's (tests/pipeline/raw_record_reader_test.cpp).
 #include "memtrack/codec/raw_record.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <thread>
+#include <vector>
 
 #include "common/fixtures.h"
 
 namespace memtrack::codec {
 namespace {
 
-// Feeds bytes through a pipe, so the reader sees the same short reads as with a real producer.
-struct PipeInput {
-  int fds[2];
-  std::thread writer;
-  explicit PipeInput(std::vector<std::byte> bytes) {
-    EXPECT_EQ(::pipe(fds), 0);
-    writer = std::thread([this, b = std::move(bytes)] {
-      std::size_t done = 0;
-      while (done < b.size()) {
-        // Odd-sized writes so records straddle reads.
-        const std::size_t chunk = std::min<std::size_t>(1000, b.size() - done);
-        const ssize_t n = ::write(fds[1], b.data() + done, chunk);
-        if (n <= 0) break;
-        done += static_cast<std::size_t>(n);
-      }
-      ::close(fds[1]);
-    });
-  }
-  ~PipeInput() {
-    writer.join();
-    ::close(fds[0]);
-  }
-};
-
-std::vector<std::byte> to_bytes(const std::vector<Event>& events) {
-  std::vector<std::byte> b(events.size() * sizeof(Event));
-  std::memcpy(b.data(), events.data(), b.size());
-  return b;
+std::span<std::byte, kRawRecordSize> record(std::vector<std::byte>& bytes, std::size_t i) {
+  return std::span<std::byte, kRawRecordSize>(bytes.data() + i * kRawRecordSize, kRawRecordSize);
 }
 
-std::vector<Event> read_all(RawRecordReader& reader, std::size_t block) {
-  std::vector<Event> all, buf(block);
-  while (std::size_t n = reader.read(buf)) all.insert(all.end(), buf.begin(), buf.begin() + n);
-  return all;
+TEST(RawRecord, PackWritesTheDocumentedLittleEndianLayout) {
+  // docs/FORMAT.md, "The raw record": written out byte by byte, independently of pack_raw_record.
+  const Event e = make_realloc(-2, 0x01020304, 0x1122334455667788, 0xa0a1a2a3a4a5a6a7, 0xb0b1b2b3b4b5b6b7, 0x40);
+  std::byte out[kRawRecordSize];
+  std::memset(out, 0xee, sizeof out);  // pack must write every byte, the reserved ones as zero
+  pack_raw_record(e, out);
+  EXPECT_EQ(testing::to_hex(out, sizeof out),
+            "8877665544332211"  // timestamp
+            "a7a6a5a4a3a2a1a0"  // addr (the new pointer)
+            "4000000000000000"  // size
+            "b7b6b5b4b3b2b1b0"  // old_addr
+            "feffffff"          // pid -2
+            "04030201"          // tid
+            "04"                // kind: Realloc
+            "01"                // flags: old_addr present
+            "000000000000");    // reserved
 }
 
-TEST(RawRecord, ReadsConformanceRecordsThroughAPipe) {
+TEST(RawRecord, ConformanceRecordsRoundTripByteForByte) {
+  auto bytes = testing::read_file(testing::data_path("events.raw"));
+  ASSERT_EQ(bytes.size() % kRawRecordSize, 0u);
+  const std::size_t n = bytes.size() / kRawRecordSize;
+  ASSERT_GT(n, 0u);
+  std::vector<Event> events(n);
+  std::size_t unpacked = 0;
+  ASSERT_TRUE(unpack_raw_records(bytes, 0, events, unpacked).is_ok());
+  ASSERT_EQ(unpacked, n);
+  std::vector<std::byte> again(bytes.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    Event one;
+    ASSERT_TRUE(unpack_raw_record(record(bytes, i), i, one).is_ok());
+    EXPECT_EQ(one, events[i]) << i;
+    pack_raw_record(events[i], record(again, i));
+  }
+  EXPECT_EQ(again, bytes);
+}
+
+TEST(RawRecord, UnpackStopsAtTheFirstBadRecordNamingItsIndex) {
   const auto events = testing::read_raw_events(testing::data_path("events.raw"));
-  PipeInput in(to_bytes(events));
-  RawRecordReader reader(in.fds[0], "pipe");
-  EXPECT_EQ(read_all(reader, 7), events);
-  EXPECT_TRUE(reader.status().is_ok()) << reader.status().message();
+  ASSERT_GT(events.size(), 10u);
+  auto bytes = testing::raw_records(events);
+  bytes[7 * kRawRecordSize + raw_offset::kind] = std::byte{9};
+  std::vector<Event> out(events.size());
+  std::size_t unpacked = 0;
+  const Status s = unpack_raw_records(bytes, 1000, out, unpacked);
+  EXPECT_EQ(unpacked, 7u);
+  EXPECT_EQ(s.code(), Errc::bad_record);
+  EXPECT_EQ(s.message(), "record 1007: unknown kind 9");
+  EXPECT_TRUE(std::equal(out.begin(), out.begin() + 7, events.begin()));
+  // Only as many records as `out` holds, and only whole ones.
+  std::vector<Event> three(3);
+  EXPECT_TRUE(unpack_raw_records(std::span(bytes.data(), 4 * kRawRecordSize - 1), 0, three, unpacked).is_ok());
+  EXPECT_EQ(unpacked, 3u);
+  EXPECT_TRUE(unpack_raw_records(std::span(bytes.data(), 2 * kRawRecordSize + 5), 0, three, unpacked).is_ok());
+  EXPECT_EQ(unpacked, 2u);
 }
 
-TEST(RawRecord, UnknownKindNamesTheRecordAndKeepsThoseBefore) {
-  auto events = testing::read_raw_events(testing::data_path("events.raw"));
-  reinterpret_cast<unsigned char*>(&events[300])[40] = 9;
-  PipeInput in(to_bytes(events));
-  RawRecordReader reader(in.fds[0], "in.raw");
-  const auto got = read_all(reader, 64);
-  EXPECT_EQ(got, std::vector<Event>(events.begin(), events.begin() + 300));
-  EXPECT_EQ(reader.status().code(), Errc::bad_record);
-  EXPECT_EQ(reader.status().message(), "in.raw: record 300: unknown kind 9");
+// Each fault of a record gets the same message from unpack_raw_record as from validate_record on the event.
+TEST(RawRecord, UnpackAndValidateAgreeOnEveryFault) {
+  struct Case {
+    std::size_t offset;
+    std::uint8_t value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {raw_offset::kind, 0, "record 5: unknown kind 0"},
+      {raw_offset::kind, 9, "record 5: unknown kind 9"},
+      {raw_offset::flags, 2, "record 5: reserved flag bits set (flags=2)"},
+      {raw_offset::flags, kFlagHasOldAddr, "record 5: old_addr flag on a Malloc record"},
+      {raw_offset::reserved + 3, 1, "record 5: reserved bytes 42..47 not zero"},
+      {raw_offset::old_addr, 1, "record 5: old_addr set without the old_addr flag"},
+  };
+  const Event malloc_event = make_event(EventKind::Malloc, 1, 1, 1, 1, 1);
+  for (const Case& c : cases) {
+    std::vector<std::byte> bytes(kRawRecordSize);
+    pack_raw_record(malloc_event, record(bytes, 0));
+    bytes[c.offset] = static_cast<std::byte>(c.value);
+    Event e;
+    const Status s = unpack_raw_record(record(bytes, 0), 5, e);
+    EXPECT_EQ(s.code(), Errc::bad_record) << c.message;
+    EXPECT_EQ(s.message(), c.message);
+    // The same fault in an event (no unpacking: fields set directly).
+    Event direct = malloc_event;
+    if (c.offset == raw_offset::kind) direct.kind = static_cast<EventKind>(c.value);
+    if (c.offset == raw_offset::flags) direct.flags = c.value;
+    if (c.offset == raw_offset::reserved + 3) direct.reserved[3] = c.value;
+    if (c.offset == raw_offset::old_addr) direct.old_addr = c.value;
+    EXPECT_EQ(validate_record(direct, 5).message(), c.message);
+  }
+  std::vector<std::byte> bytes(kRawRecordSize);
+  pack_raw_record(make_event(EventKind::Free, 1, 1, 1, 1, 7), record(bytes, 0));
+  Event e;
+  EXPECT_EQ(unpack_raw_record(record(bytes, 0), 0, e).message(), "record 0: Free record with a non-zero size");
 }
 
 TEST(RawRecord, ReservedBitsAndMisplacedFlagsAreErrors) {
@@ -79,17 +124,6 @@ TEST(RawRecord, ReservedBitsAndMisplacedFlagsAreErrors) {
   EXPECT_FALSE(validate_record(e, 5).is_ok());
   Event f = make_event(EventKind::Free, 1, 1, 1, 1, 7);
   EXPECT_FALSE(validate_record(f, 0).is_ok());
-}
-
-TEST(RawRecord, TruncatedTailIsAnErrorAfterTheWholeRecords) {
-  const auto events = testing::read_raw_events(testing::data_path("events.raw"));
-  auto bytes = to_bytes(std::vector<Event>(events.begin(), events.begin() + 10));
-  bytes.resize(bytes.size() + 20);
-  PipeInput in(bytes);
-  RawRecordReader reader(in.fds[0], "t.raw");
-  EXPECT_EQ(read_all(reader, 4).size(), 10u);
-  EXPECT_EQ(reader.status().code(), Errc::truncated);
-  EXPECT_EQ(reader.status().message(), "t.raw: record 10: truncated (20 of 48 bytes at end of input)");
 }
 
 }  // namespace

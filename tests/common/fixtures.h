@@ -5,11 +5,13 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "memtrack/codec/event.h"
+#include "memtrack/codec/raw_record.h"
 
 namespace memtrack::testing {
 
@@ -26,10 +28,22 @@ inline std::vector<std::byte> read_file(const std::string& path) {
 
 inline std::vector<codec::Event> read_raw_events(const std::string& path) {
   const auto bytes = read_file(path);
-  if (bytes.size() % sizeof(codec::Event) != 0) throw std::runtime_error(path + " is not whole records");
-  std::vector<codec::Event> events(bytes.size() / sizeof(codec::Event));
-  if (!bytes.empty()) std::memcpy(events.data(), bytes.data(), bytes.size());
+  if (bytes.size() % codec::kRawRecordSize != 0) throw std::runtime_error(path + " is not whole records");
+  std::vector<codec::Event> events(bytes.size() / codec::kRawRecordSize);
+  std::size_t n = 0;
+  const codec::Status s = codec::unpack_raw_records(bytes, 0, events, n);
+  if (!s.is_ok()) throw std::runtime_error(path + ": " + s.message());
   return events;
+}
+
+// The raw records of `events` (codec::pack_raw_record), as `memtrack decode --format raw` writes them.
+inline std::vector<std::byte> raw_records(std::span<const codec::Event> events) {
+  std::vector<std::byte> out(events.size() * codec::kRawRecordSize);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    codec::pack_raw_record(events[i], std::span<std::byte, codec::kRawRecordSize>(
+                                          out.data() + i * codec::kRawRecordSize, codec::kRawRecordSize));
+  }
+  return out;
 }
 
 inline std::string to_hex(const std::byte* p, std::size_t n) {

@@ -1,4 +1,5 @@
-// Property: RawRecordReader reads valid 48-byte records back exactly, and the first invalid record (or a
+// Property: RawRecordReader (memtrack::pipeline) reads valid 48-byte records back exactly (each event packs
+// back to its input bytes), and the first invalid record (or a
 // truncated tail) stops it with an error naming that record's index, after every record before it was
 // returned. The expected result is computed here from the byte layout in docs/FORMAT.md, independently of
 // validate_record.
@@ -17,6 +18,7 @@
 
 #include "fuzz/fuzz_common.h"
 #include "memtrack/codec/raw_record.h"
+#include "memtrack/pipeline/raw_record_reader.h"
 
 namespace {
 
@@ -137,7 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(::lseek(fds[0], 0, SEEK_SET) == 0, "lseek failed");
   }
 
-  memtrack::codec::RawRecordReader reader(fds[0], "fuzz.raw");
+  memtrack::pipeline::RawRecordReader reader(fds[0], "fuzz.raw");
   std::vector<Event> got, buf(block);
   while (std::size_t k = reader.read(buf)) {
     FUZZ_CHECK(k <= block, "read %zu into a block of %zu", k, block);
@@ -147,12 +149,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (use_pipe) PipeFeeder::instance().wait();
 
   FUZZ_CHECK(got.size() == valid, "read %zu records, %zu are valid before the first bad one", got.size(), valid);
-  FUZZ_CHECK(valid == 0 || std::memcmp(got.data(), records, valid * kRawRecordSize) == 0,
-             "records read back differ from the input");
+  for (std::size_t i = 0; i < got.size() && i < valid; ++i) {
+    std::byte packed[kRawRecordSize];
+    memtrack::codec::pack_raw_record(got[i], packed);
+    FUZZ_CHECK(std::memcmp(packed, records + i * kRawRecordSize, kRawRecordSize) == 0,
+               "record %zu read back differs from the input", i);
+  }
   FUZZ_CHECK(reader.records_read() == valid, "records_read() = %llu, expected %zu",
              static_cast<unsigned long long>(reader.records_read()), valid);
 
-  const memtrack::codec::Status& s = reader.status();
+  const memtrack::codec::Status s = reader.status();
   if (valid < whole) {
     FUZZ_CHECK(s.code() == Errc::bad_record, "record %zu is invalid but status is '%s'", valid, s.message().c_str());
   } else if (truncated_tail) {

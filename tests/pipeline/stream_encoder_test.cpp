@@ -465,27 +465,6 @@ TEST(FdSink, ShortWritesToASlowPipeReaderLoseNothing) {
   EXPECT_EQ(received, testing::reference_artifact(events, 65536));
 }
 
-TEST(FileSink, WritesTheArtifact) {
-  const std::string path = ::testing::TempDir() + "/pipeline_file_sink.zst";
-  const auto events = EventGenerator(6).take(1000);
-  {
-    FileSink sink(path);
-    VectorSource source(events);
-    EXPECT_TRUE(encode_stream(source, sink, small_frames(300, 2, 2)).is_ok());
-  }
-  EXPECT_EQ(testing::read_file(path), testing::reference_artifact(events, 300));
-  std::remove(path.c_str());
-}
-
-TEST(FileSink, CannotCreateThrowsNamingThePath) {
-  try {
-    FileSink sink("/nonexistent-dir/out.zst");
-    FAIL() << "expected an exception";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/out.zst: cannot create"), std::string::npos);
-  }
-}
-
 }  // namespace
 }  // namespace memtrack::pipeline
 

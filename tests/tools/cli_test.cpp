@@ -108,6 +108,29 @@ TEST(Cli, UsageErrorsExitTwoAndHelpExitsZero) {
   }
 }
 
+// Errc::usage maps to exit 2 like a bad option (README: "2 usage error"): --frames asks for something the
+// artifact cannot give (it has no frame index, or fewer frames), and the remedy is a different command line,
+// not different data. A damaged index, by contrast, is bad data and exits 1 (StatsCli.ABadIndex...).
+TEST(Cli, FramesTheArtifactCannotServeIsAUsageErrorExitTwo) {
+  const std::string plain = data_path("realistic-140k.frames.zst");  // CodSpeed's layout: no frame index
+  const auto r = run(mt() + " decode " + plain + " --frames 0:1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "memtrack decode: " + plain + ": no frame index; decode the whole file\n");
+
+  ASSERT_EQ(run(mt() + " encode --frame-events 100 -i " + data_path("events.raw") + " -o " + tmp("u.zst")).status, 0);
+  const auto beyond = run(mt() + " decode " + tmp("u.zst") + " --frames 0:1000");
+  EXPECT_EQ(beyond.status, 2);
+  EXPECT_EQ(count_lines(beyond.err), 1u) << beyond.err;
+  EXPECT_NE(beyond.err.find(": --frames 0:1000 is outside the "), std::string::npos) << beyond.err;
+}
+
+TEST(Cli, UncreatableOutputIsAnIoErrorNamingThePath) {
+  const auto r = run(mt() + " encode -i " + data_path("events.raw") + " -o /nonexistent-dir/out.zst");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "memtrack encode: /nonexistent-dir/out.zst: cannot create: No such file or directory\n");
+}
+
 TEST(Cli, MissingInputIsAnIoErrorNamingTheFile) {
   const auto r = run(mt() + " decode /nonexistent/a.zst");
   EXPECT_EQ(r.status, 1);

@@ -26,7 +26,8 @@ void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
 }
 
 std::string raw_of(std::span<const codec::Event> events) {
-  return std::string(reinterpret_cast<const char*>(events.data()), events.size() * sizeof(codec::Event));
+  const std::vector<std::byte> raw = raw_records(events);
+  return std::string(reinterpret_cast<const char*>(raw.data()), raw.size());
 }
 
 std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
@@ -160,13 +161,13 @@ TEST(DecodeCli, FramesReturnsTheRightSlice) {
     EXPECT_EQ(r.out, slice(first, last)) << spec;
   }
   const auto out_of_range = run(mt() + " decode " + tmp("slice.zst") + " --frames 2:7");
-  EXPECT_EQ(out_of_range.status, 1);
+  EXPECT_EQ(out_of_range.status, 2);  // a usage error (Errc::usage): the command line asks for too many frames
   EXPECT_NE(out_of_range.err.find("outside the 6 frames"), std::string::npos) << out_of_range.err;
 
   const auto no_index = build_artifact(events, 1000, false);
   write_bytes(tmp("noindex.zst"), no_index.bytes);
   const auto r = run(mt() + " decode " + tmp("noindex.zst") + " --frames 0:1");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a usage error: --frames needs an index; the same file decodes whole
   EXPECT_EQ(r.err, "memtrack decode: " + tmp("noindex.zst") + ": no frame index; decode the whole file\n");
 
   // A damaged frame in the range: the frames before it, then the error naming it.

@@ -14,6 +14,7 @@
 #include "memtrack/analysis/indexed_file.h"
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/frame_decoder.h"
+#include "memtrack/pipeline/fd_io.h"
 #include "output_checks.h"
 #include "progress.h"
 
@@ -87,7 +88,7 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
 // The whole file in order; with `salvage`, damaged stretches are skipped and reported, and the status
 // returned is the first damage (so the exit status is 1) while decoding continued past it.
 codec::Status decode_stream(int fd, const std::string& name, bool salvage, OutputFormat format, BufferedOutput& out) {
-  codec::FdSource source(fd);
+  pipeline::FdSource source(fd);
   codec::ArtifactDecoder decoder(source, name);
   ProgressMeter meter(file_size(fd));
   std::vector<codec::Event> events(4096);
@@ -159,7 +160,7 @@ int run_decode(int argc, char** argv) {
   if (!status.is_ok()) {
     close_fd(in_fd);
     std::fprintf(stderr, "memtrack decode: %s\n", status.message().c_str());
-    return 1;
+    return exit_status(status);
   }
 
   const int out_fd = open_output(output);
@@ -173,7 +174,7 @@ int run_decode(int argc, char** argv) {
   close_fd(out_fd);
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack decode: %s\n", status.message().c_str());
-    return 1;
+    return exit_status(status);
   }
   return 0;
 }

@@ -3,13 +3,13 @@
 
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "args.h"
 #include "commands.h"
 #include "interrupt.h"
 #include "io.h"
-#include "memtrack/codec/raw_record.h"
+#include "memtrack/pipeline/raw_record_reader.h"
+#include "memtrack/pipeline/sink.h"
 #include "memtrack/pipeline/stream_encoder.h"
 #include "output_checks.h"
 
@@ -35,19 +35,6 @@ constexpr const char* kHelp =
     "record index; the frames written before it stay a valid artifact holding every record before it.\n"
     "SIGINT or SIGTERM stops reading: every whole record read so far is encoded, the artifact is finished\n"
     "(with its frame index), and the exit status is 128 + the signal number.\n";
-
-// The raw-record reader as the pipeline's source: it fills the pipeline's frame buffers directly.
-class RawRecordSource : public pipeline::EventSource {
- public:
-  RawRecordSource(int fd, std::string name) : reader_(fd, std::move(name)) {
-    reader_.stop_on_signal(InterruptGuard::flag());
-  }
-  std::size_t read(std::span<codec::Event> out) override { return reader_.read(out); }
-  codec::Status status() const override { return reader_.status(); }
-
- private:
-  codec::RawRecordReader reader_;
-};
 
 }  // namespace
 
@@ -84,7 +71,9 @@ int run_encode(int argc, char** argv) {
   InterruptGuard interrupt_guard;
   const int in_fd = open_input(input);
   const int out_fd = open_output(output);
-  RawRecordSource source(in_fd, input == "-" ? "stdin" : input);
+  // The reader is the pipeline's source: it fills the pipeline's frame buffers directly.
+  pipeline::RawRecordReader source(in_fd, input == "-" ? "stdin" : input);
+  source.stop_on_signal(InterruptGuard::flag());
   pipeline::FdSink sink(out_fd, output == "-" ? "stdout" : output);
   pipeline::EncoderStats stats;
   const codec::Status status = pipeline::encode_stream(source, sink, options, &stats);
@@ -103,7 +92,7 @@ int run_encode(int argc, char** argv) {
       return 128 + static_cast<int>(*InterruptGuard::flag());
     }
     std::fprintf(stderr, "memtrack encode: %s\n", status.message().c_str());
-    return 1;
+    return exit_status(status);
   }
   return 0;
 }

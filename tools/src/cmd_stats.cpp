@@ -10,6 +10,7 @@
 #include "io.h"
 #include "memtrack/analysis/indexed_file.h"
 #include "memtrack/analysis/stats.h"
+#include "memtrack/pipeline/fd_io.h"
 #include "progress.h"
 #include "stats.h"
 
@@ -58,7 +59,7 @@ int run_stats(int argc, char** argv) {
         [&](std::uint64_t offset, std::span<std::byte> out) { return analysis::read_at(fd, name, offset, out); }, name,
         progress);
   } else {
-    codec::FdSource source(fd);
+    pipeline::FdSource source(fd);
     stats = analysis::compute_stats(source, name, progress);
   }
   meter.finish();

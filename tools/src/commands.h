@@ -2,11 +2,18 @@
 // failure (one line on stderr saying what and where), 2 usage error (thrown as UsageError).
 #pragma once
 
+#include "memtrack/codec/status.h"
+
 namespace memtrack::tools {
 
 int run_encode(int argc, char** argv);
 int run_decode(int argc, char** argv);
 int run_stats(int argc, char** argv);
 int run_record(int argc, char** argv);
+
+// The exit status of a command that failed with `status` (not ok): 2 for Errc::usage (what the command line
+// asked for does not fit the input, e.g. --frames on an artifact without a frame index), 1 for everything
+// else (bad data, I/O). Interrupted commands exit 128 + the signal number instead, which the command knows.
+int exit_status(const codec::Status& status);
 
 }  // namespace memtrack::tools

@@ -1,7 +1,9 @@
 #include "event_format.h"
 
 #include <charconv>
-#include <cstring>
+#include <cstddef>
+
+#include "memtrack/codec/raw_record.h"
 
 namespace memtrack::tools {
 namespace {
@@ -36,9 +38,12 @@ std::string_view format_header(OutputFormat format) {
 
 void append_event(std::string& out, const codec::Event& e, OutputFormat format) {
   switch (format) {
-    case OutputFormat::raw:
-      out.append(reinterpret_cast<const char*>(&e), sizeof e);
+    case OutputFormat::raw: {
+      std::byte record[codec::kRawRecordSize];
+      codec::pack_raw_record(e, record);
+      out.append(reinterpret_cast<const char*>(record), sizeof record);
       return;
+    }
     case OutputFormat::jsonl:
       out += "{\"pid\":";
       append_number(out, e.pid);

@@ -4,41 +4,30 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+#include <span>
 #include <stdexcept>
+#include <utility>
+
+#include "memtrack/pipeline/fd_io.h"
 
 namespace memtrack::tools {
 
 int open_input(const std::string& path) {
   if (path == "-") return 0;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  if (fd < 0) throw std::runtime_error(path + ": cannot open: " + pipeline::errno_text(errno));
   return fd;
 }
 
 int open_output(const std::string& path) {
   if (path == "-") return 1;
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
+  if (fd < 0) throw std::runtime_error(path + ": cannot create: " + pipeline::errno_text(errno));
   return fd;
 }
 
 void close_fd(int fd) {
   if (fd > 2) ::close(fd);
-}
-
-codec::Status write_all(int fd, std::span<const std::byte> bytes, const std::string& name) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return {codec::Errc::io, name + ": write failed: " + std::strerror(errno)};
-    }
-    if (n == 0) return {codec::Errc::io, name + ": write returned 0 bytes"};
-    done += static_cast<std::size_t>(n);
-  }
-  return {};
 }
 
 BufferedOutput::BufferedOutput(int fd, std::string name, std::size_t capacity)
@@ -49,9 +38,12 @@ BufferedOutput::BufferedOutput(int fd, std::string name, std::size_t capacity)
 codec::Status BufferedOutput::maybe_flush() { return buffer_.size() >= capacity_ ? flush() : codec::Status{}; }
 
 codec::Status BufferedOutput::flush() {
-  codec::Status s = write_all(fd_, std::as_bytes(std::span(buffer_.data(), buffer_.size())), name_);
+  const std::span<const std::byte> bytes = std::as_bytes(std::span(buffer_.data(), buffer_.size()));
+  const pipeline::WriteResult r = pipeline::write_all(fd_, bytes);
   buffer_.clear();
-  return s;
+  if (r.written == bytes.size()) return {};
+  if (r.error == 0) return {codec::Errc::io, name_ + ": write returned 0 bytes"};
+  return {codec::Errc::io, name_ + ": write failed: " + pipeline::errno_text(r.error)};
 }
 
 }  // namespace memtrack::tools

@@ -1,8 +1,8 @@
-// Opening inputs and outputs by name ("-" is stdin/stdout) and writing whole buffers, for the subcommands.
+// The subcommands' file policy: inputs and outputs by name ("-" is stdin/stdout), and buffered text output.
+// The read and write loops themselves are the pipeline's (memtrack/pipeline/fd_io.h).
 #pragma once
 
 #include <cstddef>
-#include <span>
 #include <string>
 
 #include "memtrack/codec/status.h"
@@ -15,10 +15,8 @@ int open_input(const std::string& path);
 int open_output(const std::string& path);
 void close_fd(int fd);
 
-// Writes all bytes, retrying short writes and EINTR. On failure the message names `name` and errno.
-codec::Status write_all(int fd, std::span<const std::byte> bytes, const std::string& name);
-
-// Buffers small writes (decoded text lines) and flushes in large blocks.
+// Buffers small writes (decoded text lines) and flushes in large blocks with pipeline::write_all. A failed
+// flush is one line naming `name` and the errno text ("stdout: write failed: Broken pipe").
 class BufferedOutput {
  public:
   BufferedOutput(int fd, std::string name, std::size_t capacity = 1u << 20);

@@ -36,6 +36,12 @@ void print_usage(std::FILE* out) {
 
 }  // namespace
 
+namespace memtrack::tools {
+
+int exit_status(const codec::Status& status) { return status.code() == codec::Errc::usage ? 2 : 1; }
+
+}  // namespace memtrack::tools
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     print_usage(stderr);

@@ -1,4 +1,6 @@
-// Where a decoder's compressed bytes come from: a file descriptor (file, pipe, stdin) or memory.
+// Where a decoder's compressed bytes come from. The codec defines the interface and an in-memory source
+// only: reading a file descriptor is I/O policy (EINTR, blocking) and lives in the pipeline
+// (memtrack/pipeline/fd_io.h: FdSource).
 #pragma once
 
 #include <cstddef>
@@ -15,15 +17,7 @@ class ByteSource {
   virtual std::ptrdiff_t read(std::span<std::byte> out) = 0;
 };
 
-class FdSource final : public ByteSource {
- public:
-  explicit FdSource(int fd) : fd_(fd) {}  // does not take ownership
-  std::ptrdiff_t read(std::span<std::byte> out) override;
-
- private:
-  int fd_;
-};
-
+// Reads a span it does not own; the bytes must outlive the source.
 class MemorySource final : public ByteSource {
  public:
   explicit MemorySource(std::span<const std::byte> bytes) : bytes_(bytes) {}

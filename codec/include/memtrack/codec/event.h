@@ -1,15 +1,19 @@
-// The allocation event: one heap or mapping call of a tracked program.
+// The allocation event: one heap or mapping call of a tracked program, as the program's code handles it.
 //
-// Event has exactly the layout of the 48-byte raw record (docs/FORMAT.md, "raw record") on a little-endian
-// host, so a block of raw records is read with one memcpy and then validated, and written with one write.
+// Event is the in-memory form only. Its wire forms convert to and from it explicitly: the raw record
+// (memtrack/codec/raw_record.h: pack_raw_record, unpack_raw_record) and the msgpack map of the artifact
+// (the msgpack encoder and decoder). Its layout is not a format, so fields may be added without changing
+// either. (The recorder's shared ring still stores Event in its slots until it has its own POD; until then
+// runtime/ depends on this layout staying trivially copyable.)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 namespace memtrack::codec {
 
-// Explicit values: they are the `kind` byte of the raw record.
+// Explicit values: they are the `kind` byte of the raw record (kept equal so a record's kind is a cast).
 enum class EventKind : std::uint8_t {
   Malloc = 1,
   Free = 2,
@@ -32,16 +36,11 @@ struct Event {
   std::int32_t tid = 0;
   EventKind kind = EventKind::Malloc;
   std::uint8_t flags = 0;
-  std::uint8_t reserved[6] = {};
+  std::uint8_t reserved[6] = {};  // always zero; validate_record() rejects an event where it is not
 
   [[nodiscard]] bool has_old_addr() const { return (flags & kFlagHasOldAddr) != 0; }
   friend bool operator==(const Event&, const Event&) = default;
 };
-
-static_assert(sizeof(Event) == 48, "Event must match the 48-byte raw record");
-static_assert(alignof(Event) == 8);
-
-inline constexpr std::size_t kRawRecordSize = sizeof(Event);
 
 [[nodiscard]] constexpr bool is_valid_kind(std::uint8_t k) { return k >= 1 && k <= 8; }
 

@@ -1,4 +1,4 @@
-// Where encoded bytes go: a file descriptor (pipes, stdout), a file, or memory.
+// Where encoded bytes go: a file descriptor (a file, a pipe, stdout) or memory.
 //
 // The encoder calls write() from one dedicated writer thread, one whole zstd frame per call, in frame order,
 // and never again after a call failed. A sink therefore needs no locking of its own; it must not be shared
@@ -23,9 +23,10 @@ class Sink {
   virtual codec::Status write(std::span<const std::byte> bytes) = 0;
 };
 
-// Writes to a file descriptor it does not own: a write(2) loop that retries EINTR and short writes. Errors
-// name the sink ("stdout: write failed: Broken pipe"). EPIPE is returned, not raised: the encoder's writer
-// thread blocks SIGPIPE, so a closed pipe is an error value, not a dead process.
+// Writes to a file descriptor it does not own, with write_all() (memtrack/pipeline/fd_io.h). Errors name the
+// sink and how far the write got ("stdout: write failed after 0 of 4096 bytes: Broken pipe"). EPIPE is
+// returned, not raised: the encoder's writer thread blocks SIGPIPE, so a closed pipe is an error value, not a
+// dead process.
 class FdSink : public Sink {
  public:
   FdSink(int fd, std::string name);
@@ -40,20 +41,6 @@ class FdSink : public Sink {
 
   int fd_;
   std::string name_;
-};
-
-// Creates or truncates `path` (mode 0644) and owns the descriptor. Throws std::runtime_error naming the path
-// if it cannot be created.
-class FileSink : public Sink {
- public:
-  explicit FileSink(const std::string& path);
-  ~FileSink() override;
-  FileSink(const FileSink&) = delete;
-  FileSink& operator=(const FileSink&) = delete;
-  codec::Status write(std::span<const std::byte> bytes) override;
-
- private:
-  FdSink fd_sink_;
 };
 
 // Appends to a vector in memory (tests, embedding programs). Read bytes() only after the encoder finished.
