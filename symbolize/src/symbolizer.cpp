@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -138,10 +139,53 @@ std::string demangle(std::string_view name) {
 }
 
 struct Symbolizer::Impl {
+  // A function symbol of the module's best symbol table (.symtab, else .dynsym).
+  struct Symbol {
+    GElf_Addr value = 0;
+    GElf_Xword size = 0;
+    const char* name = nullptr;  // in the ELF's string table, valid while the session is open
+    int rank = 0;                // among aliases at one address: sized before sizeless, global, weak, local
+    bool is_function = false;
+    std::string demangled;  // cached on first use
+    bool has_demangled = false;
+  };
+
+  // The functions of one compilation unit, indexed on the first address that falls in it: each subprogram and
+  // inlined subroutine with code, in DIE pre-order, so an entry's nested inlines are entries (index, end).
+  // dwarf_getscopes() walks the unit's DIE tree on every call; this walks it once.
+  struct FunctionEntry {
+    Dwarf_Die die;
+    std::uint32_t parent = kNoEntry;  // the enclosing entry this was inlined into; kNoEntry for a function
+    std::uint32_t end = 0;            // one past the last nested entry
+    std::uint32_t ranges_begin = 0;
+    std::uint32_t ranges_end = 0;
+    std::uint32_t depth = 0;
+    bool inlined = false;
+    bool has_name = false;
+    std::string name;  // demangled, cached on first use
+  };
+  struct TopRange {
+    Dwarf_Addr low;
+    Dwarf_Addr high;
+    std::uint32_t entry;
+  };
+  struct CuIndex {
+    Dwarf_Die cudie;
+    std::vector<FunctionEntry> entries;
+    std::vector<std::pair<Dwarf_Addr, Dwarf_Addr>> ranges;
+    std::vector<TopRange> tops;  // the functions' ranges, sorted by low
+    Dwarf_Files* files = nullptr;
+    std::size_t file_count = 0;
+  };
+  static constexpr std::uint32_t kNoEntry = ~std::uint32_t{0};
+
   struct Module {
     ModuleInfo info;
     Dwfl* dwfl = nullptr;
     Dwfl_Module* mod = nullptr;  // null: nothing to read (missing, mismatch without a debug file, not ELF)
+    bool symbols_indexed = false;
+    std::vector<Symbol> symbols;  // sorted by value, one per address
+    std::unordered_map<Dwarf_Off, std::unique_ptr<CuIndex>> cus;
     ~Module() {
       if (dwfl != nullptr) dwfl_end(dwfl);
     }
@@ -316,9 +360,196 @@ struct Symbolizer::Impl {
     return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
   }
 
-  // DWARF frames at `pc`, innermost first (the approach of eu-addr2line --inlines): the innermost scope's
-  // chain of parent DIEs gives the inlined subroutines, each with its call site, up to the subprogram.
-  bool dwarf_frames(Dwfl_Module* mod, Dwarf_Addr pc, SymbolizedAddress& out) {
+  // libdwfl's dwfl_module_addrinfo() scans the whole symbol table on each call (most of the time on a
+  // module like libc); the table is sorted here once and searched.
+  void index_symbols(Module& m) {
+    m.symbols_indexed = true;
+    const int count = dwfl_module_getsymtab(m.mod);
+    for (int i = 1; i < count; ++i) {
+      GElf_Sym sym;
+      GElf_Addr value = 0;
+      GElf_Word shndx = 0;
+      const char* name = dwfl_module_getsym_info(m.mod, i, &sym, &value, &shndx, nullptr, nullptr);
+      if (name == nullptr || name[0] == '\0' || shndx == SHN_UNDEF) continue;
+      const int type = GELF_ST_TYPE(sym.st_info);
+      if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) continue;
+      const int bind = GELF_ST_BIND(sym.st_info);
+      Symbol symbol;
+      symbol.value = value;
+      symbol.size = sym.st_size;
+      symbol.name = name;
+      symbol.is_function = type != STT_NOTYPE;
+      symbol.rank = (sym.st_size > 0 ? 0 : 4) + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2);
+      m.symbols.push_back(std::move(symbol));
+    }
+    std::sort(m.symbols.begin(), m.symbols.end(), [](const Symbol& a, const Symbol& b) {
+      return a.value != b.value ? a.value < b.value : a.rank < b.rank;
+    });
+    m.symbols.erase(std::unique(m.symbols.begin(), m.symbols.end(),
+                                [](const Symbol& a, const Symbol& b) { return a.value == b.value; }),
+                    m.symbols.end());
+  }
+
+  // The symbol containing pc: the last one starting at or before it if its size covers it (or, sizeless, if
+  // it is a function: nothing starts between it and pc), else a bigger one a few entries before (a function
+  // with local labels inside it).
+  Symbol* find_symbol(Module& m, Dwarf_Addr pc) {
+    if (!m.symbols_indexed) index_symbols(m);
+    auto it = std::upper_bound(m.symbols.begin(), m.symbols.end(), pc,
+                               [](Dwarf_Addr value, const Symbol& symbol) { return value < symbol.value; });
+    if (it == m.symbols.begin()) return nullptr;
+    --it;
+    if (it->size == 0) return it->is_function ? &*it : nullptr;
+    for (int back = 0; back < 8; ++back, --it) {
+      if (it->size > 0 && pc - it->value < it->size) return &*it;
+      if (it == m.symbols.begin()) break;
+    }
+    return nullptr;
+  }
+
+  const std::string& symbol_name(Symbol& symbol) {
+    if (!symbol.has_demangled) {
+      symbol.demangled = demangled(symbol.name);
+      symbol.has_demangled = true;
+    }
+    return symbol.demangled;
+  }
+
+  void index_children(CuIndex& cu, Dwarf_Die* parent_die, std::uint32_t parent, std::uint32_t depth) {
+    Dwarf_Die child;
+    if (dwarf_child(parent_die, &child) != 0) return;
+    do {
+      const int tag = dwarf_tag(&child);
+      if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point) {
+        FunctionEntry entry;
+        entry.die = child;
+        entry.inlined = tag == DW_TAG_inlined_subroutine;
+        // A subprogram nested in another (a GNU C nested function) is a function of its own.
+        entry.parent = entry.inlined ? parent : kNoEntry;
+        entry.depth = entry.inlined ? depth : 0;
+        entry.ranges_begin = static_cast<std::uint32_t>(cu.ranges.size());
+        Dwarf_Addr base = 0;
+        Dwarf_Addr low = 0;
+        Dwarf_Addr high = 0;
+        for (ptrdiff_t offset = 0; (offset = dwarf_ranges(&child, offset, &base, &low, &high)) > 0;) {
+          if (high > low) cu.ranges.emplace_back(low, high);
+        }
+        entry.ranges_end = static_cast<std::uint32_t>(cu.ranges.size());
+        // No code (an abstract instance, a declaration): nothing in it has code either.
+        if (entry.ranges_begin == entry.ranges_end) continue;
+        const auto index = static_cast<std::uint32_t>(cu.entries.size());
+        if (entry.parent == kNoEntry) {
+          for (std::uint32_t r = entry.ranges_begin; r < entry.ranges_end; ++r) {
+            cu.tops.push_back({cu.ranges[r].first, cu.ranges[r].second, index});
+          }
+        }
+        cu.entries.push_back(std::move(entry));
+        index_children(cu, &child, index, cu.entries[index].depth + 1);
+        cu.entries[index].end = static_cast<std::uint32_t>(cu.entries.size());
+      } else if (tag == DW_TAG_lexical_block || tag == DW_TAG_namespace || tag == DW_TAG_module ||
+                 tag == DW_TAG_try_block || tag == DW_TAG_catch_block) {
+        index_children(cu, &child, parent, depth);
+      }
+      // Types, variables and parameters hold no code (member function definitions are at namespace level).
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+  CuIndex& cu_index(Module& m, Dwarf_Die* cudie) {
+    auto& slot = m.cus[dwarf_dieoffset(cudie)];
+    if (slot) return *slot;
+    slot = std::make_unique<CuIndex>();
+    CuIndex& cu = *slot;
+    cu.cudie = *cudie;
+    index_children(cu, &cu.cudie, kNoEntry, 0);
+    std::sort(cu.tops.begin(), cu.tops.end(), [](const TopRange& a, const TopRange& b) { return a.low < b.low; });
+    if (dwarf_getsrcfiles(&cu.cudie, &cu.files, &cu.file_count) != 0) {
+      cu.files = nullptr;
+      cu.file_count = 0;
+    }
+    return cu;
+  }
+
+  static bool contains(const CuIndex& cu, const FunctionEntry& entry, Dwarf_Addr pc) {
+    for (std::uint32_t r = entry.ranges_begin; r < entry.ranges_end; ++r) {
+      if (pc >= cu.ranges[r].first && pc < cu.ranges[r].second) return true;
+    }
+    return false;
+  }
+
+  // The innermost entry containing pc (an inlined subroutine, or the function itself), or kNoEntry.
+  static std::uint32_t innermost_entry(const CuIndex& cu, Dwarf_Addr pc) {
+    auto it = std::upper_bound(cu.tops.begin(), cu.tops.end(), pc,
+                               [](Dwarf_Addr value, const TopRange& range) { return value < range.low; });
+    std::uint32_t top = kNoEntry;
+    // Functions do not overlap; a few steps back cover a range list that starts before a neighbour's.
+    for (int back = 0; back < 4 && it != cu.tops.begin(); ++back) {
+      --it;
+      if (pc < it->high) {
+        top = it->entry;
+        break;
+      }
+    }
+    if (top == kNoEntry) return kNoEntry;
+    std::uint32_t best = top;
+    for (std::uint32_t i = top + 1; i < cu.entries[top].end; ++i) {
+      const FunctionEntry& entry = cu.entries[i];
+      if (entry.inlined && entry.depth > cu.entries[best].depth && contains(cu, entry, pc)) best = i;
+    }
+    return best;
+  }
+
+  const std::string& entry_name(FunctionEntry& entry) {
+    if (!entry.has_name) {
+      const char* name = die_name(&entry.die);
+      entry.name = name != nullptr ? name : "";
+      entry.has_name = true;
+    }
+    return entry.name;
+  }
+
+  static Frame call_site(const CuIndex& cu, Dwarf_Die* die) {
+    Frame location;
+    Dwarf_Attribute attr;
+    Dwarf_Word value = 0;
+    if (cu.files != nullptr && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &value) == 0 &&
+        value < cu.file_count) {
+      Dwarf_Die cudie = cu.cudie;
+      location.file = source_path(&cudie, dwarf_filesrc(cu.files, value, nullptr, nullptr));
+    }
+    if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &value) == 0) {
+      location.line = static_cast<std::uint32_t>(value);
+    }
+    if (dwarf_formudata(dwarf_attr(die, DW_AT_call_column, &attr), &value) == 0) {
+      location.column = static_cast<std::uint32_t>(value);
+    }
+    return location;
+  }
+
+  // DWARF frames at pc from the unit's function index: the innermost inlined call at the line table's
+  // location, each enclosing one at the call site of the one inside it, the function last.
+  bool indexed_frames(Module& m, Dwarf_Die* cudie, Dwarf_Addr pc, Dwarf_Addr bias, const Frame& location,
+                      SymbolizedAddress& out) {
+    CuIndex& cu = cu_index(m, cudie);
+    std::uint32_t index = innermost_entry(cu, pc - bias);
+    if (index == kNoEntry) return false;
+    Frame here = location;
+    while (index != kNoEntry) {
+      FunctionEntry& entry = cu.entries[index];
+      Frame frame = here;
+      frame.function = entry_name(entry);
+      frame.inlined = entry.inlined;
+      out.frames.push_back(std::move(frame));
+      if (!entry.inlined) break;
+      here = call_site(cu, &entry.die);
+      index = entry.parent;
+    }
+    return true;
+  }
+
+  // DWARF frames at `pc`, innermost first (the index above, else the approach of eu-addr2line --inlines): the innermost
+  // scope's chain of parent DIEs gives the inlined subroutines, each with its call site, up to the subprogram.
+  bool dwarf_frames(Module& m, Dwarf_Addr pc, SymbolizedAddress& out) {
+    Dwfl_Module* mod = m.mod;
     Dwarf_Addr bias = 0;
     Dwarf_Die* cudie = dwfl_module_addrdie(mod, pc, &bias);
     if (cudie == nullptr) return false;
@@ -332,7 +563,9 @@ struct Symbolizer::Impl {
       location.line = static_cast<std::uint32_t>(lineno > 0 ? lineno : 0);
       location.column = static_cast<std::uint32_t>(column > 0 ? column : 0);
     }
+    if (indexed_frames(m, cudie, pc, bias, location, out)) return true;
 
+    // Not in the index (code in an imported unit, say): ask libdw for the scopes.
     Dwarf_Die* scopes = nullptr;
     const int count = dwarf_getscopes(cudie, pc - bias, &scopes);
     Dwarf_Die innermost;
@@ -393,19 +626,13 @@ struct Symbolizer::Impl {
     if (m.mod == nullptr) return;
     const Dwarf_Addr pc = kind == AddressKind::return_address && address > 0 ? address - 1 : address;
 
-    GElf_Off offset = 0;
-    GElf_Sym sym;
-    const char* symbol = dwfl_module_addrinfo(m.mod, pc, &offset, &sym, nullptr, nullptr, nullptr);
-    if (symbol != nullptr) {
-      const int type = GELF_ST_TYPE(sym.st_info);
-      if (type == STT_OBJECT || type == STT_TLS || type == STT_SECTION || type == STT_FILE) symbol = nullptr;
-    }
-    if (symbol != nullptr) out.symbol_offset = offset + (pc != address ? 1 : 0);
+    Symbol* symbol = find_symbol(m, pc);
+    if (symbol != nullptr) out.symbol_offset = address - symbol->value;
 
-    if (m.info.has_dwarf && dwarf_frames(m.mod, pc, out)) {
+    if (m.info.has_dwarf && dwarf_frames(m, pc, out)) {
       out.source = Source::dwarf;
       Frame& outer = out.frames.back();
-      if (outer.function.empty() && symbol != nullptr) outer.function = demangled(symbol);
+      if (outer.function.empty() && symbol != nullptr) outer.function = symbol_name(*symbol);
       if (outer.function.empty() && out.frames.size() == 1 && outer.file.empty()) {
         out.frames.clear();  // nothing useful in it
       } else {
@@ -419,7 +646,7 @@ struct Symbolizer::Impl {
     }
     out.source = m.info.symbols == Source::dynsym ? Source::dynsym : Source::symtab;
     Frame frame;
-    frame.function = demangled(symbol);
+    frame.function = symbol_name(*symbol);
     out.frames.push_back(std::move(frame));
   }
 };
