@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -350,6 +351,96 @@ TEST(Symbolizer, LibcWithItsDebugPackageAgreesWithAddr2line) {
     EXPECT_EQ(fs::path(result.frames[i].file).filename(), fs::path(file).filename());
     EXPECT_EQ(std::to_string(result.frames[i].line), where.substr(where.rfind(':') + 1));
   }
+}
+
+// Every call's return address in `module`, from objdump -d: the address of the instruction after the call.
+std::vector<std::uint64_t> call_return_addresses(const std::string& module) {
+  const std::string command = "objdump -d --no-show-raw-insn '" + module + "'";
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  std::vector<std::uint64_t> addresses;
+  if (!pipe) return addresses;
+  std::array<char, 4096> buffer;
+  bool after_call = false;
+  while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) {
+    unsigned long long address = 0;
+    char tab = 0;
+    // "  2a3f4:\tcall   2a100 <foo>"
+    if (std::sscanf(buffer.data(), " %llx:%c", &address, &tab) != 2 || tab != '\t') continue;
+    if (after_call) addresses.push_back(address);
+    after_call = std::strstr(buffer.data(), ":\tcall") != nullptr;
+  }
+  return addresses;
+}
+
+// binutils' addr2line for many addresses at once: per address, the (function, line) chain, innermost first.
+std::vector<std::vector<std::pair<std::string, std::uint32_t>>> addr2line_chains(
+    const std::string& module, const std::vector<std::uint64_t>& pcs) {
+  TempDir dir;
+  const fs::path input = dir.path / "pcs";
+  {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(input.c_str(), "w"), std::fclose);
+    for (std::uint64_t pc : pcs) std::fprintf(out.get(), "%llx\n", static_cast<unsigned long long>(pc));
+  }
+  // -a prints each address before its frames, which delimits the chains.
+  const std::string command = "addr2line -a -i -f -C -e '" + module + "' < '" + input.string() + "'";
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  std::vector<std::vector<std::pair<std::string, std::uint32_t>>> chains;
+  std::array<char, 8192> function;
+  std::array<char, 8192> where;
+  while (pipe && std::fgets(function.data(), function.size(), pipe.get()) != nullptr) {
+    std::string line = function.data();
+    if (line.rfind("0x", 0) == 0) {
+      chains.emplace_back();
+      continue;
+    }
+    if (std::fgets(where.data(), where.size(), pipe.get()) == nullptr || chains.empty()) break;
+    line.pop_back();
+    std::string location = where.data();
+    location = location.substr(0, location.find(" ("));  // " (discriminator N)"
+    const std::string number = location.substr(location.rfind(':') + 1);
+    chains.back().emplace_back(line, static_cast<std::uint32_t>(std::strtoul(number.c_str(), nullptr, 10)));
+  }
+  return chains;
+}
+
+TEST(Symbolizer, LibcCallSitesAgreeWithAddr2line) {
+  const testing::Capture& in_libc = capture("qsort");
+  const std::string hex = to_hex(in_libc.build_id);
+  if (!fs::exists("/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug")) {
+    GTEST_SKIP() << "no debug file for " << in_libc.module << " (install libc6-dbg)";
+  }
+  std::vector<std::uint64_t> all = call_return_addresses(in_libc.module);
+  ASSERT_GT(all.size(), 1000u);
+  // 500 call sites spread over the library.
+  std::vector<std::uint64_t> addresses;
+  for (std::size_t i = 0; i < all.size(); i += all.size() / 500) addresses.push_back(all[i]);
+  std::vector<std::uint64_t> pcs;
+  for (std::uint64_t a : addresses) pcs.push_back(a - 1);
+  const auto expected = addr2line_chains(in_libc.module, pcs);
+  ASSERT_EQ(expected.size(), addresses.size());
+
+  Symbolizer symbolizer;
+  const std::vector<SymbolizedAddress> results = symbolizer.symbolize(in_libc.ref(), addresses);
+  std::size_t inlined = 0;
+  std::size_t mismatches = 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    std::vector<std::pair<std::string, std::uint32_t>> got;
+    for (const Frame& frame : results[i].frames) {
+      got.emplace_back(frame.function, frame.line);
+      inlined += frame.inlined ? 1 : 0;
+    }
+    // Without a line (symbol table only) addr2line prints "??:?"; two aliases of one address may differ.
+    if (results[i].source != Source::dwarf) continue;
+    if (got != expected[i]) {
+      ++mismatches;
+      ADD_FAILURE() << std::hex << "0x" << addresses[i] << ": " << (got.empty() ? "" : got[0].first) << ":" << std::dec
+                    << (got.empty() ? 0 : got[0].second) << " (" << got.size() << " frames), addr2line "
+                    << (expected[i].empty() ? "" : expected[i][0].first) << ":"
+                    << (expected[i].empty() ? 0 : expected[i][0].second) << " (" << expected[i].size() << ")";
+    }
+  }
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_GT(inlined, 50u);  // the comparison covered inlined frames
 }
 
 }  // namespace
