@@ -162,7 +162,8 @@ struct Symbolizer::Impl {
     std::uint32_t depth = 0;
     bool inlined = false;
     bool has_name = false;
-    std::string name;  // demangled, cached on first use
+    bool qualified = false;  // the name came from a linkage name
+    std::string name;        // demangled, cached on first use
   };
   struct TopRange {
     Dwarf_Addr low;
@@ -352,10 +353,14 @@ struct Symbolizer::Impl {
     return std::filesystem::path(path).lexically_normal().string();
   }
 
-  const char* die_name(Dwarf_Die* die) {
+  // The demangled linkage name when the DIE (or its abstract origin or specification) has one, else its plain
+  // DW_AT_name; `qualified` says which. GCC omits linkage names for functions with internal linkage, lambdas
+  // and many template members, whose DW_AT_name is unqualified ("since_start", "operator()").
+  const char* die_name(Dwarf_Die* die, bool* qualified = nullptr) {
     Dwarf_Attribute attr;
     const char* name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
     if (name == nullptr) name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+    if (qualified != nullptr) *qualified = name != nullptr;
     if (name != nullptr) return demangled(name);
     return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
   }
@@ -415,7 +420,8 @@ struct Symbolizer::Impl {
     return symbol.demangled;
   }
 
-  void index_children(CuIndex& cu, Dwarf_Die* parent_die, std::uint32_t parent, std::uint32_t depth) {
+  void index_children(CuIndex& cu, Dwarf_Die* parent_die, std::uint32_t parent, std::uint32_t depth,
+                      bool in_function = false) {
     Dwarf_Die child;
     if (dwarf_child(parent_die, &child) != 0) return;
     do {
@@ -444,13 +450,19 @@ struct Symbolizer::Impl {
           }
         }
         cu.entries.push_back(std::move(entry));
-        index_children(cu, &child, index, cu.entries[index].depth + 1);
+        index_children(cu, &child, index, cu.entries[index].depth + 1, true);
         cu.entries[index].end = static_cast<std::uint32_t>(cu.entries.size());
       } else if (tag == DW_TAG_lexical_block || tag == DW_TAG_namespace || tag == DW_TAG_module ||
                  tag == DW_TAG_try_block || tag == DW_TAG_catch_block) {
         index_children(cu, &child, parent, depth);
+      } else if (in_function && (tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
+                                 tag == DW_TAG_union_type)) {
+        // A local class or a lambda's closure type: GCC nests its member functions' definitions (a lambda's
+        // operator()) in it. At namespace level, classes hold only declarations (definitions refer to them
+        // with DW_AT_specification), and skipping them spares most of a C++ unit's DIEs.
+        index_children(cu, &child, parent, depth, true);
       }
-      // Types, variables and parameters hold no code (member function definitions are at namespace level).
+      // Variables, parameters and other types hold no code.
     } while (dwarf_siblingof(&child, &child) == 0);
   }
 
@@ -500,7 +512,7 @@ struct Symbolizer::Impl {
 
   const std::string& entry_name(FunctionEntry& entry) {
     if (!entry.has_name) {
-      const char* name = die_name(&entry.die);
+      const char* name = die_name(&entry.die, &entry.qualified);
       entry.name = name != nullptr ? name : "";
       entry.has_name = true;
     }
@@ -528,7 +540,7 @@ struct Symbolizer::Impl {
   // DWARF frames at pc from the unit's function index: the innermost inlined call at the line table's
   // location, each enclosing one at the call site of the one inside it, the function last.
   bool indexed_frames(Module& m, Dwarf_Die* cudie, Dwarf_Addr pc, Dwarf_Addr bias, const Frame& location,
-                      SymbolizedAddress& out) {
+                      Symbol* symbol, SymbolizedAddress& out) {
     CuIndex& cu = cu_index(m, cudie);
     std::uint32_t index = innermost_entry(cu, pc - bias);
     if (index == kNoEntry) return false;
@@ -538,6 +550,9 @@ struct Symbolizer::Impl {
       Frame frame = here;
       frame.function = entry_name(entry);
       frame.inlined = entry.inlined;
+      // The function itself is the one the symbol table names: its name there is qualified and has the
+      // parameter types when the DWARF name has neither (a clone's symbol is not used: DWARF named it).
+      if (!entry.inlined && !entry.qualified && symbol != nullptr) frame.function = symbol_name(*symbol);
       out.frames.push_back(std::move(frame));
       if (!entry.inlined) break;
       here = call_site(cu, &entry.die);
@@ -548,7 +563,7 @@ struct Symbolizer::Impl {
 
   // DWARF frames at `pc`, innermost first (the index above, else the approach of eu-addr2line --inlines): the innermost
   // scope's chain of parent DIEs gives the inlined subroutines, each with its call site, up to the subprogram.
-  bool dwarf_frames(Module& m, Dwarf_Addr pc, SymbolizedAddress& out) {
+  bool dwarf_frames(Module& m, Dwarf_Addr pc, Symbol* symbol, SymbolizedAddress& out) {
     Dwfl_Module* mod = m.mod;
     Dwarf_Addr bias = 0;
     Dwarf_Die* cudie = dwfl_module_addrdie(mod, pc, &bias);
@@ -563,7 +578,7 @@ struct Symbolizer::Impl {
       location.line = static_cast<std::uint32_t>(lineno > 0 ? lineno : 0);
       location.column = static_cast<std::uint32_t>(column > 0 ? column : 0);
     }
-    if (indexed_frames(m, cudie, pc, bias, location, out)) return true;
+    if (indexed_frames(m, cudie, pc, bias, location, symbol, out)) return true;
 
     // Not in the index (code in an imported unit, say): ask libdw for the scopes.
     Dwarf_Die* scopes = nullptr;
@@ -629,7 +644,7 @@ struct Symbolizer::Impl {
     Symbol* symbol = find_symbol(m, pc);
     if (symbol != nullptr) out.symbol_offset = address - symbol->value;
 
-    if (m.info.has_dwarf && dwarf_frames(m, pc, out)) {
+    if (m.info.has_dwarf && dwarf_frames(m, pc, symbol, out)) {
       out.source = Source::dwarf;
       Frame& outer = out.frames.back();
       if (outer.function.empty() && symbol != nullptr) outer.function = symbol_name(*symbol);
