@@ -148,6 +148,8 @@ struct Symbolizer::Impl {
     bool is_function = false;
     std::string demangled;  // cached on first use
     bool has_demangled = false;
+    std::string base;  // demangled without clone suffixes, cached on first use
+    bool has_base = false;
   };
 
   // The functions of one compilation unit, indexed on the first address that falls in it: each subprogram and
@@ -177,6 +179,10 @@ struct Symbolizer::Impl {
     std::vector<TopRange> tops;  // the functions' ranges, sorted by low
     Dwarf_Files* files = nullptr;
     std::size_t file_count = 0;
+    // Namespace prefixes ("memtrack::tools::(anonymous namespace)::"; [0] is "") and the prefix of each
+    // namespace-level subprogram DIE, to qualify the names GCC gives without a linkage name.
+    std::vector<std::string> scopes{std::string()};
+    std::unordered_map<Dwarf_Off, std::uint32_t> scope_of;
   };
   static constexpr std::uint32_t kNoEntry = ~std::uint32_t{0};
 
@@ -412,20 +418,32 @@ struct Symbolizer::Impl {
     return nullptr;
   }
 
-  const std::string& symbol_name(Symbol& symbol) {
-    if (!symbol.has_demangled) {
-      symbol.demangled = demangled(symbol.name);
-      symbol.has_demangled = true;
+  // The demangled name without a symbol version ("tmpfile@@GLIBC_2.2.5" in a .symtab) and, with
+  // `strip_clone`, without GCC's clone and partition suffixes ("_Z3fooi.constprop.0", "_Z3barv.cold"): the
+  // name of the source function that DWARF describes.
+  const std::string& symbol_name(Symbol& symbol, bool strip_clone = false) {
+    std::string& name = strip_clone ? symbol.base : symbol.demangled;
+    bool& cached = strip_clone ? symbol.has_base : symbol.has_demangled;
+    if (!cached) {
+      std::string_view raw = symbol.name;
+      raw = raw.substr(0, std::min(raw.find('@'), strip_clone ? raw.find('.') : std::string_view::npos));
+      const std::string plain(raw.empty() ? std::string_view(symbol.name) : raw);
+      name = demangled(plain.c_str());
+      cached = true;
     }
-    return symbol.demangled;
+    return name;
   }
 
-  void index_children(CuIndex& cu, Dwarf_Die* parent_die, std::uint32_t parent, std::uint32_t depth,
-                      bool in_function = false) {
+  // `scope` indexes CuIndex::scopes: the namespaces around the DIEs being walked.
+  void index_children(CuIndex& cu, Dwarf_Die* parent_die, std::uint32_t parent, std::uint32_t depth, bool in_function,
+                      std::uint32_t scope) {
     Dwarf_Die child;
     if (dwarf_child(parent_die, &child) != 0) return;
     do {
       const int tag = dwarf_tag(&child);
+      if (tag == DW_TAG_subprogram && !in_function && scope != 0) {
+        cu.scope_of.emplace(dwarf_dieoffset(&child), scope);
+      }
       if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point) {
         FunctionEntry entry;
         entry.die = child;
@@ -450,17 +468,21 @@ struct Symbolizer::Impl {
           }
         }
         cu.entries.push_back(std::move(entry));
-        index_children(cu, &child, index, cu.entries[index].depth + 1, true);
+        index_children(cu, &child, index, cu.entries[index].depth + 1, true, scope);
         cu.entries[index].end = static_cast<std::uint32_t>(cu.entries.size());
+      } else if (tag == DW_TAG_namespace && !in_function) {
+        const char* name = dwarf_diename(&child);
+        cu.scopes.push_back(cu.scopes[scope] + (name != nullptr ? name : "(anonymous namespace)") + "::");
+        index_children(cu, &child, parent, depth, false, static_cast<std::uint32_t>(cu.scopes.size() - 1));
       } else if (tag == DW_TAG_lexical_block || tag == DW_TAG_namespace || tag == DW_TAG_module ||
                  tag == DW_TAG_try_block || tag == DW_TAG_catch_block) {
-        index_children(cu, &child, parent, depth);
-      } else if (in_function && (tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
-                                 tag == DW_TAG_union_type)) {
+        index_children(cu, &child, parent, depth, in_function, scope);
+      } else if (in_function &&
+                 (tag == DW_TAG_structure_type || tag == DW_TAG_class_type || tag == DW_TAG_union_type)) {
         // A local class or a lambda's closure type: GCC nests its member functions' definitions (a lambda's
         // operator()) in it. At namespace level, classes hold only declarations (definitions refer to them
         // with DW_AT_specification), and skipping them spares most of a C++ unit's DIEs.
-        index_children(cu, &child, parent, depth, true);
+        index_children(cu, &child, parent, depth, true, scope);
       }
       // Variables, parameters and other types hold no code.
     } while (dwarf_siblingof(&child, &child) == 0);
@@ -472,7 +494,7 @@ struct Symbolizer::Impl {
     slot = std::make_unique<CuIndex>();
     CuIndex& cu = *slot;
     cu.cudie = *cudie;
-    index_children(cu, &cu.cudie, kNoEntry, 0);
+    index_children(cu, &cu.cudie, kNoEntry, 0, false, 0);
     std::sort(cu.tops.begin(), cu.tops.end(), [](const TopRange& a, const TopRange& b) { return a.low < b.low; });
     if (dwarf_getsrcfiles(&cu.cudie, &cu.files, &cu.file_count) != 0) {
       cu.files = nullptr;
@@ -510,11 +532,23 @@ struct Symbolizer::Impl {
     return best;
   }
 
-  const std::string& entry_name(FunctionEntry& entry) {
+  const std::string& entry_name(const CuIndex& cu, FunctionEntry& entry) {
     if (!entry.has_name) {
       const char* name = die_name(&entry.die, &entry.qualified);
       entry.name = name != nullptr ? name : "";
       entry.has_name = true;
+      if (!entry.qualified && name != nullptr) {
+        // Prefix the namespaces of the DIE the name is on (the abstract origin of an inlined call).
+        Dwarf_Die named = entry.die;
+        Dwarf_Attribute attr;
+        for (int hops = 0; hops < 8 && !dwarf_hasattr(&named, DW_AT_name); ++hops) {
+          Dwarf_Attribute* ref = dwarf_attr(&named, DW_AT_abstract_origin, &attr);
+          if (ref == nullptr) ref = dwarf_attr(&named, DW_AT_specification, &attr);
+          if (ref == nullptr || dwarf_formref_die(ref, &named) == nullptr) break;
+        }
+        auto it = cu.scope_of.find(dwarf_dieoffset(&named));
+        if (it != cu.scope_of.end()) entry.name = cu.scopes[it->second] + entry.name;
+      }
     }
     return entry.name;
   }
@@ -548,11 +582,14 @@ struct Symbolizer::Impl {
     while (index != kNoEntry) {
       FunctionEntry& entry = cu.entries[index];
       Frame frame = here;
-      frame.function = entry_name(entry);
+      frame.function = entry_name(cu, entry);
       frame.inlined = entry.inlined;
-      // The function itself is the one the symbol table names: its name there is qualified and has the
-      // parameter types when the DWARF name has neither (a clone's symbol is not used: DWARF named it).
-      if (!entry.inlined && !entry.qualified && symbol != nullptr) frame.function = symbol_name(*symbol);
+      // A C++ function without a linkage name in DWARF (internal linkage, a lambda, many template members)
+      // has only its unqualified DW_AT_name there; its mangled symbol has the scopes and the parameters. C
+      // functions keep their DW_AT_name (the symbol may be another alias of the same address).
+      if (!entry.inlined && !entry.qualified && symbol != nullptr && std::strncmp(symbol->name, "_Z", 2) == 0) {
+        frame.function = symbol_name(*symbol, true);
+      }
       out.frames.push_back(std::move(frame));
       if (!entry.inlined) break;
       here = call_site(cu, &entry.die);
