@@ -203,6 +203,12 @@ struct Symbolizer::Impl {
   char* debuginfo_path_ptr = nullptr;
   Dwfl_Callbacks callbacks{};
   std::map<std::string, std::unique_ptr<Module>> modules;
+  struct PairHash {
+    std::size_t operator()(const std::pair<const char*, const char*>& key) const noexcept {
+      return std::hash<const void*>()(key.first) * 31 + std::hash<const void*>()(key.second);
+    }
+  };
+  std::unordered_map<std::pair<const char*, const char*>, std::string, PairHash> path_cache;
   // __cxa_demangle's output buffer, reused (it reallocs it when a name is longer).
   char* demangle_buffer = nullptr;
   std::size_t demangle_capacity = 0;
@@ -343,20 +349,27 @@ struct Symbolizer::Impl {
 
   // Absolute paths lexically normalized (build systems leave "dir/../../src" in them); relative ones, as
   // distributions' -fdebug-prefix-map builds record them, joined to the compile directory when it is absolute.
-  static std::string source_path(Dwarf_Die* cudie, const char* file) {
-    if (file == nullptr) return {};
-    std::string path;
+  // Cached by the strings' addresses: libdw's file names and compile directories stay put while the
+  // modules are open, and normalizing a path costs more than the rest of a frame.
+  const std::string& source_path(Dwarf_Die* cudie, const char* file) {
+    static const std::string kNone;
+    if (file == nullptr) return kNone;
+    const char* dir = nullptr;
     if (file[0] != '/' && cudie != nullptr) {
       Dwarf_Attribute attr;
-      const char* dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr));
-      if (dir != nullptr && dir[0] == '/') {
-        path = dir;
-        if (path.back() != '/') path += '/';
-      }
+      dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr));
+      if (dir != nullptr && dir[0] != '/') dir = nullptr;
+    }
+    auto [it, inserted] = path_cache.try_emplace({file, dir});
+    if (!inserted) return it->second;
+    std::string path;
+    if (dir != nullptr) {
+      path = dir;
+      if (path.back() != '/') path += '/';
     }
     path += file;
-    if (path[0] != '/') return path;
-    return std::filesystem::path(path).lexically_normal().string();
+    it->second = path[0] == '/' ? std::filesystem::path(path).lexically_normal().string() : path;
+    return it->second;
   }
 
   // The demangled linkage name when the DIE (or its abstract origin or specification) has one, else its plain
@@ -553,7 +566,7 @@ struct Symbolizer::Impl {
     return entry.name;
   }
 
-  static Frame call_site(const CuIndex& cu, Dwarf_Die* die) {
+  Frame call_site(const CuIndex& cu, Dwarf_Die* die) {
     Frame location;
     Dwarf_Attribute attr;
     Dwarf_Word value = 0;
