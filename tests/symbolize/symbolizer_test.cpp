@@ -97,6 +97,25 @@ TEST(Symbolizer, CallSitesInTheExecutable) {
   expect_frame(results[1].frames[0], "main", "chain_main.cpp", marker_line("chain_main.cpp", "main_call"), false);
 }
 
+TEST(Symbolizer, LambdasAndAnonymousNamespacesAreQualified) {
+  const testing::Capture& lambda = capture("lambda");
+  const testing::Capture& hidden = capture("hidden");
+  Symbolizer symbolizer(no_system_debug_dirs());
+  const std::vector<std::uint64_t> addresses = {lambda.relative(), hidden.relative()};
+  const std::vector<SymbolizedAddress> results = symbolizer.symbolize(lambda.ref(), addresses);
+  // The lambda's operator() has no linkage name in DWARF: its symbol names it.
+  ASSERT_EQ(results[0].frames.size(), 1u);
+  expect_frame(results[0].frames[0],
+               "symlib::via_lambda(symlib::Recorder*, int)::{lambda(int)#1}::operator()(int) const", "chain_lib.cpp",
+               marker_line("chain_lib.cpp", "lambda_call"), false);
+  // An inlined function has no symbol: its namespaces come from DWARF (its DW_AT_name has no parameters).
+  ASSERT_EQ(results[1].frames.size(), 2u);
+  expect_frame(results[1].frames[0], "symlib::(anonymous namespace)::hidden_step", "chain_lib.cpp",
+               marker_line("chain_lib.cpp", "hidden_call"), true);
+  expect_frame(results[1].frames[1], "symlib::via_lambda(symlib::Recorder*, int)", "chain_lib.cpp",
+               marker_line("chain_lib.cpp", "hidden_site"), false);
+}
+
 TEST(Symbolizer, ExactAddressesAreNotMovedBack) {
   // The start of middle's symbol is an exact address inside middle, not the byte before it.
   const testing::Capture& leaf = capture("leaf");

@@ -18,4 +18,24 @@ __attribute__((noipa)) int middle(Recorder* recorder, int x) {
   return y + 1;
 }
 
+__attribute__((noipa)) void record_at(void** slot) { *slot = __builtin_return_address(0); }
+
+namespace {
+
+__attribute__((always_inline)) inline int hidden_step(Recorder* recorder, int x) {
+  record_at(&recorder->hidden_return);  // @hidden_call
+  return x + 5;
+}
+
+}  // namespace
+
+__attribute__((noipa)) int via_lambda(Recorder* recorder, int x) {
+  auto body = [recorder](int y) __attribute__((noipa)) {
+    record_at(&recorder->lambda_return);  // @lambda_call
+    return y * 2;
+  };
+  const int z = hidden_step(recorder, x);  // @hidden_site
+  return body(z) + 1;
+}
+
 }  // namespace symlib

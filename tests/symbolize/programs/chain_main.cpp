@@ -79,13 +79,15 @@ int main(int argc, char** argv) {
   }
   symlib::Recorder recorder;
   const int v = chain::Outer::run<int>(&recorder, argc);  // @main_call
+  const int w = symlib::via_lambda(&recorder, v);
   int values[] = {3, 1, 2};
   std::qsort(values, 3, sizeof values[0], compare);
 
   std::FILE* out = std::fopen(argv[1], "w");
   if (out == nullptr) return 1;
-  const bool ok = write_record(out, "leaf", recorder.leaf_return) &&
-                  write_record(out, "middle", recorder.middle_return) &&
-                  write_record(out, "run", recorder.run_return) && write_record(out, "qsort", g_compare_return);
-  return std::fclose(out) == 0 && ok && v > 0 ? 0 : 1;
+  const bool ok =
+      write_record(out, "leaf", recorder.leaf_return) && write_record(out, "middle", recorder.middle_return) &&
+      write_record(out, "run", recorder.run_return) && write_record(out, "qsort", g_compare_return) &&
+      write_record(out, "lambda", recorder.lambda_return) && write_record(out, "hidden", recorder.hidden_return);
+  return std::fclose(out) == 0 && ok && v > 0 && w > 0 ? 0 : 1;
 }
