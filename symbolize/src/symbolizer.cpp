@@ -611,8 +611,9 @@ struct Symbolizer::Impl {
     return true;
   }
 
-  // DWARF frames at `pc`, innermost first (the index above, else the approach of eu-addr2line --inlines): the innermost
-  // scope's chain of parent DIEs gives the inlined subroutines, each with its call site, up to the subprogram.
+  // DWARF frames at `pc`, innermost first: from the unit's index, else as eu-addr2line --inlines finds them
+  // (the innermost scope's chain of parent DIEs: the inlined subroutines, each with its call site, up to the
+  // subprogram).
   bool dwarf_frames(Module& m, Dwarf_Addr pc, Symbol* symbol, SymbolizedAddress& out) {
     Dwfl_Module* mod = m.mod;
     Dwarf_Addr bias = 0;
@@ -649,10 +650,15 @@ struct Symbolizer::Impl {
         Dwarf_Die* die = &scopes[i];
         const int tag = dwarf_tag(die);
         if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram && tag != DW_TAG_entry_point) continue;
-        const char* name = die_name(die);
+        bool qualified = false;
+        const char* name = die_name(die, &qualified);
         Frame frame = location;
         frame.function = name != nullptr ? name : "";
         frame.inlined = tag == DW_TAG_inlined_subroutine;
+        // As in indexed_frames().
+        if (!frame.inlined && !qualified && symbol != nullptr && std::strncmp(symbol->name, "_Z", 2) == 0) {
+          frame.function = symbol_name(*symbol, true);
+        }
         out.frames.push_back(std::move(frame));
         if (tag != DW_TAG_inlined_subroutine) {
           have_function = true;
