@@ -8,7 +8,14 @@
 //   - Without DWARF for an address: the function name from .symtab, or from .dynsym when the module is
 //     stripped (no file, no line).
 //   - Otherwise (no symbol covers the address, the module file is gone, or it is a different build than the
-//     one recorded): nothing but the module and the address, with the reason in the module's status.
+//     one recorded): nothing but the module and the address, with the reason in the module's status. When
+//     the file is gone or replaced but the recorded build's debug file is installed, the symbols come from
+//     it (the status still says missing or mismatch, the message names the debug file).
+//
+// Names: the demangled DWARF linkage name. GCC gives none to functions with internal linkage, lambdas and
+// many template members: a function then takes its symbol's name (qualified, with parameters; C functions
+// keep DW_AT_name), an inlined call its DW_AT_name with the enclosing namespaces. Each unit's functions
+// and the symbol table are indexed on first use, so a batch costs lookups (bench/symbolize_throughput.sh).
 //
 // Addresses are module-relative: the run-time address minus the module's load bias (dl_phdr_info::dlpi_addr,
 // link_map::l_addr), i.e. the address in the ELF file's own address space, what `addr2line -e MODULE` and
@@ -106,7 +113,9 @@ struct Options {
   // (<root>/<module dir>/<debuglink>), in order, after the module's own directory and its .debug/.
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // elfutils asks debuginfod servers (over the network) when DEBUGINFOD_URLS is set and nothing local was
-  // found. Off by default: symbolizing must not stall on the network unless asked to.
+  // found. Off by default: symbolizing must not stall on the network unless asked to. (While it is off and
+  // DEBUGINFOD_URLS is set, only the build-id search runs; the .gnu_debuglink search is libdwfl's standard
+  // search, which ends with the network query.)
   bool debuginfod = false;
   bool demangle = true;
   std::size_t progress_interval = 4096;
