@@ -1,0 +1,385 @@
+// The page of `memtrack report` (tools/report): the JSON is embedded so that nothing in it can end its script
+// element, and, in headless Chromium, the page draws the chart, the flame graphs and the tables from known
+// data with no error, stays interactive (zoom, search, tooltips, views) and handles missing sections.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <string>
+
+#include "report/browser.h"
+#include "report/report_fixtures.h"
+#include "report_html.h"
+
+namespace mt = memtrack::testing;
+using memtrack::tools::escape_json;
+using memtrack::tools::render_report_html;
+
+namespace {
+
+std::size_t count_of(const std::string& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string write_page(const std::string& name, const std::string& page) {
+  const std::string path = mt::scratch_dir() + "/" + name + ".html";
+  std::ofstream(path, std::ios::binary) << page;
+  return path;
+}
+
+// Runs one page in Chromium and checks what every page must satisfy: the browser ran, logged nothing from the
+// page, and the page counted no error of its own (window.onerror, console.error, a blocked load).
+mt::BrowserResult load_clean(const std::string& path, const std::string& tag, bool screenshot) {
+  mt::BrowserResult r = mt::load_in_chromium(path, tag, screenshot);
+  EXPECT_EQ(r.status, 0) << "chromium failed on " << path << "\n" << r.log.substr(0, 4000);
+  EXPECT_EQ(r.console_lines, "") << "the page logged to the console (errors or otherwise)";
+  EXPECT_EQ(mt::html_attribute(r.dom, "data-errors"), "0")
+      << "errors caught in the page: " << mt::html_attribute(r.dom, "data-error-messages");
+  return r;
+}
+
+void expect_drawn_screenshot(const mt::BrowserResult& r) {
+  const mt::Image img = mt::decode_png(mt::slurp(r.screenshot));
+  ASSERT_EQ(img.error, "") << r.screenshot;
+  EXPECT_EQ(img.width, 1280u);
+  EXPECT_EQ(img.height, 2000u);
+  const mt::PixelStats s = mt::pixel_stats(img);
+  std::cout << "screenshot " << r.screenshot << ": " << s.distinct << " colors, " << 100 * s.non_background
+            << "% non-background pixels\n";
+  // A blank or error-only page has a handful of colors and a few percent of ink; the report has text, a
+  // chart, a flame graph in many hues and tables.
+  EXPECT_GE(s.distinct, 200u);
+  EXPECT_GE(s.non_background, 0.08);
+}
+
+void report_size_and_time(const std::string& what, const std::string& page, const mt::BrowserResult& r) {
+  std::cout << what << ": page " << page.size() << " bytes (" << page.size() / 1024 << " KiB), drawn in "
+            << mt::html_attribute(r.dom, "data-render-ms")
+            << " ms (JSON.parse, DOM and layout; sections: " << mt::html_attribute(r.dom, "data-timings")
+            << "), scripts done " << mt::html_attribute(r.dom, "data-ready-ms") << " ms after navigation start\n";
+  ::testing::Test::RecordProperty("page_bytes", std::to_string(page.size()));
+  ::testing::Test::RecordProperty("render_ms", mt::html_attribute(r.dom, "data-render-ms"));
+}
+
+// Every function name drawn as a flame-graph label (the text of the SVG's <text> elements, HTML-unescaped
+// only for the few entities the page writes).
+std::string flame_svg(const std::string& dom) {
+  const std::size_t begin = dom.find("id=\"mt-flame\"");
+  if (begin == std::string::npos) return "";
+  return dom.substr(begin, dom.find("</svg>", begin) - begin);
+}
+
+bool has_label(const std::string& svg, const std::string& name) {
+  return svg.find(">" + name + "</text>") != std::string::npos;
+}
+
+#define SKIP_WITHOUT_CHROMIUM()                                                         \
+  if (!mt::have_chromium())                                                             \
+  GTEST_SKIP() << mt::kChromium                                                         \
+               << " is absent: install Debian's chromium package (ci/install-deps.sh) " \
+                  "to run the report's browser tests"
+
+}  // namespace
+
+TEST(ReportPage, EmbeddedJsonCannotCloseItsScriptElement) {
+  const std::string json = R"({"a": "</script><script>alert(1)</script>", "b": "<!-- x", "c": "a&b>c"})";
+  const std::string escaped = escape_json(json);
+  EXPECT_EQ(escaped.find('<'), std::string::npos);
+  EXPECT_EQ(escaped.find('>'), std::string::npos);
+  EXPECT_EQ(escaped.find('&'), std::string::npos);
+  EXPECT_NE(escaped.find(R"(\u003c/script\u003e\u003cscript\u003ealert(1))"), std::string::npos);
+  // The page has exactly as many "</script" with this data as with none: the data added no closer.
+  EXPECT_EQ(count_of(lower(render_report_html(json)), "</script"),
+            count_of(lower(render_report_html("{}")), "</script"));
+  // Uppercase closers are closers too.
+  EXPECT_EQ(escape_json("</SCRIPT>").find('<'), std::string::npos);
+}
+
+TEST(ReportPage, LineSeparatorsAndInvalidUtf8AreEscaped) {
+  EXPECT_EQ(escape_json("\"a\xe2\x80\xa8"
+                        "b\xe2\x80\xa9"
+                        "c\""),
+            R"("a\u2028b\u2029c")");
+  // Valid multi-byte characters pass unchanged: é, €, 😀.
+  EXPECT_EQ(escape_json("\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\""), "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+  // A lone continuation byte, a truncated sequence, an overlong '/', a UTF-16 surrogate, a code point past U+10FFFF.
+  EXPECT_EQ(escape_json("\"\x80\""), R"("\ufffd")");
+  EXPECT_EQ(escape_json("\"\xe2\x82\""), R"("\ufffd\ufffd")");
+  EXPECT_EQ(escape_json("\"\xc0\xaf\""), R"("\ufffd\ufffd")");
+  EXPECT_EQ(escape_json("\"\xed\xa0\x80\""), R"("\ufffd\ufffd\ufffd")");
+  EXPECT_EQ(escape_json("\"\xf4\x90\x80\x80\""), R"("\ufffd\ufffd\ufffd\ufffd")");
+  EXPECT_EQ(escape_json("\"\xe2\x80\""), R"("\ufffd\ufffd")");  // a truncated U+2028
+}
+
+TEST(ReportPage, TheTestHookIsOnlyInTestRenderings) {
+  const std::string plain = render_report_html("{}");
+  EXPECT_EQ(plain.find("memtrack-test-hook"), std::string::npos);
+  EXPECT_EQ(plain.find("@MEMTRACK_"), std::string::npos) << "a template marker was left in the page";
+  const std::string hooked = render_report_html("{}", {.test_script = "window.hooked = 1;"});
+  const std::size_t hook = hooked.find("<script id=\"memtrack-test-hook\">\nwindow.hooked = 1;\n</script>");
+  ASSERT_NE(hook, std::string::npos);
+  EXPECT_GT(hook, hooked.find("id=\"memtrack-data\"")) << "the hook must run after the page's own script";
+}
+
+TEST(ReportPage, NothingIsLoadedFromOutside) {
+  const std::string page = lower(render_report_html("{}"));
+  EXPECT_EQ(page.find("<link"), std::string::npos);
+  EXPECT_EQ(page.find("src="), std::string::npos);
+  EXPECT_EQ(page.find("@import"), std::string::npos);
+  EXPECT_EQ(page.find("url(http"), std::string::npos);
+  EXPECT_NE(page.find("content-security-policy"), std::string::npos);
+  EXPECT_NE(page.find("default-src 'none'"), std::string::npos);
+}
+
+TEST(ReportBrowser, SmallReportDrawsChartFlameGraphAndTables) {
+  SKIP_WITHOUT_CHROMIUM();
+  // Through the developer tool, as a person working on the page would.
+  const std::string json_path = mt::scratch_dir() + "/small.json";
+  std::ofstream(json_path, std::ios::binary) << mt::make_report_json(mt::kSmall);
+  const std::string html_path = mt::scratch_dir() + "/small.html";
+  const mt::RunResult tool =
+      mt::run(std::string(MEMTRACK_BIN_DIR) + "/memtrack-report-html " + json_path + " -o " + html_path);
+  ASSERT_EQ(tool.status, 0) << tool.err;
+  const std::string page = mt::slurp(html_path);
+  ASSERT_EQ(page, render_report_html(mt::slurp(json_path)));
+
+  const mt::BrowserResult r = load_clean(html_path, "small", true);
+  EXPECT_EQ(mt::html_attribute(r.dom, "data-rendered"), "yes");
+  // The chart: both whole-recording series, the peak, the markers and the regions.
+  EXPECT_NE(r.dom.find("id=\"mt-chart\""), std::string::npos);
+  EXPECT_NE(r.dom.find("data-series=\"live heap\""), std::string::npos);
+  EXPECT_NE(r.dom.find("data-series=\"mapped\""), std::string::npos);
+  EXPECT_NE(r.dom.find("class=\"mt-peak\""), std::string::npos);
+  EXPECT_NE(r.dom.find("peak 484 KiB at 6.000 ms"), std::string::npos);  // 120 * 4096 + 4096 B at sample 120
+  EXPECT_EQ(count_of(r.dom, "class=\"mt-marker\""), 6u);
+  EXPECT_NE(r.dom.find(">warmup</text>"), std::string::npos);
+  EXPECT_NE(r.dom.find(" ms</text>"), std::string::npos) << "the time axis is in milliseconds";
+  EXPECT_NE(r.dom.find(" MiB</text>"), std::string::npos) << "the byte axis is in MiB (mapped reaches 8.5 MiB)";
+  // The flame graph of the heap at the peak, with the known names as labels.
+  const std::string flame = flame_svg(r.dom);
+  ASSERT_NE(flame, "");
+  EXPECT_NE(flame.find("data-kind=\"peak\""), std::string::npos);
+  for (const char* name :
+       {"all", "main", "parse_config", "build_index", "alloc_buffer", "std::vector&lt;int&gt;::_M_realloc_insert"}) {
+    EXPECT_TRUE(has_label(flame, name)) << name;
+  }
+  // 10% of a 1280-pixel page is too narrow for the whole name: truncated with an ellipsis.
+  EXPECT_NE(flame.find(">leaky_cache_"), std::string::npos);
+  EXPECT_NE(flame.find("\u2026</text>"), std::string::npos);
+  // The hostile name is text, never markup.
+  EXPECT_EQ(r.dom.find("<b id=\"injected\">"), std::string::npos);
+  EXPECT_NE(r.dom.find("&lt;/script&gt;&lt;b id=\"injected\"&gt;evil&lt;/b&gt;"), std::string::npos);
+  EXPECT_NE(r.dom.find("Pruned to keep the page small: 1,234 frames below 0.1% of the total"), std::string::npos);
+  // Tables: the top sites with their stacks, the summary in order.
+  EXPECT_NE(r.dom.find("data-ranking=\"peak\""), std::string::npos);
+  EXPECT_NE(r.dom.find("<code>alloc_buffer</code> <span class=\"mt-loc\">src/0.cpp:10</span>"), std::string::npos);
+  EXPECT_NE(r.dom.find("src/1.cpp:11 · prog · 0x401010"), std::string::npos);
+  const std::size_t events = r.dom.find("<th>events</th>"), peak = r.dom.find("<th>peak heap bytes</th>"),
+                    alloc = r.dom.find("<th>allocator</th>");
+  EXPECT_TRUE(events < peak && peak < alloc && alloc != std::string::npos) << "summary rows out of order";
+  EXPECT_NE(r.dom.find("495,616 (484 KiB)"), std::string::npos);
+  EXPECT_NE(r.dom.find("<code>./prog --input 'data file.txt'</code>"), std::string::npos);
+  expect_drawn_screenshot(r);
+  report_size_and_time("small report (200 samples x 2 + 2 processes, 8 + 8 + 3 frames)", page, r);
+}
+
+TEST(ReportBrowser, BigReportDrawsWithinPixelBudgets) {
+  SKIP_WITHOUT_CHROMIUM();
+  const std::string json = mt::make_report_json(mt::kBig);
+  ASSERT_EQ(mt::count_nodes(mt::big_tree(mt::kBig.flame_nodes, 1)), 20'000u);
+  const std::string page = render_report_html(json);
+  const mt::BrowserResult r = load_clean(write_page("big", page), "big", true);
+  EXPECT_EQ(mt::html_attribute(r.dom, "data-rendered"), "yes");
+  // 20,000 samples per series, at most 4 points drawn per pixel column of a 1280-pixel-wide page.
+  const std::regex points("data-series=\"([a-z ]+)\" data-points=\"([0-9]+)\"");
+  std::size_t series = 0;
+  for (auto it = std::sregex_iterator(r.dom.begin(), r.dom.end(), points); it != std::sregex_iterator(); ++it) {
+    ++series;
+    const long drawn = std::stol((*it)[2]);
+    EXPECT_LE(drawn, 4 * 1280) << (*it)[1];
+    EXPECT_GE(drawn, 400) << (*it)[1];
+  }
+  EXPECT_EQ(series, 2u);
+  const std::string flame = flame_svg(r.dom);
+  for (const char* name : {"main", "run_workload", "build_index", "alloc_buffer"}) {
+    EXPECT_TRUE(has_label(flame, name)) << name;
+  }
+  const std::smatch drawn = [&] {
+    std::smatch m;
+    std::regex_search(flame, m, std::regex("data-frames-drawn=\"([0-9]+)\""));
+    return m;
+  }();
+  ASSERT_FALSE(drawn.empty());
+  EXPECT_LT(std::stol(drawn[1]), 20'000) << "frames narrower than half a pixel are skipped";
+  EXPECT_NE(r.dom.find("frames are too narrow to draw at this zoom"), std::string::npos);
+  EXPECT_EQ(count_of(r.dom, "<tr><td class=\"mt-num\">"), 100u) << "the top table's rows";
+  expect_drawn_screenshot(r);
+  report_size_and_time("big report (20,000 samples x 2 + 4 processes, 3 x 20,000 frames, 5 x 100 sites)", page, r);
+}
+
+namespace {
+
+// Drives the page as a user would, through window.memtrackReport, and writes what it saw as key=value lines.
+constexpr const char* kDriveScript = R"JS(
+(function () {
+  const r = window.memtrackReport, out = [];
+  const put = (k, v) => out.push(k + '=' + String(v).replace(/\n/g, ' '));
+  const time = (k, f) => { const t = performance.now(); const v = f(); put(k + '.ms', (performance.now() - t).toFixed(1)); return v; };
+  const labels = () => Array.from(document.querySelectorAll('#mt-flame text')).map((t) => t.textContent);
+  const flame = document.getElementById('mt-flame');
+  put('zoom.ok', time('zoom', () => r.flame.zoomTo('build_index')));
+  put('zoom.focus', flame.getAttribute('data-focus'));
+  put('zoom.labels', labels().join('|'));
+  put('zoom.status', document.getElementById('mt-flame-status').textContent);
+  put('zoom.unknown', r.flame.zoomTo('no_such_function'));
+  put('reset.ok', time('reset', () => r.flame.reset()));
+  put('reset.focus', flame.getAttribute('data-focus'));
+  const s = time('search', () => r.flame.search('alloc_buffer'));
+  put('search.frames', s.frames); put('search.bytes', s.bytes); put('search.share', s.share);
+  put('search.highlighted', document.querySelectorAll('#mt-flame rect[fill="#d63fd6"]').length);
+  const re = r.flame.search('/^(parse|build)_/');
+  put('regex.frames', re.frames); put('regex.bytes', re.bytes);
+  put('search.cleared', r.flame.search('') === null);
+  put('tooltip', r.flame.tooltip('alloc_buffer'));
+  put('tab.allocated', time('tab', () => r.flame.show('allocated')));
+  put('tab.kind', flame.getAttribute('data-kind'));
+  put('tab.leaked', r.flame.show('leaked'));
+  put('tab.leaked.labels', labels().join('|'));
+  r.flame.show('peak');
+  put('view.process', time('view', () => r.timeline.setView('process')));
+  put('view.lines', Array.from(document.querySelectorAll('#mt-chart .mt-line')).map((p) => p.getAttribute('data-series')).join('|'));
+  put('view.legend', document.querySelector('#mt-timeline .mt-legend').textContent);
+  r.timeline.setView('whole');
+  const peak = r.data.timeline.peak;
+  put('hover', r.timeline.hoverAt(peak.t_ns));
+  r.timeline.unhover();
+  const before = r.timeline.pointsDrawn();
+  time('timezoom', () => r.timeline.zoom(peak.t_ns * 0.9, peak.t_ns * 1.1));
+  put('timezoom.points', r.timeline.pointsDrawn().join('|') + ' of ' + before.join('|'));
+  put('timezoom.reset', document.querySelector('#mt-timeline button:last-of-type').disabled);
+  r.timeline.reset();
+  r.top.show('leaked');
+  put('top.ranking', document.querySelector('table.mt-top').getAttribute('data-ranking'));
+  put('top.ranked', document.querySelector('table.mt-top th.mt-ranked').textContent);
+  const pre = document.createElement('pre');
+  pre.id = 'mt-test-results';
+  pre.textContent = out.join('\n');
+  document.body.appendChild(pre);
+})();
+)JS";
+
+std::string value_or(const std::map<std::string, std::string>& m, const std::string& k) {
+  const auto it = m.find(k);
+  return it == m.end() ? "<absent>" : it->second;
+}
+
+}  // namespace
+
+TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
+  SKIP_WITHOUT_CHROMIUM();
+  const std::string page = render_report_html(mt::make_report_json(mt::kSmall), {.test_script = kDriveScript});
+  const mt::BrowserResult r = load_clean(write_page("small-driven", page), "small-driven", false);
+  const auto res = mt::test_results(r.dom);
+  ASSERT_FALSE(res.empty()) << "the test hook wrote nothing";
+  EXPECT_EQ(value_or(res, "zoom.ok"), "true");
+  EXPECT_EQ(value_or(res, "zoom.focus"), "build_index");
+  // Zoomed: the ancestors and the subtree, not the siblings.
+  EXPECT_EQ(value_or(res, "zoom.labels"),
+            "main|all|build_index|std::vector&lt;int&gt;::_M_realloc_insert|alloc_buffer");
+  EXPECT_NE(value_or(res, "zoom.status").find("Zoomed into main › build_index: 488 KiB (50.0%)"), std::string::npos)
+      << value_or(res, "zoom.status");
+  EXPECT_EQ(value_or(res, "zoom.unknown"), "false");
+  EXPECT_EQ(value_or(res, "reset.focus"), "all");
+  EXPECT_EQ(value_or(res, "search.frames"), "2");
+  EXPECT_EQ(value_or(res, "search.bytes"), std::to_string(mt::kAllocBufferBytes));
+  EXPECT_EQ(value_or(res, "search.share"), "0.35");
+  EXPECT_EQ(value_or(res, "search.highlighted"), "2");
+  EXPECT_EQ(value_or(res, "regex.frames"), "2");
+  EXPECT_EQ(value_or(res, "regex.bytes"), std::to_string(mt::kParseAndBuildBytes));
+  EXPECT_EQ(value_or(res, "search.cleared"), "true");
+  const std::string tip = value_or(res, "tooltip");
+  for (const char* part : {"alloc_buffer", "146 KiB bytes live at the peak (150,000 B), 15.0% of all",
+                           "blocks live at the peak: 15", "module: libbuf.so", "source: src/buffer.cpp:42"}) {
+    EXPECT_NE(tip.find(part), std::string::npos) << part << " not in: " << tip;
+  }
+  EXPECT_EQ(value_or(res, "tab.allocated"), "true");
+  EXPECT_EQ(value_or(res, "tab.kind"), "allocated");
+  EXPECT_EQ(value_or(res, "tab.leaked"), "true");
+  EXPECT_EQ(value_or(res, "tab.leaked.labels"), "all|main|leaky_cache_insert");
+  EXPECT_EQ(value_or(res, "view.process"), "true");
+  EXPECT_EQ(value_or(res, "view.lines"), "./prog (pid 1000)|worker 1 (pid 1001)");
+  EXPECT_NE(value_or(res, "hover").find("live heap: 484 KiB (495,616 B)"), std::string::npos) << value_or(res, "hover");
+  EXPECT_NE(value_or(res, "hover").find("mapped: 8.47 MiB"), std::string::npos) << value_or(res, "hover");
+  EXPECT_EQ(value_or(res, "timezoom.reset"), "false") << "zoomed in: the reset button is enabled";
+  EXPECT_EQ(value_or(res, "top.ranking"), "leaked");
+  EXPECT_EQ(value_or(res, "top.ranked"), "Leaked");
+}
+
+TEST(ReportBrowser, InteractionsStayFastOnTheBigReport) {
+  SKIP_WITHOUT_CHROMIUM();
+  const std::string page = render_report_html(mt::make_report_json(mt::kBig), {.test_script = kDriveScript});
+  const mt::BrowserResult r = load_clean(write_page("big-driven", page), "big-driven", false);
+  const auto res = mt::test_results(r.dom);
+  ASSERT_FALSE(res.empty()) << "the test hook wrote nothing";
+  EXPECT_EQ(value_or(res, "zoom.focus"), "build_index");
+  EXPECT_EQ(value_or(res, "tab.kind"), "allocated");
+  EXPECT_EQ(value_or(res, "view.lines"),
+            "./prog (pid 1000)|worker 1 (pid 1001)|worker 2 (pid 1002)|worker 3 (pid 1003)");
+  // Zoomed into 20% of the run, fewer samples are in view than in the whole.
+  const std::string points = value_or(res, "timezoom.points");
+  EXPECT_NE(points.find(" of "), std::string::npos);
+  std::cout << "big report interactions (ms): zoom " << value_or(res, "zoom.ms") << ", reset "
+            << value_or(res, "reset.ms") << ", search " << value_or(res, "search.ms") << ", first show of a tab "
+            << value_or(res, "tab.ms") << ", per-process view " << value_or(res, "view.ms") << ", time zoom "
+            << value_or(res, "timezoom.ms") << "; points drawn after the time zoom: " << points << "\n";
+}
+
+TEST(ReportBrowser, MissingSectionsAreExplainedNotFatal) {
+  SKIP_WITHOUT_CHROMIUM();
+  struct Case {
+    const char* tag;
+    std::string json;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"empty",
+       "{}",
+       {"data-missing=\"timeline\"", "data-missing=\"flame\"", "data-missing=\"top\"", "data-missing=\"summary\""}},
+      {"no-stacks",
+       R"({"meta": {"command": ["./a"], "events": 10, "duration_ns": 1000},
+           "missing": {"flame": "No call stacks: recorded without --stacks."},
+           "timeline": {"t_ns": [0, 500, 1000], "heap": [0, 64, 0]},
+           "summary": [["events", 10], ["1", "integer-like key kept in place"]]})",
+       {"No call stacks: recorded without --stacks.", "data-missing=\"top\"", "id=\"mt-chart\"",
+        "No process start/exec/exit markers", "<th>events</th><td class=\"mt-num\">10</td></tr><tr><th>1</th>"}},
+      {"only-peak-graph",
+       R"({"flame": {"peak": {"name": "all", "value": 10, "count": 1, "children": [{"name": "only_frame", "value": 10, "count": 1, "children": []}]}},
+           "top": {"leaked": []}})",
+       {">only_frame</text>", "data-key=\"allocated\" aria-selected=\"false\" disabled=\"\"",
+        "No leaks: no site has blocks left at exit.", "does not say whether small frames were pruned"}},
+      {"empty-leaks",
+       R"({"flame": {"leaked": {"name": "all", "value": 0, "count": 0, "children": []}}})",
+       {"No leaks: every block was freed before the program ended."}},
+      {"invalid-json", R"({"meta": )", {"id=\"mt-fatal\"", "is not valid JSON", "data-rendered=\"no\""}},
+      {"not-an-object", "[1, 2]", {"id=\"mt-fatal\"", "is not a JSON object"}},
+      {"bad-shapes",
+       R"({"timeline": {"t_ns": "oops", "heap": 3}, "flame": {"peak": {"name": null, "value": -5, "children": [7, null]}},
+           "top": {"peak": [{"stack": null}, {}]}, "summary": 5})",
+       {"The timeline has no samples", "[no stack]", "data-missing=\"summary\""}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tag);
+    const mt::BrowserResult r = load_clean(write_page(c.tag, render_report_html(c.json)), c.tag, false);
+    for (const std::string& e : c.expected) EXPECT_NE(r.dom.find(e), std::string::npos) << e;
+  }
+}
