@@ -50,7 +50,10 @@ struct BrowserResult {
 };
 
 // Loads `html_path` once with a fresh profile (so no state leaks between runs) and no network services.
-inline BrowserResult load_in_chromium(const std::string& html_path, const std::string& tag, bool screenshot) {
+// With virtual_time_ms > 0, Chromium runs the page's timers for that much virtual time before dumping (so a test
+// can wait for debounced handlers without waiting for real).
+inline BrowserResult load_in_chromium(const std::string& html_path, const std::string& tag, bool screenshot,
+                                      int virtual_time_ms = 0) {
   static int runs = 0;
   const std::string profile = scratch_dir() + "/chromium-profile-" + tag + "-" + std::to_string(runs++);
   BrowserResult r;
@@ -61,6 +64,7 @@ inline BrowserResult load_in_chromium(const std::string& html_path, const std::s
                     " --enable-logging=stderr --v=0 --user-data-dir=" +
                     profile + " --window-size=1280,2000";
   if (screenshot) cmd += " --screenshot=" + r.screenshot;
+  if (virtual_time_ms > 0) cmd += " --virtual-time-budget=" + std::to_string(virtual_time_ms);
   cmd += " --dump-dom file://" + html_path;
   const RunResult run_result = run(cmd);
   r.status = run_result.status;

@@ -39,8 +39,9 @@ std::string write_page(const std::string& name, const std::string& page) {
 
 // Runs one page in Chromium and checks what every page must satisfy: the browser ran, logged nothing from the
 // page, and the page counted no error of its own (window.onerror, console.error, a blocked load).
-mt::BrowserResult load_clean(const std::string& path, const std::string& tag, bool screenshot) {
-  mt::BrowserResult r = mt::load_in_chromium(path, tag, screenshot);
+mt::BrowserResult load_clean(const std::string& path, const std::string& tag, bool screenshot,
+                             int virtual_time_ms = 0) {
+  mt::BrowserResult r = mt::load_in_chromium(path, tag, screenshot, virtual_time_ms);
   EXPECT_EQ(r.status, 0) << "chromium failed on " << path << "\n" << r.log.substr(0, 4000);
   EXPECT_EQ(r.console_lines, "") << "the page logged to the console (errors or otherwise)";
   EXPECT_EQ(mt::html_attribute(r.dom, "data-errors"), "0")
@@ -271,10 +272,45 @@ constexpr const char* kDriveScript = R"JS(
   r.top.show('leaked');
   put('top.ranking', document.querySelector('table.mt-top').getAttribute('data-ranking'));
   put('top.ranked', document.querySelector('table.mt-top th.mt-ranked').textContent);
-  const pre = document.createElement('pre');
-  pre.id = 'mt-test-results';
-  pre.textContent = out.join('\n');
-  document.body.appendChild(pre);
+
+  // Then real events, as a user makes them: hover and click a frame, the reset button, typing in the search
+  // box (debounced, hence the timer), a tab, hovering and brushing the chart.
+  const tipText = () => (tip.hidden ? 'hidden' : tip.textContent);
+  const tip = document.getElementById('mt-tooltip');
+  const at = (target, fx, fy) => { const b = target.getBoundingClientRect(); return {bubbles: true, clientX: b.left + b.width * fx, clientY: b.top + b.height * fy}; };
+  const frame = Array.from(document.querySelectorAll('#mt-flame rect[data-i]')).find((rc) => ['parse_config', 'run_workload'].includes(r.flame.frameName(+rc.getAttribute('data-i'))));
+  frame.dispatchEvent(new MouseEvent('mousemove', at(frame, 0.5, 0.5)));
+  put('event.tooltip', tipText());
+  frame.dispatchEvent(new MouseEvent('click', at(frame, 0.5, 0.5)));
+  put('event.click.focus', flame.getAttribute('data-focus'));
+  Array.from(document.querySelectorAll('#mt-flames button')).find((b) => b.textContent === 'Reset zoom').click();
+  put('event.reset.focus', flame.getAttribute('data-focus'));
+  const input = document.getElementById('mt-flame-search');
+  input.value = 'build_';
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+  const overlay = () => document.getElementById('mt-overlay');
+  overlay().dispatchEvent(new MouseEvent('mousemove', at(overlay(), 0.6, 0.5)));
+  put('event.chart.tooltip', tipText());
+  overlay().dispatchEvent(new MouseEvent('mousedown', at(overlay(), 0.2, 0.5)));
+  overlay().dispatchEvent(new MouseEvent('mousemove', at(overlay(), 0.4, 0.5)));
+  window.dispatchEvent(new MouseEvent('mouseup', at(overlay(), 0.4, 0.5)));
+  const timeReset = Array.from(document.querySelectorAll('#mt-timeline button')).find((b) => b.textContent === 'Reset zoom');
+  put('event.brush.reset.enabled', !timeReset.disabled);
+  put('event.brush.axis', Array.from(document.querySelectorAll('#mt-chart .mt-x-axis text')).map((t) => t.textContent).join('|'));
+  overlay().dispatchEvent(new MouseEvent('dblclick', at(overlay(), 0.5, 0.5)));
+  put('event.dblclick.reset.enabled', !timeReset.disabled);
+  document.getElementById('mt-show-mapped').click();
+  put('event.mapped.lines', Array.from(document.querySelectorAll('#mt-chart .mt-line')).map((p) => p.getAttribute('data-series')).join('|'));
+  setTimeout(() => {
+    put('event.search.status', document.getElementById('mt-flame-status').textContent);
+    put('event.search.highlighted', document.querySelectorAll('#mt-flame rect[fill="#d63fd6"]').length);
+    document.querySelector('#mt-flames button[data-key="leaked"]').click();
+    put('event.tab.kind', flame.getAttribute('data-kind'));
+    const pre = document.createElement('pre');
+    pre.id = 'mt-test-results';
+    pre.textContent = out.join('\n');
+    document.body.appendChild(pre);
+  }, 500);
 })();
 )JS";
 
@@ -288,7 +324,7 @@ std::string value_or(const std::map<std::string, std::string>& m, const std::str
 TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
   SKIP_WITHOUT_CHROMIUM();
   const std::string page = render_report_html(mt::make_report_json(mt::kSmall), {.test_script = kDriveScript});
-  const mt::BrowserResult r = load_clean(write_page("small-driven", page), "small-driven", false);
+  const mt::BrowserResult r = load_clean(write_page("small-driven", page), "small-driven", false, 5000);
   const auto res = mt::test_results(r.dom);
   ASSERT_FALSE(res.empty()) << "the test hook wrote nothing";
   EXPECT_EQ(value_or(res, "zoom.ok"), "true");
@@ -308,7 +344,7 @@ TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
   EXPECT_EQ(value_or(res, "regex.bytes"), std::to_string(mt::kParseAndBuildBytes));
   EXPECT_EQ(value_or(res, "search.cleared"), "true");
   const std::string tip = value_or(res, "tooltip");
-  for (const char* part : {"alloc_buffer", "146 KiB bytes live at the peak (150,000 B), 15.0% of all",
+  for (const char* part : {"alloc_buffer", "146 KiB live at the peak (150,000 B), 15.0% of all",
                            "blocks live at the peak: 15", "module: libbuf.so", "source: src/buffer.cpp:42"}) {
     EXPECT_NE(tip.find(part), std::string::npos) << part << " not in: " << tip;
   }
@@ -323,12 +359,33 @@ TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
   EXPECT_EQ(value_or(res, "timezoom.reset"), "false") << "zoomed in: the reset button is enabled";
   EXPECT_EQ(value_or(res, "top.ranking"), "leaked");
   EXPECT_EQ(value_or(res, "top.ranked"), "Leaked");
+  // Real events.
+  EXPECT_NE(value_or(res, "event.tooltip").find("parse_config293 KiB live at the peak (300,000 B), 30.0% of all"),
+            std::string::npos)
+      << value_or(res, "event.tooltip");
+  EXPECT_NE(value_or(res, "event.tooltip").find("source: src/config.cpp:17"), std::string::npos);
+  EXPECT_EQ(value_or(res, "event.click.focus"), "parse_config");
+  EXPECT_EQ(value_or(res, "event.reset.focus"), "all");
+  EXPECT_NE(value_or(res, "event.chart.tooltip").find("live heap: "), std::string::npos)
+      << value_or(res, "event.chart.tooltip");
+  EXPECT_EQ(value_or(res, "event.brush.reset.enabled"), "true");
+  // Brushed from 20% to 40% of a 9.95 ms run: the axis now spans about 2 to 4 ms.
+  EXPECT_NE(value_or(res, "event.brush.axis").find("3 ms"), std::string::npos) << value_or(res, "event.brush.axis");
+  const std::string axis = "|" + value_or(res, "event.brush.axis") + "|";
+  EXPECT_EQ(axis.find("|8 ms|"), std::string::npos) << axis;
+  EXPECT_EQ(value_or(res, "event.dblclick.reset.enabled"), "false");
+  EXPECT_EQ(value_or(res, "event.mapped.lines"), "live heap");
+  EXPECT_NE(value_or(res, "event.search.status").find("Search \"build_\": 1 frames, 488 KiB = 50.0% of the graph."),
+            std::string::npos)
+      << value_or(res, "event.search.status");
+  EXPECT_EQ(value_or(res, "event.search.highlighted"), "1");
+  EXPECT_EQ(value_or(res, "event.tab.kind"), "leaked");
 }
 
 TEST(ReportBrowser, InteractionsStayFastOnTheBigReport) {
   SKIP_WITHOUT_CHROMIUM();
   const std::string page = render_report_html(mt::make_report_json(mt::kBig), {.test_script = kDriveScript});
-  const mt::BrowserResult r = load_clean(write_page("big-driven", page), "big-driven", false);
+  const mt::BrowserResult r = load_clean(write_page("big-driven", page), "big-driven", false, 5000);
   const auto res = mt::test_results(r.dom);
   ASSERT_FALSE(res.empty()) << "the test hook wrote nothing";
   EXPECT_EQ(value_or(res, "zoom.focus"), "build_index");

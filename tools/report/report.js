@@ -251,7 +251,7 @@
       sec.appendChild(missingBox(reason('timeline', 'The timeline has no samples (no t_ns/heap arrays).'), 'timeline'));
       return;
     }
-    const state = {view: whole.length ? 'whole' : 'process', x0: fullLo, x1: fullHi};
+    const state = {view: whole.length ? 'whole' : 'process', x0: fullLo, x1: fullHi, mapped: true};
     const controls = bar(sec);
     const viewButtons = {
       whole: button(controls, 'Whole recording', () => setView('whole'), {'aria-pressed': 'false'}),
@@ -262,6 +262,14 @@
       viewButtons.process.disabled = true;
       viewButtons.process.title = reason('processes', 'No per-process series in this report');
     }
+    // Mapped bytes can dwarf the heap (a big arena, a mapped file): hiding them rescales the chart to the heap.
+    const mappedToggle = el('label', {class: 'mt-note'});
+    const mappedBox = el('input', {type: 'checkbox', id: 'mt-show-mapped'});
+    mappedBox.checked = true;
+    mappedBox.addEventListener('change', () => { state.mapped = mappedBox.checked; draw(); });
+    mappedToggle.appendChild(mappedBox);
+    mappedToggle.appendChild(document.createTextNode(' mapped bytes'));
+    if (whole.some((s) => s.name === 'mapped')) controls.appendChild(mappedToggle);
     controls.appendChild(el('span', {class: 'mt-spacer'}));
     const resetButton = button(controls, 'Reset zoom', () => zoom(fullLo, fullHi));
     resetButton.disabled = true;
@@ -281,7 +289,7 @@
     const laneH = regions.length ? 18 : 0;
     let geo = null;  // the last drawing's scales, for hover and brushing
 
-    function shown() { return state.view === 'whole' ? whole : perProcess; }
+    function shown() { return state.view === 'whole' ? whole.filter((s) => state.mapped || s.name !== 'mapped') : perProcess; }
 
     function draw() {
       const W = Math.max(480, sec.clientWidth - 34), H = 320;
@@ -392,6 +400,7 @@
       if (viewButtons[v].disabled) return false;
       state.view = v;
       for (const k in viewButtons) viewButtons[k].setAttribute('aria-pressed', String(k === v));
+      mappedToggle.hidden = v !== 'whole';
       draw();
       return true;
     }
@@ -477,9 +486,9 @@
 
   // ---- flame graphs ----------------------------------------------------------------------------------------
   const FLAME_KINDS = [
-    {key: 'peak', label: 'Live at peak', bytes: 'bytes live at the peak', count: 'blocks live at the peak'},
-    {key: 'allocated', label: 'All allocations', bytes: 'bytes allocated', count: 'allocations'},
-    {key: 'leaked', label: 'Leaks', bytes: 'bytes leaked', count: 'leaked blocks'},
+    {key: 'peak', label: 'Live at peak', bytes: 'live at the peak', count: 'blocks live at the peak'},
+    {key: 'allocated', label: 'All allocations', bytes: 'allocated', count: 'allocations'},
+    {key: 'leaked', label: 'Leaks', bytes: 'leaked', count: 'leaked blocks'},
   ];
   const ROW = 18;
 
@@ -587,7 +596,7 @@
         svg.innerHTML = '';
         wrap.hidden = true;
         empty.hidden = false;
-        empty.textContent = g.key === 'leaked' ? 'No leaks: every block was freed before the program ended.' : 'This graph is empty: no ' + info.bytes + '.';
+        empty.textContent = g.key === 'leaked' ? 'No leaks: every block was freed before the program ended.' : 'This graph is empty: no bytes ' + info.bytes + '.';
         status.textContent = '';
         return;
       }
@@ -638,7 +647,7 @@
         s.push('Zoomed into ' + path.join(' \u203a ') + ': ' + fmtBytes(g.value[f]) + ' (' + fmtPct(g.value[f], g.value[0]) + ').');
       }
       if (g.matched) {
-        s.push(g.matchCount ? 'Search "' + query + '": ' + fmtInt(g.matchCount) + ' frames, ' + fmtBytes(g.matchBytes) + ' = ' + fmtPct(g.matchBytes, g.value[0]) + ' of all ' + info.bytes + '.'
+        s.push(g.matchCount ? 'Search "' + query + '": ' + fmtInt(g.matchCount) + ' frames, ' + fmtBytes(g.matchBytes) + ' = ' + fmtPct(g.matchBytes, g.value[0]) + ' of the graph.'
                             : 'Search "' + query + '": no frame matches.');
       }
       if (hidden) s.push(fmtInt(hidden) + ' frames are too narrow to draw at this zoom; click a frame to zoom in.');
@@ -738,6 +747,7 @@
         return tip.textContent;
       },
       hiddenFrames: () => hidden,
+      frameName: (i) => (current && i >= 0 && i < current.n ? current.name[i] : null),
       redraw: draw,
     };
   }
