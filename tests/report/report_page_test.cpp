@@ -260,6 +260,7 @@ constexpr const char* kDriveScript = R"JS(
   put('view.process', time('view', () => r.timeline.setView('process')));
   put('view.lines', Array.from(document.querySelectorAll('#mt-chart .mt-line')).map((p) => p.getAttribute('data-series')).join('|'));
   put('view.legend', document.querySelector('#mt-timeline .mt-legend').textContent);
+  put('view.peaks', document.querySelectorAll('#mt-chart .mt-process-peak').length);
   r.timeline.setView('whole');
   const peak = r.data.timeline.peak;
   put('hover', r.timeline.hoverAt(peak.t_ns));
@@ -354,6 +355,7 @@ TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
   EXPECT_EQ(value_or(res, "tab.leaked.labels"), "all|main|leaky_cache_insert");
   EXPECT_EQ(value_or(res, "view.process"), "true");
   EXPECT_EQ(value_or(res, "view.lines"), "./prog (pid 1000)|worker 1 (pid 1001)");
+  EXPECT_EQ(value_or(res, "view.peaks"), "2");
   EXPECT_NE(value_or(res, "hover").find("live heap: 484 KiB (495,616 B)"), std::string::npos) << value_or(res, "hover");
   EXPECT_NE(value_or(res, "hover").find("mapped: 8.47 MiB"), std::string::npos) << value_or(res, "hover");
   EXPECT_EQ(value_or(res, "timezoom.reset"), "false") << "zoomed in: the reset button is enabled";
@@ -418,7 +420,8 @@ TEST(ReportBrowser, MissingSectionsAreExplainedNotFatal) {
            "timeline": {"t_ns": [0, 500, 1000], "heap": [0, 64, 0]},
            "summary": [["events", 10], ["1", "integer-like key kept in place"]]})",
        {"No call stacks: recorded without --stacks.", "data-missing=\"top\"", "id=\"mt-chart\"",
-        "No process start/exec/exit markers", "<th>events</th><td class=\"mt-num\">10</td></tr><tr><th>1</th>"}},
+        "No process start/exec/exit markers", "highest sample 64 B at 500 ns",
+        "<th>events</th><td class=\"mt-num\">10</td></tr><tr><th>1</th>"}},
       {"only-peak-graph",
        R"({"flame": {"peak": {"name": "all", "value": 10, "count": 1, "children": [{"name": "only_frame", "value": 10, "count": 1, "children": []}]}},
            "top": {"leaked": []}})",
@@ -439,4 +442,27 @@ TEST(ReportBrowser, MissingSectionsAreExplainedNotFatal) {
     const mt::BrowserResult r = load_clean(write_page(c.tag, render_report_html(c.json)), c.tag, false);
     for (const std::string& e : c.expected) EXPECT_NE(r.dom.find(e), std::string::npos) << e;
   }
+}
+
+// The checks above pass only if the page's error capture and Chromium's log work: a page that errs in each
+// way they watch for must be caught by both.
+TEST(ReportBrowser, TheHarnessCatchesErrorsAndBlockedLoads) {
+  SKIP_WITHOUT_CHROMIUM();
+  const char* script = R"JS(
+    console.error('deliberate console.error');
+    const img = document.createElement('img');
+    img.src = 'http://192.0.2.1/tracker.png';  // TEST-NET-1: never routed, and the page's policy blocks it first
+    document.body.appendChild(img);
+    setTimeout(() => { throw new Error('deliberate uncaught error'); }, 10);
+  )JS";
+  const std::string page = render_report_html(mt::make_report_json(mt::kSmall), {.test_script = script});
+  const mt::BrowserResult r = mt::load_in_chromium(write_page("erring", page), "erring", false, 2000);
+  EXPECT_EQ(r.status, 0);
+  const std::string messages = mt::html_attribute(r.dom, "data-error-messages");
+  EXPECT_EQ(mt::html_attribute(r.dom, "data-errors"), "3") << messages;
+  EXPECT_NE(messages.find("deliberate console.error"), std::string::npos) << messages;
+  EXPECT_NE(messages.find("blocked load: http://192.0.2.1/tracker.png"), std::string::npos) << messages;
+  EXPECT_NE(messages.find("deliberate uncaught error"), std::string::npos) << messages;
+  EXPECT_NE(r.console_lines.find("deliberate console.error"), std::string::npos) << r.console_lines;
+  EXPECT_NE(r.console_lines.find("Uncaught Error: deliberate uncaught error"), std::string::npos) << r.console_lines;
 }

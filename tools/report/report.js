@@ -235,7 +235,14 @@
       PROCESS_COLORS[i % PROCESS_COLORS.length], p.t_ns, p.heap, false)).filter(Boolean);
     const markers = (Array.isArray(tl.markers) ? tl.markers : []).filter((m) => m && isNum(m.t_ns));
     const regions = (Array.isArray(tl.regions) ? tl.regions : []).filter((r) => r && isNum(r.begin_ns) && isNum(r.end_ns));
-    const peak = tl.peak && isNum(tl.peak.t_ns) && isNum(tl.peak.bytes) ? tl.peak : null;
+    let peak = tl.peak && isNum(tl.peak.t_ns) && isNum(tl.peak.bytes) ? tl.peak : null;
+    if (!peak && whole.length && whole[0].n) {
+      // No exact peak given: the highest sample stands in (exact unless the series was downsampled).
+      const h = whole[0];
+      let best = 0;
+      for (let i = 1; i < h.n; ++i) if (h.v[i] > h.v[best]) best = i;
+      peak = {t_ns: h.t[best], bytes: h.v[best], derived: true};
+    }
 
     let fullHi = 0;
     for (const s of whole.concat(perProcess)) if (s.n) fullHi = Math.max(fullHi, s.t[s.n - 1]);
@@ -366,10 +373,19 @@
       // the peak
       if (state.view === 'whole' && peak && peak.t_ns >= x0 && peak.t_ns <= x1) {
         const x = sx(peak.t_ns), y = sy(peak.bytes);
-        const label = 'peak ' + fmtBytes(peak.bytes) + ' at ' + fmtTime(peak.t_ns);
+        const label = (peak.derived ? 'highest sample ' : 'peak ') + fmtBytes(peak.bytes) + ' at ' + fmtTime(peak.t_ns);
         const right = x > M.l + plotW * 0.7;
         parts.push('<g class="mt-peak"><circle cx="' + x.toFixed(1) + '" cy="' + y.toFixed(1) + '" r="4" fill="#c0392b"/>' +
           '<text x="' + (right ? x - 8 : x + 8).toFixed(1) + '" y="' + Math.max(M.t + 10, y - 6).toFixed(1) + '" text-anchor="' + (right ? 'end' : 'start') + '" font-weight="600" fill="#c0392b">' + esc(label) + '</text></g>');
+      }
+      // per process, each one's highest sample in view
+      if (state.view === 'process') {
+        series.forEach((s, k) => {
+          const p = pts[k];
+          let best = -1;
+          for (let i = 0; i < p.px.length; ++i) if (p.px[i] >= M.l && p.px[i] <= M.l + plotW && (best < 0 || p.py[i] > p.py[best])) best = i;
+          if (best >= 0) parts.push('<circle class="mt-process-peak" cx="' + p.px[best].toFixed(1) + '" cy="' + sy(p.py[best]).toFixed(1) + '" r="3.5" fill="' + s.color + '" stroke="#fff"/>');
+        });
       }
       // hover and brush layer, on top
       parts.push('<line id="mt-crosshair" x1="0" x2="0" y1="' + M.t + '" y2="' + plotB + '" stroke="#5d6678" stroke-width="1" visibility="hidden" pointer-events="none"/>');
@@ -391,7 +407,8 @@
       const total = series.reduce((a, s) => a + s.n, 0);
       n.push(fmtInt(total) + ' samples' + (isNum(tl.downsampled_from) && tl.downsampled_from > total ? ' (downsampled from ' + fmtInt(tl.downsampled_from) + ')' : '') + '.');
       if (!Array.isArray(tl.markers)) n.push(reason('markers', 'No process start/exec/exit markers: the artifact has no context section (recorded by an older memtrack).'));
-      if (!peak && state.view === 'whole') n.push(reason('peak', 'No peak in the report.'));
+      if (peak && peak.derived && state.view === 'whole') n.push(reason('peak', 'The report gives no exact peak; the highest sample is marked.'));
+      if (state.view === 'process') n.push('Dots mark each process\u2019s highest sample in view.');
       n.push('Hover for values; drag across the chart to zoom into a time range, double-click to reset.');
       notes.textContent = n.join(' ');
     }
@@ -729,6 +746,10 @@
     search.addEventListener('input', () => {
       clearTimeout(pending);
       pending = setTimeout(() => setQuery(search.value), 120);
+    });
+    search.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') { clearTimeout(pending); setQuery(search.value); }
+      if (e.key === 'Escape') { clearTimeout(pending); search.value = ''; setQuery(''); }
     });
 
     const first = FLAME_KINDS.find((k) => fl[k.key] && typeof fl[k.key] === 'object');
