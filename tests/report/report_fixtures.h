@@ -190,6 +190,7 @@ struct FixtureShape {
 };
 inline constexpr FixtureShape kSmall{200, 2, 0, 8};
 inline constexpr FixtureShape kBig{20'000, 4, 20'000, 100};
+inline constexpr FixtureShape kGeneratorSized{2'000, 4, 2'000, 50};
 
 // The whole report document. Timeline: heap rises to a peak at 60% of the run then falls; mapped is heap plus a
 // constant 8 MiB; process k starts at k/8 of the run.

@@ -3,7 +3,7 @@
 // data with no error, stays interactive (zoom, search, tooltips, views) and handles missing sections.
 #include <gtest/gtest.h>
 
-#include <chrono>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -194,38 +194,49 @@ TEST(ReportBrowser, SmallReportDrawsChartFlameGraphAndTables) {
   report_size_and_time("small report (200 samples x 2 + 2 processes, 8 + 8 + 3 frames)", page, r);
 }
 
-TEST(ReportBrowser, BigReportDrawsWithinPixelBudgets) {
-  SKIP_WITHOUT_CHROMIUM();
-  const std::string json = mt::make_report_json(mt::kBig);
-  ASSERT_EQ(mt::count_nodes(mt::big_tree(mt::kBig.flame_nodes, 1)), 20'000u);
+// A big page: every series and flame graph larger than the generator writes, so the page itself must keep the
+// drawing bounded by pixels.
+void check_large_report(const mt::FixtureShape& shape, const std::string& tag, const std::string& what) {
+  const std::string json = mt::make_report_json(shape);
+  ASSERT_EQ(mt::count_nodes(mt::big_tree(shape.flame_nodes, 1)), shape.flame_nodes);
   const std::string page = render_report_html(json);
-  const mt::BrowserResult r = load_clean(write_page("big", page), "big", true);
+  const mt::BrowserResult r = load_clean(write_page(tag, page), tag, true);
   EXPECT_EQ(mt::html_attribute(r.dom, "data-rendered"), "yes");
-  // 20,000 samples per series, at most 4 points drawn per pixel column of a 1280-pixel-wide page.
+  // At most 4 points drawn per pixel column of a 1280-pixel-wide page, whatever the number of samples.
   const std::regex points("data-series=\"([a-z ]+)\" data-points=\"([0-9]+)\"");
   std::size_t series = 0;
   for (auto it = std::sregex_iterator(r.dom.begin(), r.dom.end(), points); it != std::sregex_iterator(); ++it) {
     ++series;
-    const long drawn = std::stol((*it)[2]);
-    EXPECT_LE(drawn, 4 * 1280) << (*it)[1];
-    EXPECT_GE(drawn, 400) << (*it)[1];
+    const std::size_t drawn = std::stoul((*it)[2]);
+    EXPECT_LE(drawn, std::min<std::size_t>(4 * 1280, shape.points + 1)) << (*it)[1];
+    EXPECT_GE(drawn, std::min<std::size_t>(400, shape.points)) << (*it)[1];
   }
   EXPECT_EQ(series, 2u);
   const std::string flame = flame_svg(r.dom);
   for (const char* name : {"main", "run_workload", "build_index", "alloc_buffer"}) {
     EXPECT_TRUE(has_label(flame, name)) << name;
   }
-  const std::smatch drawn = [&] {
-    std::smatch m;
-    std::regex_search(flame, m, std::regex("data-frames-drawn=\"([0-9]+)\""));
-    return m;
-  }();
-  ASSERT_FALSE(drawn.empty());
-  EXPECT_LT(std::stol(drawn[1]), 20'000) << "frames narrower than half a pixel are skipped";
+  std::smatch drawn;
+  ASSERT_TRUE(std::regex_search(flame, drawn, std::regex("data-frames-drawn=\"([0-9]+)\"")));
+  EXPECT_LT(std::stoul(drawn[1]), shape.flame_nodes) << "frames narrower than half a pixel are skipped";
   EXPECT_NE(r.dom.find("frames are too narrow to draw at this zoom"), std::string::npos);
-  EXPECT_EQ(count_of(r.dom, "<tr><td class=\"mt-num\">"), 100u) << "the top table's rows";
+  EXPECT_EQ(count_of(r.dom, "<tr><td class=\"mt-num\">"), shape.sites) << "the top table's rows";
   expect_drawn_screenshot(r);
-  report_size_and_time("big report (20,000 samples x 2 + 4 processes, 3 x 20,000 frames, 5 x 100 sites)", page, r);
+  report_size_and_time(what + " (" + drawn[1].str() + " frames drawn)", page, r);
+}
+
+TEST(ReportBrowser, BigReportDrawsWithinPixelBudgets) {
+  SKIP_WITHOUT_CHROMIUM();
+  check_large_report(mt::kBig, "big",
+                     "big report (20,000 samples x 2 + 4 processes, 3 x 20,000 frames, 5 x 100 sites)");
+}
+
+// What the generator aims for (about 2,000 samples per series, frames pruned below 0.1%): the size and time a
+// user should expect from a big recording.
+TEST(ReportBrowser, GeneratorSizedReport) {
+  SKIP_WITHOUT_CHROMIUM();
+  check_large_report(mt::kGeneratorSized, "generator-sized",
+                     "generator-sized report (2,000 samples x 2 + 4 processes, 3 x 2,000 frames, 5 x 50 sites)");
 }
 
 namespace {
