@@ -267,7 +267,7 @@
     if (!whole.length) { viewButtons.whole.disabled = true; viewButtons.whole.title = 'No whole-recording series in this report'; }
     if (!perProcess.length) {
       viewButtons.process.disabled = true;
-      viewButtons.process.title = reason('processes', 'No per-process series in this report');
+      viewButtons.process.title = reason('timeline.processes', 'No per-process series in this report');
     }
     // Mapped bytes can dwarf the heap (a big arena, a mapped file): hiding them rescales the chart to the heap.
     const mappedToggle = el('label', {class: 'mt-note'});
@@ -406,8 +406,8 @@
       const n = [];
       const total = series.reduce((a, s) => a + s.n, 0);
       n.push(fmtInt(total) + ' samples' + (isNum(tl.downsampled_from) && tl.downsampled_from > total ? ' (downsampled from ' + fmtInt(tl.downsampled_from) + ')' : '') + '.');
-      if (!Array.isArray(tl.markers)) n.push(reason('markers', 'No process start/exec/exit markers: the artifact has no context section (recorded by an older memtrack).'));
-      if (peak && peak.derived && state.view === 'whole') n.push(reason('peak', 'The report gives no exact peak; the highest sample is marked.'));
+      if (!Array.isArray(tl.markers)) n.push(reason('timeline.markers', 'No process start/exec/exit markers: the artifact has no context section (recorded by an older memtrack).'));
+      if (peak && peak.derived && state.view === 'whole') n.push(reason('timeline.peak', 'The report gives no exact peak; the highest sample is marked.'));
       if (state.view === 'process') n.push('Dots mark each process\u2019s highest sample in view.');
       n.push('Hover for values; drag across the chart to zoom into a time range, double-click to reset.');
       notes.textContent = n.join(' ');
@@ -557,7 +557,7 @@
     let current = null, query = '';
     const t = tabs(sec, FLAME_KINDS.map((k) => ({
       key: k.key, label: k.label, enabled: !!(fl[k.key] && typeof fl[k.key] === 'object'),
-      title: reason(k.key, 'No "' + k.label + '" graph in this report'),
+      title: reason('flame.' + k.key, 'No "' + k.label + '" graph in this report'),
     })), (key) => show(key));
     t.row.appendChild(el('span', {class: 'mt-spacer'}));
     const search = el('input', {type: 'search', placeholder: 'Search functions (text or /regex/)', 'aria-label': 'Search functions', id: 'mt-flame-search'});
@@ -585,7 +585,7 @@
     }
     function prunedText(key) {
       const p = fl.pruned;
-      if (!p || typeof p !== 'object') return reason('pruned', 'The report does not say whether small frames were pruned.');
+      if (!p || typeof p !== 'object') return reason('flame.pruned', 'The report does not say whether small frames were pruned.');
       const e = p[key] && typeof p[key] === 'object' ? p[key] : isNum(p.nodes) || isNum(p.bytes) ? p : null;
       if (!e) return 'The report does not say whether small frames of this graph were pruned.';
       if (!e.nodes) return 'No frames were pruned: every frame is in the graph.';

@@ -8,14 +8,18 @@
 //
 //   {"version": 1,
 //    "meta": {"command": [str], "memtrack": str, "events": int, "duration_ns": int, "artifact": str},
-//    "missing": {"timeline"|"flame"|"top"|"summary"|"markers"|"processes"|"peak"|"allocated"|"leaked": str},
-//                                                          // optional: why a section is absent, shown as is
+//    "missing": {str: str},                                // optional: why something is absent, shown as is;
+//                 // keys: "timeline", "timeline.markers", "timeline.processes", "timeline.peak", "flame",
+//                 // "flame.peak", "flame.allocated", "flame.leaked", "flame.pruned", "top", "top.<ranking>",
+//                 // "summary"
 //    "summary": {str: str|number} | [[str, str|number]],   // a two-column table, in order; use the pair form
 //                                                          // if a key looks like an integer (JS reorders those)
 //    "timeline": {
-//      "t_ns": [int], "heap": [int], "mapped": [int],      // one sample per t_ns; "mapped" optional. When
+//      "t_ns": [int], "heap": [int], "mapped": [int],      // one sample per t_ns, t_ns non-decreasing (the
+//                                                          // page binary-searches it); "mapped" optional. When
 //                                                          // downsampled, a sample should be its bucket's max
-//      "peak": {"t_ns": int, "bytes": int},                // optional: the heap's peak, marked on the chart
+//      "peak": {"t_ns": int, "bytes": int},                // optional: the heap's exact peak, marked on the
+//                                                          // chart (without it the highest sample is marked)
 //      "processes": [{"pid": int, "label": str, "t_ns": [int], "heap": [int]}],  // optional
 //      "markers": [{"t_ns": int, "kind": "start"|"exec"|"exit", "pid": int, "label": str}],  // optional
 //      "regions": [{"name": str, "begin_ns": int, "end_ns": int}],                         // optional
@@ -30,7 +34,8 @@
 //           "children": [Node]}
 //     The root is the whole (its name is shown, e.g. "all"); its children are the outermost frames (main),
 //     leaves the innermost. value is bytes (live at the peak, allocated, or leaked), count the blocks or
-//     allocations; a node's value includes its children's (the page uses max(value, sum of children)).
+//     allocations; a node's value includes its children's (the page uses max(value, sum of children)), so a
+//     pruned callee's bytes stay in its caller's value. The page sorts children by value, largest first.
 //   Site = {"stack": [{"function": str|null, "module": str|null, "file": str|null, "line": int|null,
 //                      "address": int|str|null}],       // stack[0] is the innermost frame (the call site)
 //           "peak_bytes": int, "allocated_bytes": int, "allocations": int, "leaked_bytes": int,
