@@ -1,0 +1,489 @@
+// The page of `memtrack report` (tools/report): the JSON is embedded so that nothing in it can end its script
+// element, and, in headless Chromium, the page draws the chart, the flame graphs and the tables from known
+// data with no error, stays interactive (zoom, search, tooltips, views) and handles missing sections.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "report/browser.h"
+#include "report/report_fixtures.h"
+#include "report_html.h"
+
+namespace mt = memtrack::testing;
+using memtrack::tools::escape_json;
+using memtrack::tools::render_report_html;
+
+namespace {
+
+std::size_t count_of(const std::string& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string write_page(const std::string& name, const std::string& page) {
+  const std::string path = mt::scratch_dir() + "/" + name + ".html";
+  std::ofstream(path, std::ios::binary) << page;
+  return path;
+}
+
+// Runs one page in Chromium and checks what every page must satisfy: the browser ran, logged nothing from the
+// page, and the page counted no error of its own (window.onerror, console.error, a blocked load).
+mt::BrowserResult load_clean(const std::string& path, const std::string& tag, bool screenshot,
+                             int virtual_time_ms = 0) {
+  mt::BrowserResult r = mt::load_in_chromium(path, tag, screenshot, virtual_time_ms);
+  EXPECT_EQ(r.status, 0) << "chromium failed on " << path << "\n" << r.log.substr(0, 4000);
+  EXPECT_EQ(r.console_lines, "") << "the page logged to the console (errors or otherwise)";
+  EXPECT_EQ(mt::html_attribute(r.dom, "data-errors"), "0")
+      << "errors caught in the page: " << mt::html_attribute(r.dom, "data-error-messages");
+  return r;
+}
+
+void expect_drawn_screenshot(const mt::BrowserResult& r) {
+  const mt::Image img = mt::decode_png(mt::slurp(r.screenshot));
+  ASSERT_EQ(img.error, "") << r.screenshot;
+  EXPECT_EQ(img.width, 1280u);
+  EXPECT_EQ(img.height, 2000u);
+  const mt::PixelStats s = mt::pixel_stats(img);
+  std::cout << "screenshot " << r.screenshot << ": " << s.distinct << " colors, " << 100 * s.non_background
+            << "% non-background pixels\n";
+  // A blank or error-only page has a handful of colors and a few percent of ink; the report has text, a
+  // chart, a flame graph in many hues and tables.
+  EXPECT_GE(s.distinct, 200u);
+  EXPECT_GE(s.non_background, 0.08);
+}
+
+void report_size_and_time(const std::string& what, const std::string& page, const mt::BrowserResult& r) {
+  std::cout << what << ": page " << page.size() << " bytes (" << page.size() / 1024 << " KiB), drawn in "
+            << mt::html_attribute(r.dom, "data-render-ms")
+            << " ms (JSON.parse, DOM and layout; sections: " << mt::html_attribute(r.dom, "data-timings")
+            << "), scripts done " << mt::html_attribute(r.dom, "data-ready-ms") << " ms after navigation start\n";
+  ::testing::Test::RecordProperty("page_bytes", std::to_string(page.size()));
+  ::testing::Test::RecordProperty("render_ms", mt::html_attribute(r.dom, "data-render-ms"));
+}
+
+// Every function name drawn as a flame-graph label (the text of the SVG's <text> elements, HTML-unescaped
+// only for the few entities the page writes).
+std::string flame_svg(const std::string& dom) {
+  const std::size_t begin = dom.find("id=\"mt-flame\"");
+  if (begin == std::string::npos) return "";
+  return dom.substr(begin, dom.find("</svg>", begin) - begin);
+}
+
+// The value of the first `name="..."` at or after `from` in `text`, or "" when there is none.
+std::string attribute_at(const std::string& text, std::size_t from, const std::string& name) {
+  const std::string key = name + "=\"";
+  const std::size_t at = text.find(key, from);
+  if (at == std::string::npos) return "";
+  const std::size_t begin = at + key.size();
+  return text.substr(begin, text.find('"', begin) - begin);
+}
+
+bool has_label(const std::string& svg, const std::string& name) {
+  return svg.find(">" + name + "</text>") != std::string::npos;
+}
+
+#define SKIP_WITHOUT_CHROMIUM()                                                         \
+  if (!mt::have_chromium())                                                             \
+  GTEST_SKIP() << mt::kChromium                                                         \
+               << " is absent: install Debian's chromium package (ci/install-deps.sh) " \
+                  "to run the report's browser tests"
+
+}  // namespace
+
+TEST(ReportPage, EmbeddedJsonCannotCloseItsScriptElement) {
+  const std::string json = R"({"a": "</script><script>alert(1)</script>", "b": "<!-- x", "c": "a&b>c"})";
+  const std::string escaped = escape_json(json);
+  EXPECT_EQ(escaped.find('<'), std::string::npos);
+  EXPECT_EQ(escaped.find('>'), std::string::npos);
+  EXPECT_EQ(escaped.find('&'), std::string::npos);
+  EXPECT_NE(escaped.find(R"(\u003c/script\u003e\u003cscript\u003ealert(1))"), std::string::npos);
+  // The page has exactly as many "</script" with this data as with none: the data added no closer.
+  EXPECT_EQ(count_of(lower(render_report_html(json)), "</script"),
+            count_of(lower(render_report_html("{}")), "</script"));
+  // Uppercase closers are closers too.
+  EXPECT_EQ(escape_json("</SCRIPT>").find('<'), std::string::npos);
+}
+
+TEST(ReportPage, LineSeparatorsAndInvalidUtf8AreEscaped) {
+  EXPECT_EQ(escape_json("\"a\xe2\x80\xa8"
+                        "b\xe2\x80\xa9"
+                        "c\""),
+            R"("a\u2028b\u2029c")");
+  // Valid multi-byte characters pass unchanged: é, €, 😀.
+  EXPECT_EQ(escape_json("\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\""), "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+  // A lone continuation byte, a truncated sequence, an overlong '/', a UTF-16 surrogate, a code point past U+10FFFF.
+  EXPECT_EQ(escape_json("\"\x80\""), R"("\ufffd")");
+  EXPECT_EQ(escape_json("\"\xe2\x82\""), R"("\ufffd\ufffd")");
+  EXPECT_EQ(escape_json("\"\xc0\xaf\""), R"("\ufffd\ufffd")");
+  EXPECT_EQ(escape_json("\"\xed\xa0\x80\""), R"("\ufffd\ufffd\ufffd")");
+  EXPECT_EQ(escape_json("\"\xf4\x90\x80\x80\""), R"("\ufffd\ufffd\ufffd\ufffd")");
+  EXPECT_EQ(escape_json("\"\xe2\x80\""), R"("\ufffd\ufffd")");  // a truncated U+2028
+}
+
+TEST(ReportPage, TheTestHookIsOnlyInTestRenderings) {
+  const std::string plain = render_report_html("{}");
+  EXPECT_EQ(plain.find("memtrack-test-hook"), std::string::npos);
+  EXPECT_EQ(plain.find("@MEMTRACK_"), std::string::npos) << "a template marker was left in the page";
+  const std::string hooked = render_report_html("{}", {.test_script = "window.hooked = 1;"});
+  const std::size_t hook = hooked.find("<script id=\"memtrack-test-hook\">\nwindow.hooked = 1;\n</script>");
+  ASSERT_NE(hook, std::string::npos);
+  EXPECT_GT(hook, hooked.find("id=\"memtrack-data\"")) << "the hook must run after the page's own script";
+}
+
+TEST(ReportPage, NothingIsLoadedFromOutside) {
+  const std::string page = lower(render_report_html("{}"));
+  EXPECT_EQ(page.find("<link"), std::string::npos);
+  EXPECT_EQ(page.find("src="), std::string::npos);
+  EXPECT_EQ(page.find("@import"), std::string::npos);
+  EXPECT_EQ(page.find("url(http"), std::string::npos);
+  EXPECT_NE(page.find("content-security-policy"), std::string::npos);
+  EXPECT_NE(page.find("default-src 'none'"), std::string::npos);
+}
+
+TEST(ReportBrowser, SmallReportDrawsChartFlameGraphAndTables) {
+  SKIP_WITHOUT_CHROMIUM();
+  // Through the developer tool, as a person working on the page would.
+  const std::string json_path = mt::scratch_dir() + "/small.json";
+  std::ofstream(json_path, std::ios::binary) << mt::make_report_json(mt::kSmall);
+  const std::string html_path = mt::scratch_dir() + "/small.html";
+  const mt::RunResult tool =
+      mt::run(std::string(MEMTRACK_BIN_DIR) + "/memtrack-report-html " + json_path + " -o " + html_path);
+  ASSERT_EQ(tool.status, 0) << tool.err;
+  const std::string page = mt::slurp(html_path);
+  ASSERT_EQ(page, render_report_html(mt::slurp(json_path)));
+
+  const mt::BrowserResult r = load_clean(html_path, "small", true);
+  EXPECT_EQ(mt::html_attribute(r.dom, "data-rendered"), "yes");
+  // The chart: both whole-recording series, the peak, the markers and the regions.
+  EXPECT_NE(r.dom.find("id=\"mt-chart\""), std::string::npos);
+  EXPECT_NE(r.dom.find("data-series=\"live heap\""), std::string::npos);
+  EXPECT_NE(r.dom.find("data-series=\"mapped\""), std::string::npos);
+  EXPECT_NE(r.dom.find("class=\"mt-peak\""), std::string::npos);
+  EXPECT_NE(r.dom.find("peak 484 KiB at 6.000 ms"), std::string::npos);  // 120 * 4096 + 4096 B at sample 120
+  EXPECT_EQ(count_of(r.dom, "class=\"mt-marker\""), 6u);
+  EXPECT_NE(r.dom.find(">warmup</text>"), std::string::npos);
+  EXPECT_NE(r.dom.find(" ms</text>"), std::string::npos) << "the time axis is in milliseconds";
+  EXPECT_NE(r.dom.find(" MiB</text>"), std::string::npos) << "the byte axis is in MiB (mapped reaches 8.5 MiB)";
+  // The flame graph of the heap at the peak, with the known names as labels.
+  const std::string flame = flame_svg(r.dom);
+  ASSERT_NE(flame, "");
+  EXPECT_NE(flame.find("data-kind=\"peak\""), std::string::npos);
+  for (const char* name :
+       {"all", "main", "parse_config", "build_index", "alloc_buffer", "std::vector&lt;int&gt;::_M_realloc_insert"}) {
+    EXPECT_TRUE(has_label(flame, name)) << name;
+  }
+  // 10% of a 1280-pixel page is too narrow for the whole name: truncated with an ellipsis.
+  EXPECT_NE(flame.find(">leaky_cache_"), std::string::npos);
+  EXPECT_NE(flame.find("\u2026</text>"), std::string::npos);
+  // The hostile name is text, never markup.
+  EXPECT_EQ(r.dom.find("<b id=\"injected\">"), std::string::npos);
+  EXPECT_NE(r.dom.find("&lt;/script&gt;&lt;b id=\"injected\"&gt;evil&lt;/b&gt;"), std::string::npos);
+  EXPECT_NE(r.dom.find("Pruned to keep the page small: 1,234 frames below 0.1% of the total"), std::string::npos);
+  // Tables: the top sites with their stacks, the summary in order.
+  EXPECT_NE(r.dom.find("data-ranking=\"peak\""), std::string::npos);
+  EXPECT_NE(r.dom.find("<code>alloc_buffer</code> <span class=\"mt-loc\">src/0.cpp:10</span>"), std::string::npos);
+  EXPECT_NE(r.dom.find("src/1.cpp:11 · prog · 0x401010"), std::string::npos);
+  const std::size_t events = r.dom.find("<th>events</th>"), peak = r.dom.find("<th>peak heap bytes</th>"),
+                    alloc = r.dom.find("<th>allocator</th>");
+  EXPECT_TRUE(events < peak && peak < alloc && alloc != std::string::npos) << "summary rows out of order";
+  EXPECT_NE(r.dom.find("495,616 (484 KiB)"), std::string::npos);
+  EXPECT_NE(r.dom.find("<code>./prog --input 'data file.txt'</code>"), std::string::npos);
+  expect_drawn_screenshot(r);
+  report_size_and_time("small report (200 samples x 2 + 2 processes, 8 + 8 + 3 frames)", page, r);
+}
+
+// A big page: every series and flame graph larger than the generator writes, so the page itself must keep the
+// drawing bounded by pixels.
+void check_large_report(const mt::FixtureShape& shape, const std::string& tag, const std::string& what) {
+  const std::string json = mt::make_report_json(shape);
+  ASSERT_EQ(mt::count_nodes(mt::big_tree(shape.flame_nodes, 1)), shape.flame_nodes);
+  const std::string page = render_report_html(json);
+  const mt::BrowserResult r = load_clean(write_page(tag, page), tag, true);
+  EXPECT_EQ(mt::html_attribute(r.dom, "data-rendered"), "yes");
+  // At most 4 points drawn per pixel column of a 1280-pixel-wide page, whatever the number of samples.
+  std::size_t series = 0;
+  for (std::size_t at = r.dom.find("data-series=\""); at != std::string::npos;
+       at = r.dom.find("data-series=\"", at + 1)) {
+    ++series;
+    const std::string name = attribute_at(r.dom, at, "data-series"), drawn = attribute_at(r.dom, at, "data-points");
+    ASSERT_NE(drawn, "") << name;
+    EXPECT_LE(std::stoul(drawn), std::min<std::size_t>(4 * 1280, shape.points + 1)) << name;
+    EXPECT_GE(std::stoul(drawn), std::min<std::size_t>(400, shape.points)) << name;
+  }
+  EXPECT_EQ(series, 2u);
+  const std::string flame = flame_svg(r.dom);
+  for (const char* name : {"main", "run_workload", "build_index", "alloc_buffer"}) {
+    EXPECT_TRUE(has_label(flame, name)) << name;
+  }
+  const std::string drawn = attribute_at(flame, 0, "data-frames-drawn");
+  ASSERT_NE(drawn, "");
+  EXPECT_LT(std::stoul(drawn), shape.flame_nodes) << "frames narrower than half a pixel are skipped";
+  EXPECT_NE(r.dom.find("frames are too narrow to draw at this zoom"), std::string::npos);
+  EXPECT_EQ(count_of(r.dom, "<tr><td class=\"mt-num\">"), shape.sites) << "the top table's rows";
+  expect_drawn_screenshot(r);
+  report_size_and_time(what + " (" + drawn + " frames drawn)", page, r);
+}
+
+TEST(ReportBrowser, BigReportDrawsWithinPixelBudgets) {
+  SKIP_WITHOUT_CHROMIUM();
+  check_large_report(mt::kBig, "big",
+                     "big report (20,000 samples x 2 + 4 processes, 3 x 20,000 frames, 5 x 100 sites)");
+}
+
+// What the generator aims for (about 2,000 samples per series, frames pruned below 0.1%): the size and time a
+// user should expect from a big recording.
+TEST(ReportBrowser, GeneratorSizedReport) {
+  SKIP_WITHOUT_CHROMIUM();
+  check_large_report(mt::kGeneratorSized, "generator-sized",
+                     "generator-sized report (2,000 samples x 2 + 4 processes, 3 x 2,000 frames, 5 x 50 sites)");
+}
+
+namespace {
+
+// Drives the page as a user would, through window.memtrackReport, and writes what it saw as key=value lines.
+constexpr const char* kDriveScript = R"JS(
+(function () {
+  const r = window.memtrackReport, out = [];
+  const put = (k, v) => out.push(k + '=' + String(v).replace(/\n/g, ' '));
+  const time = (k, f) => { const t = performance.now(); const v = f(); put(k + '.ms', (performance.now() - t).toFixed(1)); return v; };
+  const labels = () => Array.from(document.querySelectorAll('#mt-flame text')).map((t) => t.textContent);
+  const flame = document.getElementById('mt-flame');
+  put('zoom.ok', time('zoom', () => r.flame.zoomTo('build_index')));
+  put('zoom.focus', flame.getAttribute('data-focus'));
+  put('zoom.labels', labels().join('|'));
+  put('zoom.status', document.getElementById('mt-flame-status').textContent);
+  put('zoom.unknown', r.flame.zoomTo('no_such_function'));
+  put('reset.ok', time('reset', () => r.flame.reset()));
+  put('reset.focus', flame.getAttribute('data-focus'));
+  const s = time('search', () => r.flame.search('alloc_buffer'));
+  put('search.frames', s.frames); put('search.bytes', s.bytes); put('search.share', s.share);
+  put('search.highlighted', document.querySelectorAll('#mt-flame rect[fill="#d63fd6"]').length);
+  const re = r.flame.search('/^(parse|build)_/');
+  put('regex.frames', re.frames); put('regex.bytes', re.bytes);
+  put('search.cleared', r.flame.search('') === null);
+  put('tooltip', r.flame.tooltip('alloc_buffer'));
+  put('tab.allocated', time('tab', () => r.flame.show('allocated')));
+  put('tab.kind', flame.getAttribute('data-kind'));
+  put('tab.leaked', r.flame.show('leaked'));
+  put('tab.leaked.labels', labels().join('|'));
+  r.flame.show('peak');
+  put('view.process', time('view', () => r.timeline.setView('process')));
+  put('view.lines', Array.from(document.querySelectorAll('#mt-chart .mt-line')).map((p) => p.getAttribute('data-series')).join('|'));
+  put('view.legend', document.querySelector('#mt-timeline .mt-legend').textContent);
+  put('view.peaks', document.querySelectorAll('#mt-chart .mt-process-peak').length);
+  r.timeline.setView('whole');
+  const peak = r.data.timeline.peak;
+  put('hover', r.timeline.hoverAt(peak.t_ns));
+  r.timeline.unhover();
+  const before = r.timeline.pointsDrawn();
+  time('timezoom', () => r.timeline.zoom(peak.t_ns * 0.9, peak.t_ns * 1.1));
+  put('timezoom.points', r.timeline.pointsDrawn().join('|') + ' of ' + before.join('|'));
+  put('timezoom.reset', document.querySelector('#mt-timeline button:last-of-type').disabled);
+  r.timeline.reset();
+  r.top.show('leaked');
+  put('top.ranking', document.querySelector('table.mt-top').getAttribute('data-ranking'));
+  put('top.ranked', document.querySelector('table.mt-top th.mt-ranked').textContent);
+
+  // Then real events, as a user makes them: hover and click a frame, the reset button, typing in the search
+  // box (debounced, hence the timer), a tab, hovering and brushing the chart.
+  const tipText = () => (tip.hidden ? 'hidden' : tip.textContent);
+  const tip = document.getElementById('mt-tooltip');
+  const at = (target, fx, fy) => { const b = target.getBoundingClientRect(); return {bubbles: true, clientX: b.left + b.width * fx, clientY: b.top + b.height * fy}; };
+  const frame = Array.from(document.querySelectorAll('#mt-flame rect[data-i]')).find((rc) => ['parse_config', 'run_workload'].includes(r.flame.frameName(+rc.getAttribute('data-i'))));
+  frame.dispatchEvent(new MouseEvent('mousemove', at(frame, 0.5, 0.5)));
+  put('event.tooltip', tipText());
+  frame.dispatchEvent(new MouseEvent('click', at(frame, 0.5, 0.5)));
+  put('event.click.focus', flame.getAttribute('data-focus'));
+  Array.from(document.querySelectorAll('#mt-flames button')).find((b) => b.textContent === 'Reset zoom').click();
+  put('event.reset.focus', flame.getAttribute('data-focus'));
+  const input = document.getElementById('mt-flame-search');
+  input.value = 'build_';
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+  const overlay = () => document.getElementById('mt-overlay');
+  overlay().dispatchEvent(new MouseEvent('mousemove', at(overlay(), 0.6, 0.5)));
+  put('event.chart.tooltip', tipText());
+  overlay().dispatchEvent(new MouseEvent('mousedown', at(overlay(), 0.2, 0.5)));
+  overlay().dispatchEvent(new MouseEvent('mousemove', at(overlay(), 0.4, 0.5)));
+  window.dispatchEvent(new MouseEvent('mouseup', at(overlay(), 0.4, 0.5)));
+  const timeReset = Array.from(document.querySelectorAll('#mt-timeline button')).find((b) => b.textContent === 'Reset zoom');
+  put('event.brush.reset.enabled', !timeReset.disabled);
+  put('event.brush.axis', Array.from(document.querySelectorAll('#mt-chart .mt-x-axis text')).map((t) => t.textContent).join('|'));
+  overlay().dispatchEvent(new MouseEvent('dblclick', at(overlay(), 0.5, 0.5)));
+  put('event.dblclick.reset.enabled', !timeReset.disabled);
+  document.getElementById('mt-show-mapped').click();
+  put('event.mapped.lines', Array.from(document.querySelectorAll('#mt-chart .mt-line')).map((p) => p.getAttribute('data-series')).join('|'));
+  setTimeout(() => {
+    put('event.search.status', document.getElementById('mt-flame-status').textContent);
+    put('event.search.highlighted', document.querySelectorAll('#mt-flame rect[fill="#d63fd6"]').length);
+    document.querySelector('#mt-flames button[data-key="leaked"]').click();
+    put('event.tab.kind', flame.getAttribute('data-kind'));
+    const pre = document.createElement('pre');
+    pre.id = 'mt-test-results';
+    pre.textContent = out.join('\n');
+    document.body.appendChild(pre);
+  }, 500);
+})();
+)JS";
+
+std::string value_or(const std::map<std::string, std::string>& m, const std::string& k) {
+  const auto it = m.find(k);
+  return it == m.end() ? "<absent>" : it->second;
+}
+
+}  // namespace
+
+TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
+  SKIP_WITHOUT_CHROMIUM();
+  const std::string page = render_report_html(mt::make_report_json(mt::kSmall), {.test_script = kDriveScript});
+  const mt::BrowserResult r = load_clean(write_page("small-driven", page), "small-driven", false, 5000);
+  const auto res = mt::test_results(r.dom);
+  ASSERT_FALSE(res.empty()) << "the test hook wrote nothing";
+  EXPECT_EQ(value_or(res, "zoom.ok"), "true");
+  EXPECT_EQ(value_or(res, "zoom.focus"), "build_index");
+  // Zoomed: the ancestors and the subtree, not the siblings.
+  EXPECT_EQ(value_or(res, "zoom.labels"),
+            "main|all|build_index|std::vector&lt;int&gt;::_M_realloc_insert|alloc_buffer");
+  EXPECT_NE(value_or(res, "zoom.status").find("Zoomed into main › build_index: 488 KiB (50.0%)"), std::string::npos)
+      << value_or(res, "zoom.status");
+  EXPECT_EQ(value_or(res, "zoom.unknown"), "false");
+  EXPECT_EQ(value_or(res, "reset.focus"), "all");
+  EXPECT_EQ(value_or(res, "search.frames"), "2");
+  EXPECT_EQ(value_or(res, "search.bytes"), std::to_string(mt::kAllocBufferBytes));
+  EXPECT_EQ(value_or(res, "search.share"), "0.35");
+  EXPECT_EQ(value_or(res, "search.highlighted"), "2");
+  EXPECT_EQ(value_or(res, "regex.frames"), "2");
+  EXPECT_EQ(value_or(res, "regex.bytes"), std::to_string(mt::kParseAndBuildBytes));
+  EXPECT_EQ(value_or(res, "search.cleared"), "true");
+  const std::string tip = value_or(res, "tooltip");
+  for (const char* part : {"alloc_buffer", "146 KiB live at the peak (150,000 B), 15.0% of all",
+                           "blocks live at the peak: 15", "module: libbuf.so", "source: src/buffer.cpp:42"}) {
+    EXPECT_NE(tip.find(part), std::string::npos) << part << " not in: " << tip;
+  }
+  EXPECT_EQ(value_or(res, "tab.allocated"), "true");
+  EXPECT_EQ(value_or(res, "tab.kind"), "allocated");
+  EXPECT_EQ(value_or(res, "tab.leaked"), "true");
+  EXPECT_EQ(value_or(res, "tab.leaked.labels"), "all|main|leaky_cache_insert");
+  EXPECT_EQ(value_or(res, "view.process"), "true");
+  EXPECT_EQ(value_or(res, "view.lines"), "./prog (pid 1000)|worker 1 (pid 1001)");
+  EXPECT_EQ(value_or(res, "view.peaks"), "2");
+  EXPECT_NE(value_or(res, "hover").find("live heap: 484 KiB (495,616 B)"), std::string::npos) << value_or(res, "hover");
+  EXPECT_NE(value_or(res, "hover").find("mapped: 8.47 MiB"), std::string::npos) << value_or(res, "hover");
+  EXPECT_EQ(value_or(res, "timezoom.reset"), "false") << "zoomed in: the reset button is enabled";
+  EXPECT_EQ(value_or(res, "top.ranking"), "leaked");
+  EXPECT_EQ(value_or(res, "top.ranked"), "Leaked");
+  // Real events.
+  EXPECT_NE(value_or(res, "event.tooltip").find("parse_config293 KiB live at the peak (300,000 B), 30.0% of all"),
+            std::string::npos)
+      << value_or(res, "event.tooltip");
+  EXPECT_NE(value_or(res, "event.tooltip").find("source: src/config.cpp:17"), std::string::npos);
+  EXPECT_EQ(value_or(res, "event.click.focus"), "parse_config");
+  EXPECT_EQ(value_or(res, "event.reset.focus"), "all");
+  EXPECT_NE(value_or(res, "event.chart.tooltip").find("live heap: "), std::string::npos)
+      << value_or(res, "event.chart.tooltip");
+  EXPECT_EQ(value_or(res, "event.brush.reset.enabled"), "true");
+  // Brushed from 20% to 40% of a 9.95 ms run: the axis now spans about 2 to 4 ms.
+  EXPECT_NE(value_or(res, "event.brush.axis").find("3 ms"), std::string::npos) << value_or(res, "event.brush.axis");
+  const std::string axis = "|" + value_or(res, "event.brush.axis") + "|";
+  EXPECT_EQ(axis.find("|8 ms|"), std::string::npos) << axis;
+  EXPECT_EQ(value_or(res, "event.dblclick.reset.enabled"), "false");
+  EXPECT_EQ(value_or(res, "event.mapped.lines"), "live heap");
+  EXPECT_NE(value_or(res, "event.search.status").find("Search \"build_\": 1 frames, 488 KiB = 50.0% of the graph."),
+            std::string::npos)
+      << value_or(res, "event.search.status");
+  EXPECT_EQ(value_or(res, "event.search.highlighted"), "1");
+  EXPECT_EQ(value_or(res, "event.tab.kind"), "leaked");
+}
+
+TEST(ReportBrowser, InteractionsStayFastOnTheBigReport) {
+  SKIP_WITHOUT_CHROMIUM();
+  const std::string page = render_report_html(mt::make_report_json(mt::kBig), {.test_script = kDriveScript});
+  const mt::BrowserResult r = load_clean(write_page("big-driven", page), "big-driven", false, 5000);
+  const auto res = mt::test_results(r.dom);
+  ASSERT_FALSE(res.empty()) << "the test hook wrote nothing";
+  EXPECT_EQ(value_or(res, "zoom.focus"), "build_index");
+  EXPECT_EQ(value_or(res, "tab.kind"), "allocated");
+  EXPECT_EQ(value_or(res, "view.lines"),
+            "./prog (pid 1000)|worker 1 (pid 1001)|worker 2 (pid 1002)|worker 3 (pid 1003)");
+  // Zoomed into 20% of the run, fewer samples are in view than in the whole.
+  const std::string points = value_or(res, "timezoom.points");
+  EXPECT_NE(points.find(" of "), std::string::npos);
+  std::cout << "big report interactions (ms): zoom " << value_or(res, "zoom.ms") << ", reset "
+            << value_or(res, "reset.ms") << ", search " << value_or(res, "search.ms") << ", first show of a tab "
+            << value_or(res, "tab.ms") << ", per-process view " << value_or(res, "view.ms") << ", time zoom "
+            << value_or(res, "timezoom.ms") << "; points drawn after the time zoom: " << points << "\n";
+}
+
+TEST(ReportBrowser, MissingSectionsAreExplainedNotFatal) {
+  SKIP_WITHOUT_CHROMIUM();
+  struct Case {
+    const char* tag;
+    std::string json;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"empty",
+       "{}",
+       {"data-missing=\"timeline\"", "data-missing=\"flame\"", "data-missing=\"top\"", "data-missing=\"summary\""}},
+      {"no-stacks",
+       R"({"meta": {"command": ["./a"], "events": 10, "duration_ns": 1000},
+           "missing": {"flame": "No call stacks: recorded without --stacks.",
+                       "timeline.markers": "No markers: the artifact predates context sections."},
+           "timeline": {"t_ns": [0, 500, 1000], "heap": [0, 64, 0]},
+           "summary": [["events", 10], ["1", "integer-like key kept in place"]]})",
+       {"No call stacks: recorded without --stacks.", "data-missing=\"top\"", "id=\"mt-chart\"",
+        "No markers: the artifact predates context sections.", "highest sample 64 B at 500 ns",
+        "<th>events</th><td class=\"mt-num\">10</td></tr><tr><th>1</th>"}},
+      {"only-peak-graph",
+       R"({"flame": {"peak": {"name": "all", "value": 10, "count": 1, "children": [{"name": "only_frame", "value": 10, "count": 1, "children": []}]}},
+           "top": {"leaked": []}})",
+       {">only_frame</text>", "data-key=\"allocated\" aria-selected=\"false\" disabled=\"\"",
+        "No leaks: no site has blocks left at exit.", "does not say whether small frames were pruned"}},
+      {"empty-leaks",
+       R"({"flame": {"leaked": {"name": "all", "value": 0, "count": 0, "children": []}}})",
+       {"No leaks: every block was freed before the program ended."}},
+      {"invalid-json", R"({"meta": )", {"id=\"mt-fatal\"", "is not valid JSON", "data-rendered=\"no\""}},
+      {"not-an-object", "[1, 2]", {"id=\"mt-fatal\"", "is not a JSON object"}},
+      {"bad-shapes",
+       R"({"timeline": {"t_ns": "oops", "heap": 3}, "flame": {"peak": {"name": null, "value": -5, "children": [7, null]}},
+           "top": {"peak": [{"stack": null}, {}]}, "summary": 5})",
+       {"The timeline has no samples", "[no stack]", "data-missing=\"summary\""}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tag);
+    const mt::BrowserResult r = load_clean(write_page(c.tag, render_report_html(c.json)), c.tag, false);
+    for (const std::string& e : c.expected) EXPECT_NE(r.dom.find(e), std::string::npos) << e;
+  }
+}
+
+// The checks above pass only if the page's error capture and Chromium's log work: a page that errs in each
+// way they watch for must be caught by both.
+TEST(ReportBrowser, TheHarnessCatchesErrorsAndBlockedLoads) {
+  SKIP_WITHOUT_CHROMIUM();
+  const char* script = R"JS(
+    console.error('deliberate console.error');
+    const img = document.createElement('img');
+    img.src = 'http://192.0.2.1/tracker.png';  // TEST-NET-1: never routed, and the page's policy blocks it first
+    document.body.appendChild(img);
+    setTimeout(() => { throw new Error('deliberate uncaught error'); }, 10);
+  )JS";
+  const std::string page = render_report_html(mt::make_report_json(mt::kSmall), {.test_script = script});
+  const mt::BrowserResult r = mt::load_in_chromium(write_page("erring", page), "erring", false, 2000);
+  EXPECT_EQ(r.status, 0);
+  const std::string messages = mt::html_attribute(r.dom, "data-error-messages");
+  EXPECT_EQ(mt::html_attribute(r.dom, "data-errors"), "3") << messages;
+  EXPECT_NE(messages.find("deliberate console.error"), std::string::npos) << messages;
+  EXPECT_NE(messages.find("blocked load: http://192.0.2.1/tracker.png"), std::string::npos) << messages;
+  EXPECT_NE(messages.find("deliberate uncaught error"), std::string::npos) << messages;
+  EXPECT_NE(r.console_lines.find("deliberate console.error"), std::string::npos) << r.console_lines;
+  EXPECT_NE(r.console_lines.find("Uncaught Error: deliberate uncaught error"), std::string::npos) << r.console_lines;
+}

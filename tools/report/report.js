@@ -1,0 +1,907 @@
+/* memtrack report page: draws the JSON document in #memtrack-data (schema: tools/report/report_html.h).
+ *
+ * Hand-written, no library: the chart and the flame graphs are SVG built as markup strings (one innerHTML per
+ * redraw is far cheaper than thousands of createElement calls), and both stay bounded by pixels rather than by
+ * the data: the chart draws at most the first, lowest, highest and last sample of each pixel column, the flame
+ * graph skips frames narrower than half a pixel. So 20,000 samples or 20,000 frames cost no more to draw than
+ * the screen can show. window.memtrackReport exposes the interactions for tests and for the console.
+ */
+(function () {
+  'use strict';
+  const started = performance.now();
+  const html = document.documentElement;
+  const main = document.getElementById('mt-report');
+  const tip = document.getElementById('mt-tooltip');
+  const api = {timings: {}};
+  window.memtrackReport = api;
+
+  // ---- formatting ------------------------------------------------------------------------------------------
+  const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c]);
+  }
+  function fmtInt(n) {
+    if (typeof n !== 'number' || !isFinite(n)) return '?';
+    return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  }
+  function fmtBytes(n) {
+    if (typeof n !== 'number' || !isFinite(n)) return '?';
+    let v = Math.abs(n), u = 0;
+    while (v >= 1024 && u < BYTE_UNITS.length - 1) { v /= 1024; ++u; }
+    const s = u === 0 ? String(Math.round(v)) : v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0);
+    return (n < 0 ? '-' : '') + s + ' ' + BYTE_UNITS[u];
+  }
+  function fmtPct(part, whole) {
+    if (!(whole > 0)) return '?';
+    const p = (100 * part) / whole;
+    return (p >= 10 || p === 0 ? p.toFixed(1) : p >= 0.1 ? p.toFixed(2) : p.toPrecision(2)) + '%';
+  }
+  function timeUnit(spanNs) {
+    if (spanNs >= 1e9) return [1e9, 's'];
+    if (spanNs >= 1e6) return [1e6, 'ms'];
+    if (spanNs >= 1e3) return [1e3, '\u00b5s'];
+    return [1, 'ns'];
+  }
+  function trim(v) { return String(+v.toFixed(6)); }
+  function fmtTime(ns) {
+    if (typeof ns !== 'number' || !isFinite(ns)) return '?';
+    const u = timeUnit(Math.abs(ns)), v = ns / u[0];
+    return (u[0] === 1 ? String(Math.round(v)) : v.toFixed(Math.abs(v) < 10 ? 3 : Math.abs(v) < 100 ? 2 : 1)) + ' ' + u[1];
+  }
+  function fmtAddress(a) {
+    if (typeof a === 'number' && isFinite(a)) return '0x' + a.toString(16);
+    if (typeof a === 'string' && a) return a;
+    return '';
+  }
+  function niceStep(span, count) {
+    const raw = span / Math.max(1, count), p = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / p;
+    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
+  }
+  function ticks(lo, hi, count) {
+    if (!(hi > lo)) return [lo];
+    const step = niceStep(hi - lo, count), out = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9 && out.length < 100; v += step) out.push(v);
+    return out;
+  }
+  function shellJoin(argv) {
+    return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(String(a)) ? String(a) : "'" + String(a).replace(/'/g, "'\\''") + "'")).join(' ');
+  }
+  function hashHue(s) {
+    let h = 2166136261;
+    for (let i = 0; i < s.length; ++i) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+    return (h >>> 0) % 1000 / 1000;
+  }
+  function srcLocation(file, line) {
+    if (typeof file !== 'string' || !file) return '';
+    return typeof line === 'number' && line > 0 ? file + ':' + line : file;
+  }
+  const isNum = (x) => typeof x === 'number' && isFinite(x);
+  const numArray = (a) => (Array.isArray(a) ? a : null);
+
+  // ---- page scaffolding ------------------------------------------------------------------------------------
+  let data = null;
+  function el(tag, attrs, text) {
+    const e = document.createElement(tag);
+    for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function reason(key, fallback) {
+    const m = data && data.missing && data.missing[key];
+    return typeof m === 'string' && m ? m : fallback;
+  }
+  function missingBox(text, key) {
+    const p = el('p', {class: 'mt-missing'}, text);
+    if (key) p.setAttribute('data-missing', key);
+    return p;
+  }
+  function section(id, title) {
+    const s = el('section', {class: 'mt-section', id: id});
+    s.appendChild(el('h2', {}, title));
+    main.appendChild(s);
+    return s;
+  }
+  // A section that throws shows why and reports it (console.error reaches <html data-errors>), the rest of
+  // the page still renders.
+  function guarded(sec, name, fn) {
+    const t = performance.now();
+    try {
+      fn(sec);
+    } catch (e) {
+      sec.appendChild(el('p', {class: 'mt-error'}, 'This section could not be drawn: ' + (e && e.message)));
+      console.error('memtrack report: ' + name + ': ' + ((e && e.stack) || e));
+    }
+    api.timings[name] = performance.now() - t;
+  }
+  function bar(parent) {
+    const b = el('div', {class: 'mt-bar'});
+    parent.appendChild(b);
+    return b;
+  }
+  function button(parent, label, onClick, attrs) {
+    const b = el('button', Object.assign({type: 'button'}, attrs || {}), label);
+    b.addEventListener('click', onClick);
+    parent.appendChild(b);
+    return b;
+  }
+  function tabs(parent, items, onSelect) {
+    // items: [{key, label, enabled, title}]; returns select(key).
+    const row = bar(parent);
+    row.setAttribute('role', 'tablist');
+    const buttons = {};
+    for (const it of items) {
+      const b = button(row, it.label, () => select(it.key), {role: 'tab', 'data-key': it.key, 'aria-selected': 'false'});
+      if (!it.enabled) { b.disabled = true; b.title = it.title || ''; }
+      buttons[it.key] = b;
+    }
+    function select(key) {
+      if (!buttons[key] || buttons[key].disabled) return false;
+      for (const k in buttons) buttons[k].setAttribute('aria-selected', String(k === key));
+      onSelect(key);
+      return true;
+    }
+    return {row: row, select: select};
+  }
+  function showTip(content, x, y) {
+    tip.innerHTML = content;
+    tip.hidden = false;
+    const r = tip.getBoundingClientRect();
+    let left = x + 14, top = y + 14;
+    if (left + r.width > window.innerWidth - 8) left = x - r.width - 14;
+    if (top + r.height > window.innerHeight - 8) top = y - r.height - 14;
+    tip.style.left = Math.max(4, left) + 'px';
+    tip.style.top = Math.max(4, top) + 'px';
+  }
+  function hideTip() { tip.hidden = true; }
+
+  // ---- header ----------------------------------------------------------------------------------------------
+  function renderMeta() {
+    const m = (data && data.meta) || {};
+    const box = document.getElementById('mt-meta');
+    const lines = [];
+    if (Array.isArray(m.command) && m.command.length) {
+      lines.push('Command: <code>' + esc(shellJoin(m.command)) + '</code>');
+      document.title = 'memtrack report: ' + m.command.join(' ');
+    }
+    const facts = [];
+    if (isNum(m.events)) facts.push(fmtInt(m.events) + ' events');
+    if (isNum(m.duration_ns)) facts.push(fmtTime(m.duration_ns));
+    const tl = data && data.timeline;
+    if (tl && tl.peak && isNum(tl.peak.bytes)) facts.push('peak heap ' + fmtBytes(tl.peak.bytes));
+    if (facts.length) lines.push(esc(facts.join(' \u00b7 ')));
+    if (typeof m.artifact === 'string' && m.artifact) lines.push('Artifact: <code>' + esc(m.artifact) + '</code>');
+    box.innerHTML = lines.map((l) => '<div>' + l + '</div>').join('');
+  }
+
+  // ---- memory over time ------------------------------------------------------------------------------------
+  const PROCESS_COLORS = ['#2f6fdf', '#d9822b', '#2e9d5b', '#7b4fd6', '#c0392b', '#1a9aa8', '#b0499b', '#7a6a2f'];
+  const MARKER_COLORS = {start: '#2e9d5b', exec: '#7b4fd6', exit: '#c0392b'};
+
+  function lowerBound(a, x, n) {  // first index with a[i] >= x
+    let lo = 0, hi = n;
+    while (lo < hi) { const mid = (lo + hi) >>> 1; if (a[mid] < x) lo = mid + 1; else hi = mid; }
+    return lo;
+  }
+
+  function makeSeries(name, color, t, v, area) {
+    t = numArray(t); v = numArray(v);
+    if (!t || !v) return null;
+    return {name: name, color: color, t: t, v: v, n: Math.min(t.length, v.length), area: !!area};
+  }
+
+  // The points of s to draw between x0 and x1: all of them when there are few, otherwise per pixel column the
+  // first, lowest, highest and last sample in time order, which keeps every peak and every step visible.
+  function seriesPoints(s, x0, x1, sx, plotW) {
+    const t = s.t, v = s.v;
+    const lo = Math.max(0, lowerBound(t, x0, s.n) - 1), hi = Math.min(s.n - 1, lowerBound(t, x1, s.n));
+    const px = [], py = [];
+    let max = 0;
+    if (hi < lo) return {px: px, py: py, max: max};
+    if (hi - lo + 1 <= 4 * plotW) {
+      for (let i = lo; i <= hi; ++i) { px.push(sx(t[i])); py.push(v[i]); if (t[i] >= x0 && t[i] <= x1 && v[i] > max) max = v[i]; }
+      return {px: px, py: py, max: max};
+    }
+    let col = null, iFirst = 0, iMin = 0, iMax = 0, iLast = 0;
+    const flush = () => {
+      const picks = [iFirst, iMin, iMax, iLast].sort((a, b) => a - b);
+      let prev = -1;
+      for (const i of picks) { if (i !== prev) { px.push(sx(t[i])); py.push(v[i]); prev = i; } }
+    };
+    for (let i = lo; i <= hi; ++i) {
+      const c = Math.floor(sx(t[i]));
+      if (t[i] >= x0 && t[i] <= x1 && v[i] > max) max = v[i];
+      if (c !== col) {
+        if (col !== null) flush();
+        col = c; iFirst = iMin = iMax = iLast = i;
+      } else {
+        if (v[i] < v[iMin]) iMin = i;
+        if (v[i] > v[iMax]) iMax = i;
+        iLast = i;
+      }
+    }
+    if (col !== null) flush();
+    return {px: px, py: py, max: max};
+  }
+
+  function renderTimeline(sec) {
+    const tl = data.timeline;
+    if (!tl || typeof tl !== 'object') {
+      sec.appendChild(missingBox(reason('timeline', 'No memory timeline in this report: the report was generated without one (the recording may have no heap events).'), 'timeline'));
+      return;
+    }
+    const whole = [makeSeries('live heap', '#2f6fdf', tl.t_ns, tl.heap, true), makeSeries('mapped', '#d9822b', tl.t_ns, tl.mapped, false)].filter(Boolean);
+    const procs = Array.isArray(tl.processes) ? tl.processes : [];
+    const perProcess = procs.map((p, i) => makeSeries((p.label ? p.label + ' ' : '') + '(pid ' + p.pid + ')',
+      PROCESS_COLORS[i % PROCESS_COLORS.length], p.t_ns, p.heap, false)).filter(Boolean);
+    const markers = (Array.isArray(tl.markers) ? tl.markers : []).filter((m) => m && isNum(m.t_ns));
+    const regions = (Array.isArray(tl.regions) ? tl.regions : []).filter((r) => r && isNum(r.begin_ns) && isNum(r.end_ns));
+    let peak = tl.peak && isNum(tl.peak.t_ns) && isNum(tl.peak.bytes) ? tl.peak : null;
+    if (!peak && whole.length && whole[0].n) {
+      // No exact peak given: the highest sample stands in (exact unless the series was downsampled).
+      const h = whole[0];
+      let best = 0;
+      for (let i = 1; i < h.n; ++i) if (h.v[i] > h.v[best]) best = i;
+      peak = {t_ns: h.t[best], bytes: h.v[best], derived: true};
+    }
+
+    let fullHi = 0;
+    for (const s of whole.concat(perProcess)) if (s.n) fullHi = Math.max(fullHi, s.t[s.n - 1]);
+    for (const m of markers) fullHi = Math.max(fullHi, m.t_ns);
+    for (const r of regions) fullHi = Math.max(fullHi, r.end_ns);
+    if (data.meta && isNum(data.meta.duration_ns)) fullHi = Math.max(fullHi, data.meta.duration_ns);
+    let fullLo = Infinity;
+    for (const s of whole.concat(perProcess)) if (s.n) fullLo = Math.min(fullLo, s.t[0]);
+    fullLo = Math.min(isFinite(fullLo) ? fullLo : 0, 0);
+    if (!(fullHi > fullLo)) fullHi = fullLo + 1;
+
+    if (!whole.length && !perProcess.length) {
+      sec.appendChild(missingBox(reason('timeline', 'The timeline has no samples (no t_ns/heap arrays).'), 'timeline'));
+      return;
+    }
+    const state = {view: whole.length ? 'whole' : 'process', x0: fullLo, x1: fullHi, mapped: true};
+    const controls = bar(sec);
+    const viewButtons = {
+      whole: button(controls, 'Whole recording', () => setView('whole'), {'aria-pressed': 'false'}),
+      process: button(controls, 'Per process', () => setView('process'), {'aria-pressed': 'false'}),
+    };
+    if (!whole.length) { viewButtons.whole.disabled = true; viewButtons.whole.title = 'No whole-recording series in this report'; }
+    if (!perProcess.length) {
+      viewButtons.process.disabled = true;
+      viewButtons.process.title = reason('timeline.processes', 'No per-process series in this report');
+    }
+    // Mapped bytes can dwarf the heap (a big arena, a mapped file): hiding them rescales the chart to the heap.
+    const mappedToggle = el('label', {class: 'mt-note'});
+    const mappedBox = el('input', {type: 'checkbox', id: 'mt-show-mapped'});
+    mappedBox.checked = true;
+    mappedBox.addEventListener('change', () => { state.mapped = mappedBox.checked; draw(); });
+    mappedToggle.appendChild(mappedBox);
+    mappedToggle.appendChild(document.createTextNode(' mapped bytes'));
+    if (whole.some((s) => s.name === 'mapped')) controls.appendChild(mappedToggle);
+    controls.appendChild(el('span', {class: 'mt-spacer'}));
+    const resetButton = button(controls, 'Reset zoom', () => zoom(fullLo, fullHi));
+    resetButton.disabled = true;
+
+    const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+    svg.setAttribute('class', 'mt-chart');
+    svg.setAttribute('id', 'mt-chart');
+    svg.setAttribute('role', 'img');
+    svg.setAttribute('aria-label', 'Memory over time');
+    sec.appendChild(svg);
+    const legend = el('div', {class: 'mt-legend'});
+    sec.appendChild(legend);
+    const notes = el('p', {class: 'mt-note'});
+    sec.appendChild(notes);
+
+    const M = {l: 74, r: 18, t: 20, b: 26};
+    const laneH = regions.length ? 18 : 0;
+    let geo = null;  // the last drawing's scales, for hover and brushing
+
+    function shown() { return state.view === 'whole' ? whole.filter((s) => state.mapped || s.name !== 'mapped') : perProcess; }
+
+    function draw() {
+      const W = Math.max(480, sec.clientWidth - 34), H = 320;
+      const plotW = W - M.l - M.r, plotB = H - M.b - laneH, plotH = plotB - M.t;
+      const x0 = state.x0, x1 = state.x1;
+      const sx = (t) => M.l + ((t - x0) / (x1 - x0)) * plotW;
+      const series = shown();
+      const pts = series.map((s) => seriesPoints(s, x0, x1, sx, plotW));
+      let ymax = 0;
+      for (const p of pts) ymax = Math.max(ymax, p.max);
+      if (state.view === 'whole' && peak && peak.t_ns >= x0 && peak.t_ns <= x1) ymax = Math.max(ymax, peak.bytes);
+      if (!(ymax > 0)) ymax = 1;
+      let unit = 1, u = 0;
+      while (ymax / unit >= 1024 && u < BYTE_UNITS.length - 1) { unit *= 1024; ++u; }
+      const yt = ticks(0, (ymax * 1.08) / unit, 5);
+      const ytop = Math.max(yt[yt.length - 1] * unit, ymax * 1.08);
+      const sy = (b) => plotB - (b / ytop) * plotH;
+      const parts = [];
+      parts.push('<defs><clipPath id="mt-plot-clip"><rect x="' + M.l + '" y="' + (M.t - 6) + '" width="' + plotW + '" height="' + (plotH + 6) + '"/></clipPath></defs>');
+      // grid and y axis
+      parts.push('<g class="mt-grid">');
+      for (const v of yt) parts.push('<line x1="' + M.l + '" x2="' + (W - M.r) + '" y1="' + sy(v * unit).toFixed(1) + '" y2="' + sy(v * unit).toFixed(1) + '"/>');
+      parts.push('</g><g class="mt-axis mt-y-axis">');
+      for (const v of yt) parts.push('<text x="' + (M.l - 6) + '" y="' + (sy(v * unit) + 4).toFixed(1) + '" text-anchor="end">' + (v === 0 ? '0' : trim(v) + ' ' + BYTE_UNITS[u]) + '</text>');
+      parts.push('<line x1="' + M.l + '" x2="' + M.l + '" y1="' + M.t + '" y2="' + plotB + '"/></g>');
+      // x axis
+      const tu = timeUnit(x1 - x0);
+      const xt = ticks(x0 / tu[0], x1 / tu[0], Math.max(2, Math.floor(plotW / 110)));
+      parts.push('<g class="mt-axis mt-x-axis"><line x1="' + M.l + '" x2="' + (W - M.r) + '" y1="' + plotB + '" y2="' + plotB + '"/>');
+      for (const v of xt) {
+        const x = sx(v * tu[0]);
+        parts.push('<line x1="' + x.toFixed(1) + '" x2="' + x.toFixed(1) + '" y1="' + (plotB + laneH) + '" y2="' + (plotB + laneH + 4) + '"/>');
+        parts.push('<text x="' + x.toFixed(1) + '" y="' + (plotB + laneH + 16) + '" text-anchor="middle">' + trim(v) + ' ' + tu[1] + '</text>');
+      }
+      parts.push('</g>');
+      // regions: a faint band over the plot and a named bar in the lane under it
+      parts.push('<g class="mt-regions">');
+      regions.forEach((r, i) => {
+        const a = Math.max(M.l, sx(r.begin_ns)), b = Math.min(W - M.r, sx(r.end_ns));
+        if (b <= a - 0.5) return;
+        const w = Math.max(1, b - a), hue = Math.round(hashHue(String(r.name)) * 360);
+        parts.push('<rect x="' + a.toFixed(1) + '" y="' + M.t + '" width="' + w.toFixed(1) + '" height="' + plotH + '" fill="hsla(' + hue + ',60%,55%,0.08)"/>');
+        parts.push('<rect class="mt-region" data-region="' + i + '" x="' + a.toFixed(1) + '" y="' + (plotB + 2) + '" width="' + w.toFixed(1) + '" height="' + (laneH - 4) + '" rx="2" fill="hsla(' + hue + ',60%,55%,0.45)"/>');
+        const chars = Math.floor((w - 6) / 6.2);
+        if (chars >= 2) {
+          const name = String(r.name);
+          parts.push('<text x="' + (a + 3).toFixed(1) + '" y="' + (plotB + laneH - 5) + '">' + esc(name.length > chars ? name.slice(0, chars - 1) + '\u2026' : name) + '</text>');
+        }
+      });
+      parts.push('</g>');
+      // series
+      parts.push('<g class="mt-series" clip-path="url(#mt-plot-clip)">');
+      series.forEach((s, k) => {
+        const p = pts[k];
+        if (!p.px.length) return;
+        const coords = new Array(p.px.length);
+        for (let i = 0; i < p.px.length; ++i) coords[i] = p.px[i].toFixed(1) + ',' + sy(p.py[i]).toFixed(1);
+        const line = 'M' + coords.join('L');
+        if (s.area) {
+          parts.push('<path d="' + line + 'L' + p.px[p.px.length - 1].toFixed(1) + ',' + plotB + 'L' + p.px[0].toFixed(1) + ',' + plotB + 'Z" fill="' + s.color + '" fill-opacity="0.13" stroke="none"/>');
+        }
+        parts.push('<path class="mt-line" data-series="' + esc(s.name) + '" data-points="' + p.px.length + '" d="' + line + '" fill="none" stroke="' + s.color + '" stroke-width="1.5" stroke-linejoin="round"/>');
+      });
+      parts.push('</g>');
+      // markers: process start, exec, exit
+      parts.push('<g class="mt-markers">');
+      for (const m of markers) {
+        if (m.t_ns < x0 || m.t_ns > x1) continue;
+        const x = sx(m.t_ns).toFixed(1), c = MARKER_COLORS[m.kind] || '#5d6678';
+        parts.push('<line class="mt-marker" data-kind="' + esc(m.kind) + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 4) + '" y2="' + plotB + '" stroke="' + c + '" stroke-dasharray="3,3" stroke-width="1"/>');
+        parts.push('<path d="M' + (x - 4) + ',' + (M.t - 10) + 'l8,0l-4,6z" fill="' + c + '"/>');
+      }
+      parts.push('</g>');
+      // the peak
+      if (state.view === 'whole' && peak && peak.t_ns >= x0 && peak.t_ns <= x1) {
+        const x = sx(peak.t_ns), y = sy(peak.bytes);
+        const label = (peak.derived ? 'highest sample ' : 'peak ') + fmtBytes(peak.bytes) + ' at ' + fmtTime(peak.t_ns);
+        const right = x > M.l + plotW * 0.7;
+        parts.push('<g class="mt-peak"><circle cx="' + x.toFixed(1) + '" cy="' + y.toFixed(1) + '" r="4" fill="#c0392b"/>' +
+          '<text x="' + (right ? x - 8 : x + 8).toFixed(1) + '" y="' + Math.max(M.t + 10, y - 6).toFixed(1) + '" text-anchor="' + (right ? 'end' : 'start') + '" font-weight="600" fill="#c0392b">' + esc(label) + '</text></g>');
+      }
+      // per process, each one's highest sample in view
+      if (state.view === 'process') {
+        series.forEach((s, k) => {
+          const p = pts[k];
+          let best = -1;
+          for (let i = 0; i < p.px.length; ++i) if (p.px[i] >= M.l && p.px[i] <= M.l + plotW && (best < 0 || p.py[i] > p.py[best])) best = i;
+          if (best >= 0) parts.push('<circle class="mt-process-peak" cx="' + p.px[best].toFixed(1) + '" cy="' + sy(p.py[best]).toFixed(1) + '" r="3.5" fill="' + s.color + '" stroke="#fff"/>');
+        });
+      }
+      // hover and brush layer, on top
+      parts.push('<line id="mt-crosshair" x1="0" x2="0" y1="' + M.t + '" y2="' + plotB + '" stroke="#5d6678" stroke-width="1" visibility="hidden" pointer-events="none"/>');
+      parts.push('<g id="mt-hover-dots" pointer-events="none"></g>');
+      parts.push('<rect id="mt-brush" x="0" y="' + M.t + '" width="0" height="' + plotH + '" fill="#2f6fdf" fill-opacity="0.15" visibility="hidden" pointer-events="none"/>');
+      parts.push('<rect id="mt-overlay" x="' + M.l + '" y="' + M.t + '" width="' + plotW + '" height="' + (plotH + laneH) + '" fill="transparent" style="cursor:crosshair"/>');
+      svg.setAttribute('width', W);
+      svg.setAttribute('height', H);
+      svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+      svg.innerHTML = parts.join('');
+      geo = {W: W, plotW: plotW, plotB: plotB, sx: sx, sy: sy, inv: (px) => x0 + ((px - M.l) / plotW) * (x1 - x0)};
+
+      legend.innerHTML = series.map((s) => {
+        let max = 0;
+        for (let i = 0; i < s.n; ++i) if (s.v[i] > max) max = s.v[i];
+        return '<span style="--swatch:' + s.color + '">' + esc(s.name) + ' (max ' + fmtBytes(max) + ')</span>';
+      }).join('') + (markers.length ? Object.keys(MARKER_COLORS).map((k) => '<span style="--swatch:' + MARKER_COLORS[k] + '">' + k + '</span>').join('') : '');
+      const n = [];
+      const total = series.reduce((a, s) => a + s.n, 0);
+      n.push(fmtInt(total) + ' samples' + (isNum(tl.downsampled_from) && tl.downsampled_from > total ? ' (downsampled from ' + fmtInt(tl.downsampled_from) + ')' : '') + '.');
+      if (!Array.isArray(tl.markers)) n.push(reason('timeline.markers', 'No process start/exec/exit markers: the artifact has no context section (recorded by an older memtrack).'));
+      if (peak && peak.derived && state.view === 'whole') n.push(reason('timeline.peak', 'The report gives no exact peak; the highest sample is marked.'));
+      if (state.view === 'process') n.push('Dots mark each process\u2019s highest sample in view.');
+      n.push('Hover for values; drag across the chart to zoom into a time range, double-click to reset.');
+      notes.textContent = n.join(' ');
+    }
+
+    function setView(v) {
+      if (viewButtons[v].disabled) return false;
+      state.view = v;
+      for (const k in viewButtons) viewButtons[k].setAttribute('aria-pressed', String(k === v));
+      mappedToggle.hidden = v !== 'whole';
+      draw();
+      return true;
+    }
+    function zoom(a, b) {
+      if (!(b > a)) return;
+      state.x0 = Math.max(fullLo, a);
+      state.x1 = Math.min(fullHi, b);
+      resetButton.disabled = state.x0 === fullLo && state.x1 === fullHi;
+      draw();
+    }
+
+    // The tooltip at time t: each shown series' last sample at or before t, nearby markers, enclosing regions.
+    function describe(t) {
+      const lines = ['<b>' + esc(fmtTime(t)) + '</b>'];
+      const dots = [];
+      for (const s of shown()) {
+        const i = lowerBound(s.t, t + 0.5, s.n) - 1;
+        if (i < 0) continue;
+        lines.push('<span style="color:' + s.color + '">\u25cf</span> ' + esc(s.name) + ': <b>' + fmtBytes(s.v[i]) + '</b> (' + fmtInt(s.v[i]) + ' B)');
+        dots.push('<circle cx="' + geo.sx(s.t[i]).toFixed(1) + '" cy="' + geo.sy(s.v[i]).toFixed(1) + '" r="3.5" fill="' + s.color + '"/>');
+      }
+      const slack = (6 * (state.x1 - state.x0)) / geo.plotW;
+      for (const m of markers) {
+        if (Math.abs(m.t_ns - t) <= slack) lines.push(esc(m.kind + ' pid ' + m.pid + (m.label ? ': ' + m.label : '') + ' at ' + fmtTime(m.t_ns)));
+      }
+      for (const r of regions) if (t >= r.begin_ns && t <= r.end_ns) lines.push('region ' + esc(r.name) + ' (' + esc(fmtTime(r.end_ns - r.begin_ns)) + ')');
+      return {html: lines.join('<br>'), dots: dots.join('')};
+    }
+    function hover(t, clientX, clientY) {
+      const d = describe(t);
+      const x = geo.sx(t).toFixed(1);
+      const cross = svg.querySelector('#mt-crosshair');
+      cross.setAttribute('x1', x); cross.setAttribute('x2', x); cross.setAttribute('visibility', 'visible');
+      svg.querySelector('#mt-hover-dots').innerHTML = d.dots;
+      showTip(d.html, clientX, clientY);
+      return tip.textContent;
+    }
+    function unhover() {
+      const cross = svg.querySelector('#mt-crosshair');
+      if (cross) cross.setAttribute('visibility', 'hidden');
+      const dots = svg.querySelector('#mt-hover-dots');
+      if (dots) dots.innerHTML = '';
+      hideTip();
+    }
+    let brushFrom = null;
+    const localX = (e) => e.clientX - svg.getBoundingClientRect().left;
+    svg.addEventListener('mousedown', (e) => {
+      if (e.target.id !== 'mt-overlay') return;
+      brushFrom = localX(e);
+      e.preventDefault();
+    });
+    svg.addEventListener('mousemove', (e) => {
+      if (!geo) return;
+      const x = Math.min(Math.max(localX(e), M.l), M.l + geo.plotW);
+      if (brushFrom !== null) {
+        const b = svg.querySelector('#mt-brush');
+        b.setAttribute('x', Math.min(brushFrom, x)); b.setAttribute('width', Math.abs(x - brushFrom)); b.setAttribute('visibility', 'visible');
+      }
+      if (e.target.id === 'mt-overlay' || brushFrom !== null) hover(geo.inv(x), e.clientX, e.clientY);
+      else unhover();
+    });
+    window.addEventListener('mouseup', (e) => {
+      if (brushFrom === null) return;
+      const a = brushFrom, b = Math.min(Math.max(localX(e), M.l), M.l + geo.plotW);
+      brushFrom = null;
+      svg.querySelector('#mt-brush').setAttribute('visibility', 'hidden');
+      if (Math.abs(b - a) >= 5) zoom(geo.inv(Math.min(a, b)), geo.inv(Math.max(a, b)));
+    });
+    svg.addEventListener('mouseleave', () => { if (brushFrom === null) unhover(); });
+    svg.addEventListener('dblclick', () => zoom(fullLo, fullHi));
+
+    setView(state.view);
+    api.timeline = {
+      setView: setView,
+      zoom: zoom,
+      reset: () => zoom(fullLo, fullHi),
+      hoverAt: (t) => { const r = svg.getBoundingClientRect(); return hover(t, r.left + geo.sx(t), r.top + 40); },
+      unhover: unhover,
+      redraw: draw,
+      pointsDrawn: () => Array.from(svg.querySelectorAll('.mt-line')).map((p) => +p.getAttribute('data-points')),
+    };
+  }
+
+  // ---- flame graphs ----------------------------------------------------------------------------------------
+  const FLAME_KINDS = [
+    {key: 'peak', label: 'Live at peak', bytes: 'live at the peak', count: 'blocks live at the peak'},
+    {key: 'allocated', label: 'All allocations', bytes: 'allocated', count: 'allocations'},
+    {key: 'leaked', label: 'Leaks', bytes: 'leaked', count: 'leaked blocks'},
+  ];
+  const ROW = 18;
+
+  // Flattens a tree into pre-order arrays: a subtree is the index range [i, end[i]), children are sorted by
+  // value (largest first), and a node's value is at least the sum of its children's so the layout never
+  // overflows its parent. Iterative, so a deep stack cannot overflow the JS one.
+  function flatten(root) {
+    const name = [], lower = [], raw = [], count = [], depth = [], parent = [], src = [];
+    const stack = [[root, -1, 0]];
+    while (stack.length) {
+      const [node, p, d] = stack.pop();
+      const i = name.length;
+      const nm = node && node.name != null ? String(node.name) : '[unknown]';
+      name.push(nm); lower.push(nm.toLowerCase());
+      raw.push(node && isNum(node.value) && node.value > 0 ? node.value : 0);
+      count.push(node && isNum(node.count) ? node.count : null);
+      depth.push(d); parent.push(p); src.push(node);
+      const kids = node && Array.isArray(node.children) ? node.children.filter((c) => c && typeof c === 'object') : [];
+      kids.sort((a, b) => (isNum(b.value) ? b.value : 0) - (isNum(a.value) ? a.value : 0));
+      for (let k = kids.length - 1; k >= 0; --k) stack.push([kids[k], i, d + 1]);
+    }
+    const n = name.length;
+    const value = new Float64Array(n), childSum = new Float64Array(n), x = new Float64Array(n), next = new Float64Array(n);
+    const end = new Int32Array(n);
+    for (let i = n - 1; i >= 0; --i) {
+      value[i] = Math.max(raw[i], childSum[i]);
+      if (parent[i] >= 0) childSum[parent[i]] += value[i];
+    }
+    for (let i = 1; i < n; ++i) { const p = parent[i]; x[i] = x[p] + next[p]; next[p] += value[i]; }
+    const open = [];
+    let maxDepth = 0;
+    for (let i = 0; i < n; ++i) {
+      while (open.length && depth[open[open.length - 1]] >= depth[i]) end[open.pop()] = i;
+      open.push(i);
+      if (depth[i] > maxDepth) maxDepth = depth[i];
+    }
+    while (open.length) end[open.pop()] = n;
+    return {n: n, name: name, lower: lower, count: count, depth: depth, parent: parent, src: src, value: value,
+            x: x, end: end, maxDepth: maxDepth, focus: 0, matched: null};
+  }
+
+  function renderFlame(sec) {
+    const fl = data.flame;
+    if (!fl || typeof fl !== 'object') {
+      sec.appendChild(missingBox(reason('flame', 'No flame graphs in this report: the recording has no call stacks.'), 'flame'));
+      return;
+    }
+    const graphs = {};
+    let current = null, query = '';
+    const t = tabs(sec, FLAME_KINDS.map((k) => ({
+      key: k.key, label: k.label, enabled: !!(fl[k.key] && typeof fl[k.key] === 'object'),
+      title: reason('flame.' + k.key, 'No "' + k.label + '" graph in this report'),
+    })), (key) => show(key));
+    t.row.appendChild(el('span', {class: 'mt-spacer'}));
+    const search = el('input', {type: 'search', placeholder: 'Search functions (text or /regex/)', 'aria-label': 'Search functions', id: 'mt-flame-search'});
+    t.row.appendChild(search);
+    const resetButton = button(t.row, 'Reset zoom', () => zoomTo(0));
+    const status = el('p', {class: 'mt-note', id: 'mt-flame-status'});
+    sec.appendChild(status);
+    const wrap = el('div', {class: 'mt-flame-wrap'});
+    sec.appendChild(wrap);
+    const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+    svg.setAttribute('class', 'mt-flame');
+    svg.setAttribute('id', 'mt-flame');
+    wrap.appendChild(svg);
+    const empty = el('p', {class: 'mt-missing'});
+    empty.hidden = true;
+    sec.appendChild(empty);
+    const pruned = el('p', {class: 'mt-note', id: 'mt-flame-pruned'});
+    sec.appendChild(pruned);
+    let hidden = 0;
+
+    function kindInfo(key) { return FLAME_KINDS.find((k) => k.key === key); }
+    function graph(key) {
+      if (!graphs[key]) graphs[key] = flatten(fl[key]);
+      return graphs[key];
+    }
+    function prunedText(key) {
+      const p = fl.pruned;
+      if (!p || typeof p !== 'object') return reason('flame.pruned', 'The report does not say whether small frames were pruned.');
+      const e = p[key] && typeof p[key] === 'object' ? p[key] : isNum(p.nodes) || isNum(p.bytes) ? p : null;
+      if (!e) return 'The report does not say whether small frames of this graph were pruned.';
+      if (!e.nodes) return 'No frames were pruned: every frame is in the graph.';
+      const g = graph(key), root = g.value[0];
+      const below = isNum(e.threshold) ? ' below ' + trim(e.threshold * 100) + '% of the total' : '';
+      return 'Pruned to keep the page small: ' + fmtInt(e.nodes) + ' frames' + below +
+        (isNum(e.bytes) ? ', ' + fmtBytes(e.bytes) + ' (' + fmtPct(e.bytes, root) + ' of this graph)' : '') +
+        '; their bytes stay in their callers\u2019 totals.';
+    }
+
+    function color(g, i) {
+      if (g.matched && g.matched[i]) return '#d63fd6';
+      const h = hashHue(g.name[i]);
+      return 'hsl(' + Math.round(8 + h * 42) + ',' + Math.round(72 + h * 18) + '%,' + Math.round(58 + (1 - h) * 8) + '%)';
+    }
+
+    function draw() {
+      const g = current;
+      if (!g) return;
+      const info = kindInfo(g.key);
+      const f = g.focus, total = g.value[f];
+      resetButton.disabled = f === 0;
+      if (!(g.value[0] > 0)) {
+        svg.setAttribute('height', 0);
+        svg.innerHTML = '';
+        wrap.hidden = true;
+        empty.hidden = false;
+        empty.textContent = g.key === 'leaked' ? 'No leaks: every block was freed before the program ended.' : 'This graph is empty: no bytes ' + info.bytes + '.';
+        status.textContent = '';
+        return;
+      }
+      wrap.hidden = false;
+      empty.hidden = true;
+      const W = Math.max(480, wrap.clientWidth || sec.clientWidth - 34);
+      const scale = W / total, x0 = g.x[f];
+      const parts = [];
+      let maxD = g.depth[f];
+      const rect = (i, left, width, cls) => {
+        const y = g.depth[i] * ROW;
+        parts.push('<rect data-i="' + i + '"' + (cls ? ' class="' + cls + '"' : '') + ' x="' + left.toFixed(1) + '" y="' + y + '" width="' + width.toFixed(1) + '" height="' + (ROW - 1) + '" fill="' + color(g, i) + '"/>');
+        const chars = Math.floor((width - 6) / 6.7);
+        if (chars >= 3) {
+          const nm = g.name[i];
+          parts.push('<text x="' + (left + 3).toFixed(1) + '" y="' + (y + 12.5) + '"' + (cls ? ' class="' + cls + '"' : '') + '>' + esc(nm.length > chars ? nm.slice(0, chars - 1) + '\u2026' : nm) + '</text>');
+        }
+      };
+      // the focus's ancestors span the whole width, dimmed; click one to zoom out to it
+      for (let a = g.parent[f]; a >= 0; a = g.parent[a]) rect(a, 0, W, 'mt-ancestor');
+      hidden = 0;
+      for (let i = f; i < g.end[f];) {
+        const width = g.value[i] * scale;
+        if (width < 0.5) { hidden += g.end[i] - i; i = g.end[i]; continue; }
+        rect(i, (g.x[i] - x0) * scale, width, '');
+        if (g.depth[i] > maxD) maxD = g.depth[i];
+        ++i;
+      }
+      const H = (maxD + 1) * ROW;
+      svg.setAttribute('width', W);
+      svg.setAttribute('height', H);
+      svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+      svg.setAttribute('data-kind', g.key);
+      svg.setAttribute('data-focus', g.name[f]);
+      svg.setAttribute('data-frames-drawn', String(parts.filter((p) => p.startsWith('<rect')).length));
+      svg.innerHTML = parts.join('');
+      updateStatus();
+    }
+
+    function updateStatus() {
+      const g = current;
+      if (!g || !(g.value[0] > 0)) return;
+      const info = kindInfo(g.key), f = g.focus, s = [];
+      s.push(fmtBytes(g.value[0]) + ' ' + info.bytes + ' in ' + fmtInt(g.n) + ' frames (icicle: callers above callees, width = bytes).');
+      if (f !== 0) {
+        const path = [];
+        for (let a = f; a > 0; a = g.parent[a]) path.unshift(g.name[a]);
+        s.push('Zoomed into ' + path.join(' \u203a ') + ': ' + fmtBytes(g.value[f]) + ' (' + fmtPct(g.value[f], g.value[0]) + ').');
+      }
+      if (g.matched) {
+        s.push(g.matchCount ? 'Search "' + query + '": ' + fmtInt(g.matchCount) + ' frames, ' + fmtBytes(g.matchBytes) + ' = ' + fmtPct(g.matchBytes, g.value[0]) + ' of the graph.'
+                            : 'Search "' + query + '": no frame matches.');
+      }
+      if (hidden) s.push(fmtInt(hidden) + ' frames are too narrow to draw at this zoom; click a frame to zoom in.');
+      else s.push('Click a frame to zoom into it.');
+      status.textContent = s.join(' ');
+      status.setAttribute('data-match-share', g.matched ? String(g.value[0] > 0 ? g.matchBytes / g.value[0] : 0) : '');
+    }
+
+    // Marks the frames whose name matches; the share counts each matched subtree once (a match inside a
+    // matched frame is already in its bytes).
+    function applySearch(g) {
+      if (!query) { g.matched = null; return; }
+      let test;
+      const re = /^\/(.+)\/(i?)$/.exec(query);
+      if (re) {
+        try { const r = new RegExp(re[1], re[2]); test = (i) => r.test(g.name[i]); } catch (e) { test = () => false; }
+      } else {
+        const q = query.toLowerCase();
+        test = (i) => g.lower[i].indexOf(q) !== -1;
+      }
+      const m = new Uint8Array(g.n);
+      let count = 0, bytes = 0, coveredUntil = 0;
+      for (let i = 0; i < g.n; ++i) {
+        if (test(i)) {
+          m[i] = 1; ++count;
+          if (i >= coveredUntil) { bytes += g.value[i]; coveredUntil = g.end[i]; }
+        }
+      }
+      g.matched = m; g.matchCount = count; g.matchBytes = bytes;
+    }
+
+    function show(key) {
+      current = graph(key);
+      current.key = key;
+      applySearch(current);
+      pruned.textContent = prunedText(key);
+      draw();
+    }
+    function zoomTo(target) {
+      const g = current;
+      if (!g) return false;
+      let i = target;
+      if (typeof target === 'string') i = g.name.indexOf(target);
+      if (!(i >= 0 && i < g.n)) return false;
+      g.focus = i;
+      draw();
+      return true;
+    }
+    function setQuery(q) {
+      query = String(q || '').trim();
+      if (current) { applySearch(current); draw(); }
+      const g = current;
+      return g && g.matched ? {frames: g.matchCount, bytes: g.matchBytes, share: g.value[0] > 0 ? g.matchBytes / g.value[0] : 0} : null;
+    }
+    function tooltipFor(i) {
+      const g = current, info = kindInfo(g.key), src = g.src[i] || {};
+      let self = g.value[i];
+      for (let c = i + 1; c < g.end[i]; c = g.end[c]) self -= g.value[c];
+      const lines = ['<div class="mt-tip-name">' + esc(g.name[i]) + '</div>',
+        '<b>' + fmtBytes(g.value[i]) + '</b> ' + esc(info.bytes) + ' (' + fmtInt(g.value[i]) + ' B), ' + fmtPct(g.value[i], g.value[0]) + ' of all' +
+          (g.focus ? ', ' + fmtPct(g.value[i], g.value[g.focus]) + ' of the zoomed frame' : ''),
+        'self (in this frame, not its callees): ' + fmtBytes(Math.max(0, self))];
+      if (g.count[i] !== null) lines.push(esc(info.count) + ': ' + fmtInt(g.count[i]));
+      lines.push('module: ' + esc(typeof src.module === 'string' && src.module ? src.module : '?'));
+      lines.push('source: ' + esc(srcLocation(src.file, src.line) || '?'));
+      return lines.join('<br>');
+    }
+    svg.addEventListener('mousemove', (e) => {
+      const i = e.target && e.target.getAttribute && e.target.getAttribute('data-i');
+      if (i === null || i === undefined || !current) { hideTip(); return; }
+      showTip(tooltipFor(+i), e.clientX, e.clientY);
+    });
+    svg.addEventListener('mouseleave', hideTip);
+    svg.addEventListener('click', (e) => {
+      const i = e.target && e.target.getAttribute && e.target.getAttribute('data-i');
+      if (i !== null && i !== undefined) { hideTip(); zoomTo(+i); }
+    });
+    let pending = 0;
+    search.addEventListener('input', () => {
+      clearTimeout(pending);
+      pending = setTimeout(() => setQuery(search.value), 120);
+    });
+    search.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') { clearTimeout(pending); setQuery(search.value); }
+      if (e.key === 'Escape') { clearTimeout(pending); search.value = ''; setQuery(''); }
+    });
+
+    const first = FLAME_KINDS.find((k) => fl[k.key] && typeof fl[k.key] === 'object');
+    if (first) t.select(first.key);
+    else sec.appendChild(missingBox('The flame section has none of the graphs "peak", "allocated" or "leaked".', 'flame'));
+    api.flame = {
+      show: t.select,
+      zoomTo: zoomTo,
+      reset: () => zoomTo(0),
+      search: (q) => { search.value = q; return setQuery(q); },
+      tooltip: (name) => {
+        const i = current ? current.name.indexOf(name) : -1;
+        if (i < 0) return null;
+        const r = svg.getBoundingClientRect();
+        showTip(tooltipFor(i), r.left + 20, r.top + 20);
+        return tip.textContent;
+      },
+      hiddenFrames: () => hidden,
+      frameName: (i) => (current && i >= 0 && i < current.n ? current.name[i] : null),
+      redraw: draw,
+    };
+  }
+
+  // ---- top sites -------------------------------------------------------------------------------------------
+  const RANKINGS = [
+    {key: 'peak', label: 'Peak'}, {key: 'allocated', label: 'Allocated'}, {key: 'count', label: 'Allocations'},
+    {key: 'leaked', label: 'Leaked'}, {key: 'temporary', label: 'Temporary'},
+  ];
+  const COLUMNS = [
+    {field: 'peak_bytes', label: 'Peak', bytes: true, rank: 'peak'},
+    {field: 'allocated_bytes', label: 'Allocated', bytes: true, rank: 'allocated'},
+    {field: 'allocations', label: 'Allocations', rank: 'count'},
+    {field: 'leaked_bytes', label: 'Leaked', bytes: true, rank: 'leaked'},
+    {field: 'leaked_blocks', label: 'Leaked blocks', rank: 'leaked'},
+    {field: 'temporary', label: 'Temporary', rank: 'temporary'},
+  ];
+  function frameText(fr) {
+    const fn = fr && typeof fr.function === 'string' && fr.function ? fr.function : fmtAddress(fr && fr.address) || '[unknown]';
+    return fn;
+  }
+  function renderTop(sec) {
+    const top = data.top;
+    if (!top || typeof top !== 'object') {
+      sec.appendChild(missingBox(reason('top', 'No top-sites tables in this report: the recording has no call stacks.'), 'top'));
+      return;
+    }
+    const holder = el('div');
+    const t = tabs(sec, RANKINGS.map((r) => ({key: r.key, label: r.label, enabled: Array.isArray(top[r.key]),
+      title: reason('top.' + r.key, 'No "' + r.label + '" ranking in this report')})), (key) => show(key));
+    sec.appendChild(holder);
+    function show(key) {
+      const rows = top[key];
+      if (!rows.length) {
+        holder.innerHTML = '';
+        holder.appendChild(missingBox(key === 'leaked' ? 'No leaks: no site has blocks left at exit.' : 'No sites in this ranking.'));
+        return;
+      }
+      const out = ['<table class="mt-top" data-ranking="' + key + '"><thead><tr><th class="mt-num">#</th><th>Site (innermost frame first)</th>'];
+      for (const c of COLUMNS) out.push('<th class="mt-num' + (c.rank === key ? ' mt-ranked' : '') + '">' + c.label + '</th>');
+      out.push('</tr></thead><tbody>');
+      rows.forEach((r, k) => {
+        const stack = Array.isArray(r.stack) ? r.stack : [];
+        const firstKnown = stack.find((fr) => fr && typeof fr.function === 'string' && fr.function) || stack[0];
+        const loc = firstKnown ? srcLocation(firstKnown.file, firstKnown.line) : '';
+        out.push('<tr><td class="mt-num">' + (k + 1) + '</td><td><details><summary><code>' + esc(firstKnown ? frameText(firstKnown) : '[no stack]') + '</code>' +
+          (loc ? ' <span class="mt-loc">' + esc(loc) + '</span>' : '') + '</summary><ol>');
+        for (const fr of stack) {
+          const where = [srcLocation(fr && fr.file, fr && fr.line), fr && typeof fr.module === 'string' ? fr.module : '', fmtAddress(fr && fr.address)].filter(Boolean).join(' \u00b7 ');
+          out.push('<li><code>' + esc(frameText(fr)) + '</code>' + (where ? ' <span class="mt-loc">' + esc(where) + '</span>' : '') + '</li>');
+        }
+        out.push('</ol></details></td>');
+        for (const c of COLUMNS) {
+          const v = r[c.field];
+          out.push('<td class="mt-num' + (c.rank === key ? ' mt-ranked' : '') + '"' + (c.bytes && isNum(v) ? ' title="' + fmtInt(v) + ' B"' : '') + '>' + (isNum(v) ? (c.bytes ? fmtBytes(v) : fmtInt(v)) : '') + '</td>');
+        }
+        out.push('</tr>');
+      });
+      out.push('</tbody></table>');
+      holder.innerHTML = out.join('');
+    }
+    const first = RANKINGS.find((r) => Array.isArray(top[r.key]));
+    if (first) t.select(first.key);
+    else holder.appendChild(missingBox('The top section has no ranking.', 'top'));
+    api.top = {show: t.select};
+  }
+
+  // ---- summary ---------------------------------------------------------------------------------------------
+  function renderSummary(sec) {
+    const s = data.summary;
+    let pairs = null;
+    if (Array.isArray(s)) pairs = s.filter((p) => Array.isArray(p) && p.length >= 2);
+    else if (s && typeof s === 'object') pairs = Object.keys(s).map((k) => [k, s[k]]);
+    if (!pairs) {
+      sec.appendChild(missingBox(reason('summary', 'No summary in this report.'), 'summary'));
+      return;
+    }
+    const out = ['<table class="mt-kv" id="mt-summary"><tbody>'];
+    for (const [k, v] of pairs) {
+      let text;
+      if (isNum(v)) {
+        text = Number.isInteger(v) ? fmtInt(v) : String(+v.toFixed(4));
+        if (/bytes/i.test(String(k)) && Math.abs(v) >= 1024) text += ' (' + fmtBytes(v) + ')';
+      } else {
+        text = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+      }
+      out.push('<tr><th>' + esc(k) + '</th><td class="' + (isNum(v) ? 'mt-num' : '') + '">' + esc(text) + '</td></tr>');
+    }
+    out.push('</tbody></table>');
+    sec.insertAdjacentHTML('beforeend', out.join(''));
+  }
+
+  // ---- main ------------------------------------------------------------------------------------------------
+  function fatal(text) {
+    main.appendChild(el('p', {class: 'mt-error', id: 'mt-fatal'}, text));
+  }
+  const tParse = performance.now();
+  try {
+    data = JSON.parse(document.getElementById('memtrack-data').textContent);
+  } catch (e) {
+    fatal('The report data embedded in this page is not valid JSON (' + e.message + '); the generator that wrote it is broken.');
+  }
+  api.timings.parse = performance.now() - tParse;
+  if (data !== null && (typeof data !== 'object' || Array.isArray(data))) {
+    fatal('The report data embedded in this page is not a JSON object.');
+    data = null;
+  }
+  if (data) {
+    api.data = data;
+    if (isNum(data.version) && data.version > 1) {
+      main.appendChild(missingBox('This report was written by a newer memtrack (data version ' + data.version + '); this page reads version 1, so some parts may be missing.'));
+    }
+    guarded(document.getElementById('mt-header'), 'meta', renderMeta);
+    guarded(section('mt-timeline', 'Memory over time'), 'timeline', renderTimeline);
+    guarded(section('mt-flames', 'Flame graphs'), 'flame', renderFlame);
+    guarded(section('mt-top', 'Top allocation sites'), 'top', renderTop);
+    guarded(section('mt-stats', 'Summary'), 'summary', renderSummary);
+    let resizeTimer = 0;
+    window.addEventListener('resize', () => {
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(() => {
+        if (api.timeline) api.timeline.redraw();
+        if (api.flame) api.flame.redraw();
+      }, 150);
+    });
+  }
+  document.body.getBoundingClientRect();  // the layout is part of the cost of showing the page
+  const elapsed = performance.now() - started;
+  api.renderMs = elapsed;
+  html.setAttribute('data-render-ms', elapsed.toFixed(1));
+  html.setAttribute('data-ready-ms', performance.now().toFixed(1));
+  html.setAttribute('data-rendered', data ? 'yes' : 'no');
+  html.setAttribute('data-timings', Object.keys(api.timings).map((k) => k + '=' + api.timings[k].toFixed(1)).join(' '));
+  const version = data && data.meta && typeof data.meta.memtrack === 'string' ? ' ' + data.meta.memtrack : '';
+  document.getElementById('mt-footer').textContent = 'Written by memtrack' + version + '. This page is self-contained: it loads nothing from the network. Drawn in ' + elapsed.toFixed(0) + ' ms.';
+})();
