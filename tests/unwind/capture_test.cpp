@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <libunwind.h>
 #include <signal.h>
+#include <sys/time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -220,6 +221,102 @@ TEST(UnwindCapture, ThroughASignalHandlerFrame) {
   EXPECT_EQ(captured(capture, at, expected.size()), expected);
   // Between the handler and the leaf: __restore_rt, then raise's own frames in libc.
   EXPECT_GE(at, 3u);
+}
+
+// Two call sites in two functions of the same shape: the chain below them sits at the same stack
+// addresses with the same return addresses, so a capture finds the previous one's frames and must notice
+// that the return address further out changed.
+__attribute__((noinline)) void call_site_a(Chain* chain) {
+  memtrack::unwind_test::run_chain(chain);
+  asm volatile("" : : "r"(chain) : "memory");
+}
+__attribute__((noinline)) void call_site_b(Chain* chain) {
+  memtrack::unwind_test::run_chain(chain);
+  asm volatile("" : : "r"(chain) : "memory");
+}
+
+TEST(UnwindCapture, PrefixReuseNoticesChangedOuterFrames) {
+  std::uintptr_t previous = 0;
+  int changes = 0;
+  for (int round = 0; round < 200; ++round) {
+    Capture capture;
+    Chain chain;
+    chain.depth = 16 + round % 3;
+    chain.leaf = capture_leaf;
+    chain.arg = &capture;
+    (round % 4 < 2 ? call_site_a : call_site_b)(&chain);
+    expect_same_as_libunwind(capture);
+    // frames[1 + 1 + depth]: run_chain's return address, inside call_site_a or call_site_b.
+    const std::uintptr_t site = capture.frames[2 + chain.depth];
+    changes += site != previous;
+    previous = site;
+    if (HasFailure()) break;
+  }
+  EXPECT_GE(changes, 100);
+}
+
+TEST(UnwindCapture, PrefixReuseAgreesWithFullUnwinds) {
+  for (int round = 0; round < 300; ++round) {
+    const int depth = 1 + (round * 11) % memtrack::unwind_test::kMaxChainDepth;
+    Capture with, without;
+    for (bool reuse : {true, false}) {
+      memtrack_unwind_set_prefix_reuse(reuse);
+      Chain chain;
+      chain.depth = depth;
+      chain.leaf = capture_leaf;
+      chain.arg = reuse ? &with : &without;
+      (round % 2 ? memtrack::unwind_test::run_chain : memtrack_unwind_test_lib_chain)(&chain);
+    }
+    memtrack_unwind_set_prefix_reuse(true);
+    expect_same_as_libunwind(with);
+    expect_same_as_libunwind(without);
+    if (HasFailure()) break;
+  }
+}
+
+// A profiling timer interrupts captures (and the rest of the loop) at random points; the handler's own
+// captures must agree with libunwind's, and the interrupted ones must be unharmed.
+std::atomic<int> g_handler_captures{0};
+std::atomic<int> g_handler_mismatches{0};
+
+void prof_handler(int) {
+  std::uintptr_t frames[kMax];
+  void* theirs[kMax];
+  bool truncated = false;
+  const std::size_t n = memtrack_unwind_capture(frames, kMax, 0, &truncated);
+  const int m = unw_backtrace(theirs, static_cast<int>(kMax));
+  bool same = n == static_cast<std::size_t>(m) && n > 2;
+  for (std::size_t i = 1; same && i < n; ++i) same = frames[i] == reinterpret_cast<std::uintptr_t>(theirs[i]);
+  g_handler_captures.fetch_add(1);
+  if (!same) g_handler_mismatches.fetch_add(1);
+}
+
+TEST(UnwindCapture, SignalsInterruptingCaptures) {
+  struct sigaction action {};
+  action.sa_handler = prof_handler;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  struct sigaction old {};
+  ASSERT_EQ(sigaction(SIGPROF, &action, &old), 0);
+  itimerval timer{{0, 200}, {0, 200}};
+  ASSERT_EQ(setitimer(ITIMER_PROF, &timer, nullptr), 0);
+  int failures = 0;
+  for (int round = 0; round < 20000 && (g_handler_captures.load() < 200 || round < 2000); ++round) {
+    Capture capture;
+    Chain chain;
+    chain.depth = 8 + round % 8;
+    chain.leaf = capture_leaf;
+    chain.arg = &capture;
+    memtrack::unwind_test::run_chain(&chain);
+    const auto expected = expected_of(chain);
+    if (capture.count < expected.size() + 1 || captured(capture, 1, expected.size()) != expected) ++failures;
+  }
+  itimerval off{};
+  setitimer(ITIMER_PROF, &off, nullptr);
+  sigaction(SIGPROF, &old, nullptr);
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(g_handler_captures.load(), 0);
+  EXPECT_EQ(g_handler_mismatches.load(), 0);
 }
 
 TEST(UnwindCapture, FallbackThroughLibunwindAgrees) {

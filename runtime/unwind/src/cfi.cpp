@@ -426,16 +426,6 @@ bool pack_rule(const Rule& rule, std::uint64_t* bits) {
   return true;
 }
 
-Rule unpack_rule(std::uint64_t bits) {
-  Rule rule;
-  rule.kind = static_cast<RuleKind>(bits & 7);
-  rule.rbp = static_cast<RbpRule>((bits >> 3) & 3);
-  // Sign-extend the 27-bit and 16-bit fields.
-  rule.cfa_offset = static_cast<std::int32_t>(static_cast<std::uint32_t>(bits >> 5) << 5) >> 5;
-  rule.rbp_offset = static_cast<std::int16_t>(static_cast<std::uint16_t>(bits >> 32));
-  return rule;
-}
-
 Rule rule_for(const ModuleCfi& module, std::uintptr_t address) {
   Rule none;
   none.kind = RuleKind::kNoInfo;

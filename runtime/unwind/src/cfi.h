@@ -35,8 +35,20 @@ struct Rule {
 
 // Packs a rule into 48 bits (the cache stores a generation in the other 16). Returns false if an offset
 // does not fit (cfa_offset in 27 signed bits, rbp_offset in 16): the caller then stores kFallback.
+// The layout (unpacked inline on the hot path): bits 0-2 kind, 3-4 rbp rule, 5-31 cfa_offset, 32-47
+// rbp_offset.
 bool pack_rule(const Rule& rule, std::uint64_t* bits);
-Rule unpack_rule(std::uint64_t bits);
+inline RuleKind packed_kind(std::uint64_t bits) { return static_cast<RuleKind>(bits & 7); }
+inline RbpRule packed_rbp(std::uint64_t bits) { return static_cast<RbpRule>((bits >> 3) & 3); }
+inline std::int32_t packed_cfa_offset(std::uint64_t bits) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(bits)) >> 5;  // arithmetic: sign-extends
+}
+inline std::int32_t packed_rbp_offset(std::uint64_t bits) {
+  return static_cast<std::int16_t>(static_cast<std::uint16_t>(bits >> 32));
+}
+inline Rule unpack_rule(std::uint64_t bits) {
+  return {packed_kind(bits), packed_rbp(bits), packed_cfa_offset(bits), packed_rbp_offset(bits)};
+}
 
 // The parts of a loaded module the CFI search needs.
 struct ModuleCfi {

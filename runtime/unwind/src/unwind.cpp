@@ -6,6 +6,7 @@
 #include <link.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -220,55 +221,22 @@ __attribute__((noinline)) bool fallback_step(Regs* regs) {
 
 inline std::uintptr_t load(std::uintptr_t address) { return *reinterpret_cast<const std::uintptr_t*>(address); }
 
-// One step from `regs` to the caller's frame. Returns false at the end of the stack or when the frame
-// cannot be stepped. Not instrumented by ASan: it reads other frames' saved registers, which are not
-// locals but may sit next to their redzones.
-__attribute__((no_sanitize("address"))) inline bool step(Regs* regs, std::uint32_t generation) {
-  const std::uintptr_t key = regs->exact ? regs->ip : regs->ip - 1;
-  std::uint64_t bits = cache_lookup(key, generation);
-  if (bits == 0) bits = compute_rule(key, !regs->exact);
-  const Rule rule = unpack_rule(bits);
-  if (g_force_fallback.load(std::memory_order_relaxed) && rule.kind != RuleKind::kEnd && rule.kind != RuleKind::kNoInfo)
-    return fallback_step(regs);
-  std::uintptr_t cfa = 0;
-  switch (rule.kind) {
-    case RuleKind::kCfaRsp:
-      cfa = regs->sp + static_cast<std::intptr_t>(rule.cfa_offset);
-      break;
-    case RuleKind::kCfaRbp:
-      cfa = regs->rbp + static_cast<std::intptr_t>(rule.cfa_offset);
-      break;
-    case RuleKind::kCfaDerefRbp:
-      cfa = load(regs->rbp + static_cast<std::intptr_t>(rule.cfa_offset));
-      break;
-    case RuleKind::kSignal: {
-      // The handler's CFA, where the handler returned to __restore_rt, is the kernel's ucontext
-      // (struct rt_sigframe without its pretcode): the interrupted registers are there.
-      const auto* uc = reinterpret_cast<const ucontext_t*>(regs->sp);
-      regs->ip = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-      regs->sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
-      regs->rbp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
-      regs->exact = true;
-      return regs->ip != 0;
-    }
-    case RuleKind::kFallback:
-      return fallback_step(regs);
-    default:
-      return false;  // kEnd, kNoInfo (kEmpty is never stored)
+// The steps that leave the compact path: a signal frame, libunwind, or the test hook. Returns false when
+// the stack ends.
+__attribute__((noinline)) bool slow_step(std::uint64_t bits, Regs* regs) {
+  const RuleKind kind = packed_kind(bits);
+  if (kind == RuleKind::kEnd || kind == RuleKind::kNoInfo) return false;
+  if (kind == RuleKind::kSignal && !g_force_fallback.load(std::memory_order_relaxed)) {
+    // The handler's CFA, where the handler returned to __restore_rt, is the kernel's ucontext
+    // (struct rt_sigframe without its pretcode): the interrupted registers are there.
+    const auto* uc = reinterpret_cast<const ucontext_t*>(regs->sp);
+    regs->ip = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+    regs->sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+    regs->rbp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
+    regs->exact = true;
+    return regs->ip != 0;
   }
-  // The caller's frame is above this one; anything else is a wrong rule or a corrupt stack, and reading
-  // on would follow garbage.
-  if (cfa <= regs->sp || (cfa & 7) != 0) return false;
-  std::uintptr_t rbp = regs->rbp;
-  if (rule.rbp == RbpRule::kAtCfa)
-    rbp = load(cfa + static_cast<std::intptr_t>(rule.rbp_offset));
-  else if (rule.rbp == RbpRule::kAtRbp)
-    rbp = load(regs->rbp + static_cast<std::intptr_t>(rule.rbp_offset));
-  regs->ip = load(cfa - 8);
-  regs->sp = cfa;
-  regs->rbp = rbp;
-  regs->exact = false;
-  return regs->ip != 0;
+  return fallback_step(regs);
 }
 
 }  // namespace
@@ -276,26 +244,197 @@ __attribute__((no_sanitize("address"))) inline bool step(Regs* regs, std::uint32
 
 using namespace memtrack::unwind;
 
-extern "C" std::size_t memtrack_unwind_capture_from(std::uintptr_t* out, std::size_t max, unsigned skip,
-                                                    bool* truncated, std::uintptr_t ip, std::uintptr_t sp,
-                                                    std::uintptr_t rbp) {
+namespace memtrack::unwind {
+namespace {
+
+// The prefix record: the last complete stack this thread captured, innermost first, with what each step
+// read. A new capture unwinds fresh frames until one has the same (ip, sp, rbp) as a recorded frame; if
+// every value the recorded steps read from there outwards is still in memory (each return address at
+// its slot, each saved rbp at its slot), the rest of the stack is the recorded one: unwinding is a
+// function of (ip, sp, rbp), the rules (same generation) and those values. The check is one load and
+// compare per frame with no dependency between frames, where an unwind step is a chain of dependent
+// loads; in a loop that allocates from the same place it is the whole capture.
+constexpr std::size_t kRecordFrames = 128;
+constexpr std::size_t kNoJunction = ~std::size_t{0};
+// Arrays rather than an array of frames: the reuse path copies ip[] to the output and compares strided
+// loads against it, both tight loops over contiguous words.
+struct Frames {
+  std::uintptr_t ip[kRecordFrames];
+  std::uintptr_t sp[kRecordFrames];
+  std::uintptr_t rbp[kRecordFrames];
+  std::uintptr_t rbp_slot[kRecordFrames];  // where the step to the caller read its rbp; 0: rbp unchanged
+};
+struct ThreadRecord {
+  std::uint32_t count;       // frames in `frames`; 0: none
+  std::uint32_t generation;  // the rule generation they were unwound in
+  bool busy;                 // a capture is running on this thread (a signal handler's then ignores the record)
+  Frames frames;
+  Frames fresh;  // the capture in progress
+};
+// Zero-initialised and trivially destructible: no TLS constructor or destructor, and initial-exec, so an
+// access is one %fs-relative address and is async-signal-safe (the library must be loaded at startup, as
+// LD_PRELOAD does, not dlopened).
+__attribute__((tls_model("initial-exec"))) thread_local ThreadRecord t_record;
+std::atomic<bool> g_prefix_reuse{true};
+
+// Are the values the recorded steps from frame p outwards read still the same?
+__attribute__((no_sanitize("address"))) inline bool record_holds(const ThreadRecord& rec, std::size_t p) {
+  const Frames& f = rec.frames;
+  bool same = true;
+  for (std::size_t q = p + 1; q < rec.count; ++q) same &= load(f.sp[q] - 8) == f.ip[q];
+  for (std::size_t q = p; q + 1 < rec.count; ++q) same &= f.rbp_slot[q] == 0 || load(f.rbp_slot[q]) == f.rbp[q + 1];
+  return same;
+}
+
+}  // namespace
+}  // namespace memtrack::unwind
+
+// The hot loop. Per fresh frame on a rule hit: a multiply for the slot, the slot's three loads, the return
+// address and possibly the saved rbp. Registers stay in locals (not in a struct whose address escapes) so
+// they stay in machine registers. Not instrumented by ASan: it reads other frames' saved registers, which
+// are not locals but may sit next to their redzones.
+extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_capture_from(
+    std::uintptr_t* out, std::size_t max, unsigned skip, bool* truncated, std::uintptr_t ip, std::uintptr_t sp,
+    std::uintptr_t rbp) {
   const std::uint32_t generation = g_generation.load(std::memory_order_acquire);
-  Regs regs{ip, sp, rbp, false};
+  const bool force_fallback = g_force_fallback.load(std::memory_order_relaxed);
+  ThreadRecord& rec = t_record;
+  const bool use_record = !rec.busy && !force_fallback && g_prefix_reuse.load(std::memory_order_relaxed);
+  if (use_record) {
+    rec.busy = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  std::size_t p = use_record && rec.count != 0 && rec.generation == generation ? 0 : kNoJunction;
+  bool recordable = use_record;  // every step so far compact and recorded in rec.fresh[0..nf)
+  bool complete = false;         // the stack ended on a rule saying so (not on a failed check or max)
+  bool outputting = true;        // false once `max` frames are out: unwinding goes on only to record
+  std::size_t nf = 0;
+  std::uintptr_t exact = 0;  // 1 when ip is an interrupted address rather than a return address
   std::size_t n = 0;
   bool more = false;
-  do {
-    if (skip > 0) {
-      --skip;
-    } else if (n == max) {
-      more = true;
+  for (;;) {
+    if (ip == 0) {
+      recordable = false;
       break;
-    } else {
-      out[n++] = regs.ip;
     }
-  } while (step(&regs, generation));
+    if (p != kNoJunction && !exact) {
+      while (p < rec.count && rec.frames.sp[p] < sp) ++p;
+      if (p == rec.count) {
+        p = kNoJunction;
+      } else if (rec.frames.sp[p] == sp && rec.frames.ip[p] == ip && rec.frames.rbp[p] == rbp) {
+        if (record_holds(rec, p)) {
+          if (outputting) {
+            std::size_t from = p;
+            const std::size_t skipped = std::min<std::size_t>(skip, rec.count - from);
+            from += skipped;
+            skip -= static_cast<unsigned>(skipped);
+            const std::size_t k = std::min(rec.count - from, max - n);
+            std::memcpy(out + n, &rec.frames.ip[from], k * sizeof(std::uintptr_t));
+            n += k;
+            more = from + k < rec.count;
+          }
+          const std::size_t tail = rec.count - p;
+          if (recordable && nf + tail <= kRecordFrames) {
+            if (nf != p) {
+              for (std::uintptr_t* a : {rec.frames.ip, rec.frames.sp, rec.frames.rbp, rec.frames.rbp_slot})
+                std::memmove(a + nf, a + p, tail * sizeof(std::uintptr_t));
+            }
+            if (nf != 0) {
+              std::memcpy(rec.frames.ip, rec.fresh.ip, nf * sizeof(std::uintptr_t));
+              std::memcpy(rec.frames.sp, rec.fresh.sp, nf * sizeof(std::uintptr_t));
+              std::memcpy(rec.frames.rbp, rec.fresh.rbp, nf * sizeof(std::uintptr_t));
+              std::memcpy(rec.frames.rbp_slot, rec.fresh.rbp_slot, nf * sizeof(std::uintptr_t));
+            }
+            rec.count = static_cast<std::uint32_t>(nf + tail);
+          }
+          recordable = false;  // done: the record is already updated
+          break;
+        }
+        p = kNoJunction;  // changed further out: checking again at each outer frame could cost depth^2
+      }
+    }
+    if (outputting) {
+      if (skip > 0) {
+        --skip;
+      } else if (n == max) {
+        more = true;
+        outputting = false;
+        if (!recordable) break;
+      } else {
+        out[n++] = ip;
+      }
+    }
+    if (recordable) {
+      if (nf == kRecordFrames) {
+        recordable = false;
+        if (!outputting) break;
+      } else {
+        rec.fresh.ip[nf] = ip;
+        rec.fresh.sp[nf] = sp;
+        rec.fresh.rbp[nf] = rbp;
+      }
+    }
+    const std::uintptr_t key = ip - 1 + exact;
+    std::uint64_t bits = cache_lookup(key, generation);
+    if (__builtin_expect(bits == 0, 0)) bits = compute_rule(key, exact == 0);
+    const RuleKind kind = packed_kind(bits);
+    std::uintptr_t cfa;
+    if (__builtin_expect(kind == RuleKind::kCfaRsp && !force_fallback, 1)) {
+      cfa = sp + static_cast<std::intptr_t>(packed_cfa_offset(bits));
+    } else if (kind == RuleKind::kCfaRbp && !force_fallback) {
+      cfa = rbp + static_cast<std::intptr_t>(packed_cfa_offset(bits));
+    } else {
+      if (kind == RuleKind::kEnd || kind == RuleKind::kNoInfo) {
+        if (recordable) ++nf;
+        complete = true;
+        break;
+      }
+      recordable = false;  // the record holds compact steps only
+      if (!outputting) break;
+      if (kind == RuleKind::kCfaDerefRbp && !force_fallback) {
+        cfa = load(rbp + static_cast<std::intptr_t>(packed_cfa_offset(bits)));
+      } else {
+        Regs regs{ip, sp, rbp, exact != 0};
+        if (!slow_step(bits, &regs)) break;
+        ip = regs.ip;
+        sp = regs.sp;
+        rbp = regs.rbp;
+        exact = regs.exact ? 1 : 0;
+        continue;
+      }
+    }
+    // The caller's frame is above this one; anything else is a wrong rule or a corrupt stack, and reading
+    // on would follow garbage.
+    if (__builtin_expect(cfa <= sp || (cfa & 7) != 0, 0)) {
+      recordable = false;
+      break;
+    }
+    const RbpRule rbp_rule = packed_rbp(bits);
+    std::uintptr_t rbp_slot = 0;
+    if (rbp_rule == RbpRule::kAtCfa)
+      rbp_slot = cfa + static_cast<std::intptr_t>(packed_rbp_offset(bits));
+    else if (rbp_rule == RbpRule::kAtRbp)
+      rbp_slot = rbp + static_cast<std::intptr_t>(packed_rbp_offset(bits));
+    if (rbp_slot != 0) rbp = load(rbp_slot);
+    if (recordable) rec.fresh.rbp_slot[nf++] = rbp_slot;
+    ip = load(cfa - 8);
+    sp = cfa;
+    exact = 0;
+  }
+  if (recordable && complete) {
+    rec.frames = rec.fresh;  // (a struct copy: 4 KiB, only when no frame of the record was reused)
+    rec.count = static_cast<std::uint32_t>(nf);
+    rec.generation = generation;
+  }
+  if (use_record) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    rec.busy = false;
+  }
   if (truncated != nullptr) *truncated = more;
   return n;
 }
+
+extern "C" void memtrack_unwind_set_prefix_reuse(bool on) { g_prefix_reuse.store(on, std::memory_order_relaxed); }
 
 extern "C" void memtrack_unwind_invalidate(void) {
   g_generation.fetch_add(1, std::memory_order_acq_rel);

@@ -1,0 +1,219 @@
+// Stack capture at the bottom of a 24-deep call chain compiled with plain -O2 and no frame pointers
+// (tests/unwind/chain.cpp), the shape of the churn workload the stacks issue set its goal on: each
+// iteration is one capture plus malloc/free of 32 bytes. The benchmark loop runs inside the chain's leaf, so
+// every iteration unwinds the same ~35 frames (the chain plus Google Benchmark's own frames above it; the
+// `frames` counter says how many).
+//
+//   BM_Unwind_None              malloc/free only: the floor every other row is read against
+//   BM_Unwind_Memtrack          memtrack_unwind_capture in the steady state: the stack is the thread's
+//                               previous one, so the prefix record is checked (one load per frame)
+//   BM_Unwind_MemtrackRules     the same with prefix reuse off: every frame unwound through the rule cache
+//   BM_Unwind_MemtrackMiss      the same after an invalidation each iteration: every frame's rule recomputed
+//   BM_Unwind_Libunwind         libunwind's unw_backtrace with UNW_CACHE_PER_THREAD (what heaptrack does)
+//   BM_Unwind_GlibcBacktrace    glibc's backtrace() (libgcc's _Unwind_Backtrace underneath)
+//   BM_Unwind_DlIteratePhdr     one dl_iterate_phdr call that stops at the first module: what checking the
+//                               module list on every capture (as bytehound does) would add
+//   BM_Unwind_MemtrackInterned  capture + interning the stack into a bounded table (a prototype of the
+//                               design recommended for the preload, see below)
+//
+// libunwind and glibc are reached through dlopen/dlsym: libunwind.so.8 exports `backtrace` and
+// `_Unwind_*`, so linking it would silently replace glibc's backtrace() in this binary.
+#include "memtrack/unwind/unwind.h"
+
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "unwind/chain.h"
+
+namespace {
+
+using memtrack::unwind_test::Chain;
+
+constexpr int kChainDepth = 24;
+constexpr std::size_t kMaxFrames = 128;
+
+struct Libunwind {
+  int (*backtrace)(void**, int) = nullptr;
+  bool ok = false;
+  Libunwind() {
+    void* handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return;
+    backtrace = reinterpret_cast<int (*)(void**, int)>(dlsym(handle, "unw_backtrace"));
+    auto* set_policy = reinterpret_cast<int (*)(void*, int)>(dlsym(handle, "_ULx86_64_set_caching_policy"));
+    auto* space = static_cast<void**>(dlsym(handle, "_ULx86_64_local_addr_space"));
+    constexpr int kCachePerThread = 2;  // UNW_CACHE_PER_THREAD
+    ok = backtrace != nullptr && set_policy != nullptr && space != nullptr && set_policy(*space, kCachePerThread) == 0;
+  }
+};
+const Libunwind& libunwind() {
+  static const Libunwind lib;
+  return lib;
+}
+
+using BacktraceFn = int (*)(void**, int);
+BacktraceFn glibc_backtrace() {
+  static const BacktraceFn fn = [] {
+    void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    return libc ? reinterpret_cast<BacktraceFn>(dlsym(libc, "backtrace")) : nullptr;
+  }();
+  return fn;
+}
+
+// The prototype interner: a fixed open-addressing table of 2^16 stack hashes, each with an id, and an
+// arena of frames the ids point into (in the preload both would be in memory the recorder maps, so a new
+// stack never travels through the event ring). A probe compares the hash, then the frames, so a hash
+// collision cannot merge two stacks. Lock-free: a new stack claims an arena range with fetch_add and a slot
+// with a CAS on its hash; its id is published last, and a reader that sees a hash without an id yet treats
+// it as a different stack (it inserts its own copy: a duplicate definition, never a wrong one).
+class Interner {
+ public:
+  static constexpr std::size_t kSlots = std::size_t{1} << 16;
+  static constexpr std::size_t kArenaWords = std::size_t{1} << 22;  // 32 MiB of frames: the bound
+
+  // Returns the id (the arena offset of the stack's length word, plus 1), or 0 when the table is full.
+  std::uint32_t intern(const std::uintptr_t* frames, std::size_t n) {
+    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ frames[i]) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    if (h == 0) h = 1;
+    for (std::size_t probe = 0, i = h & (kSlots - 1); probe < 64; ++probe, i = (i + 1) & (kSlots - 1)) {
+      std::uint64_t seen = slots_[i].hash.load(std::memory_order_acquire);
+      if (seen == 0) {
+        if (!slots_[i].hash.compare_exchange_strong(seen, h, std::memory_order_acq_rel)) {
+          if (seen != h) continue;
+        } else {
+          const std::size_t at = used_.fetch_add(n + 1, std::memory_order_relaxed);
+          if (at + n + 1 > kArenaWords) return 0;
+          arena_[at] = n;
+          std::memcpy(&arena_[at + 1], frames, n * sizeof(std::uintptr_t));
+          const auto id = static_cast<std::uint32_t>(at + 1);
+          slots_[i].id.store(id, std::memory_order_release);
+          return id;
+        }
+      }
+      if (seen != h) continue;
+      const std::uint32_t id = slots_[i].id.load(std::memory_order_acquire);
+      if (id != 0 && arena_[id - 1] == n && std::memcmp(&arena_[id], frames, n * sizeof(std::uintptr_t)) == 0)
+        return id;
+    }
+    return 0;
+  }
+
+ private:
+  struct Slot {
+    std::atomic<std::uint64_t> hash{0};
+    std::atomic<std::uint32_t> id{0};
+  };
+  Slot slots_[kSlots];
+  std::atomic<std::size_t> used_{0};
+  std::uintptr_t arena_[kArenaWords];
+};
+
+enum class Variant { kNone, kMemtrack, kMemtrackRules, kMemtrackMiss, kLibunwind, kGlibc, kDlIteratePhdr, kInterned };
+
+int first_module(dl_phdr_info* info, std::size_t, void* data) {
+  *static_cast<std::uint64_t*>(data) = info->dlpi_adds;
+  return 1;
+}
+
+struct Run {
+  benchmark::State* state;
+  Variant variant;
+  Interner* interner;
+  std::size_t frames;
+};
+
+__attribute__((noinline)) void leaf(Chain* chain) {
+  auto* run = static_cast<Run*>(chain->arg);
+  std::uintptr_t frames[kMaxFrames];
+  std::size_t n = 0;
+  bool truncated = false;
+  for (auto _ : *run->state) {
+    switch (run->variant) {
+      case Variant::kNone:
+        break;
+      case Variant::kMemtrack:
+      case Variant::kMemtrackRules:
+        n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
+        break;
+      case Variant::kMemtrackMiss:
+        memtrack_unwind_invalidate();
+        n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
+        break;
+      case Variant::kLibunwind:
+        n = static_cast<std::size_t>(libunwind().backtrace(reinterpret_cast<void**>(frames), kMaxFrames));
+        break;
+      case Variant::kGlibc:
+        n = static_cast<std::size_t>(glibc_backtrace()(reinterpret_cast<void**>(frames), kMaxFrames));
+        break;
+      case Variant::kDlIteratePhdr: {
+        std::uint64_t adds = 0;
+        dl_iterate_phdr(first_module, &adds);
+        benchmark::DoNotOptimize(adds);
+        break;
+      }
+      case Variant::kInterned: {
+        n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
+        benchmark::DoNotOptimize(run->interner->intern(frames, n));
+        break;
+      }
+    }
+    void* p = std::malloc(32);
+    benchmark::DoNotOptimize(p);
+    std::free(p);
+    benchmark::ClobberMemory();
+  }
+  run->frames = n;
+}
+
+Interner* shared_interner() {
+  static Interner* interner = new Interner;  // 33 MiB, zeroed lazily by the kernel
+  return interner;
+}
+
+void bench(benchmark::State& state, Variant variant) {
+  if (variant == Variant::kLibunwind && !libunwind().ok) return state.SkipWithError("libunwind.so.8 not found");
+  if (variant == Variant::kGlibc && glibc_backtrace() == nullptr) return state.SkipWithError("no glibc backtrace");
+  if (variant == Variant::kGlibc) {
+    // The first call dlopens libgcc_s: keep it out of the measurement.
+    void* warm[4];
+    glibc_backtrace()(warm, 4);
+  }
+  memtrack_unwind_set_prefix_reuse(variant != Variant::kMemtrackRules);
+  Run run{&state, variant, shared_interner(), 0};
+  Chain chain;
+  chain.depth = kChainDepth;
+  chain.leaf = leaf;
+  chain.arg = &run;
+  memtrack::unwind_test::run_chain(&chain);
+  memtrack_unwind_set_prefix_reuse(true);
+  // Per thread (Google Benchmark sums user counters over threads).
+  state.counters["frames"] = benchmark::Counter(static_cast<double>(run.frames), benchmark::Counter::kAvgThreads);
+}
+
+void BM_Unwind_None(benchmark::State& state) { bench(state, Variant::kNone); }
+void BM_Unwind_Memtrack(benchmark::State& state) { bench(state, Variant::kMemtrack); }
+void BM_Unwind_MemtrackRules(benchmark::State& state) { bench(state, Variant::kMemtrackRules); }
+void BM_Unwind_MemtrackMiss(benchmark::State& state) { bench(state, Variant::kMemtrackMiss); }
+void BM_Unwind_Libunwind(benchmark::State& state) { bench(state, Variant::kLibunwind); }
+void BM_Unwind_GlibcBacktrace(benchmark::State& state) { bench(state, Variant::kGlibc); }
+void BM_Unwind_DlIteratePhdr(benchmark::State& state) { bench(state, Variant::kDlIteratePhdr); }
+void BM_Unwind_MemtrackInterned(benchmark::State& state) { bench(state, Variant::kInterned); }
+
+// One thread, and two as in churn (they share the rule cache, the interner and malloc's arenas).
+BENCHMARK(BM_Unwind_None)->Threads(1)->Threads(2);
+BENCHMARK(BM_Unwind_Memtrack)->Threads(1)->Threads(2);
+BENCHMARK(BM_Unwind_MemtrackRules)->Threads(1)->Threads(2);
+BENCHMARK(BM_Unwind_MemtrackMiss)->Threads(1)->Threads(2);
+BENCHMARK(BM_Unwind_Libunwind)->Threads(1)->Threads(2);
+BENCHMARK(BM_Unwind_GlibcBacktrace)->Threads(1)->Threads(2);
+BENCHMARK(BM_Unwind_DlIteratePhdr)->Threads(1)->Threads(2);
+BENCHMARK(BM_Unwind_MemtrackInterned)->Threads(1)->Threads(2);
+
+}  // namespace
