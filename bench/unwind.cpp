@@ -13,8 +13,14 @@
 //   BM_Unwind_GlibcBacktrace    glibc's backtrace() (libgcc's _Unwind_Backtrace underneath)
 //   BM_Unwind_DlIteratePhdr     one dl_iterate_phdr call that stops at the first module: what checking the
 //                               module list on every capture (as bytehound does) would add
-//   BM_Unwind_MemtrackInterned  capture + interning the stack into a bounded table (a prototype of the
-//                               design recommended for the preload, see below)
+//   BM_Unwind_MemtrackInterned  capture + interning the whole stack into a bounded hash table of stacks
+//   BM_Unwind_MemtrackTree      capture + interning as a trace tree, (parent node, ip) -> node in a bounded
+//                               hash table, with the thread's previous stack and its node ids kept so only
+//                               the frames that changed are looked up (the design recommended for the preload)
+//
+// Each row takes the argument sites:1 (every capture from the same call site: the whole stack repeats) or
+// sites:4 (four call sites in rotation, so the two innermost frames change on every capture, the rest
+// repeats: closer to a real program).
 //
 // libunwind and glibc are reached through dlopen/dlsym: libunwind.so.8 exports `backtrace` and
 // `_Unwind_*`, so linking it would silently replace glibc's backtrace() in this binary.
@@ -115,7 +121,82 @@ class Interner {
   std::uintptr_t arena_[kArenaWords];
 };
 
-enum class Variant { kNone, kMemtrack, kMemtrackRules, kMemtrackMiss, kLibunwind, kGlibc, kDlIteratePhdr, kInterned };
+// The trace tree: node ids for (parent node, return address) pairs, as heaptrack's TraceTree, but in a
+// bounded lock-free hash table instead of sorted child vectors, so a lookup is one probe and no lock. Node 0
+// is the empty stack; an event would carry its innermost node's id, and each new node (id, parent, ip)
+// would cross to the recorder once. A slot is claimed with a CAS on its ip and published by storing
+// (parent, id) after it; a reader that sees the ip before the publication probes on (and may add a
+// duplicate node: two ids for one stack, which the recorder can merge, never one id for two stacks).
+class TraceTree {
+ public:
+  static constexpr std::size_t kSlots = std::size_t{1} << 20;  // 16 MiB: the bound
+
+  std::uint32_t child(std::uint32_t parent, std::uintptr_t ip) {
+    std::uint64_t h = (ip ^ (static_cast<std::uint64_t>(parent) << 29)) * 0x9E3779B97F4A7C15ull;
+    for (std::size_t probe = 0, i = h >> 44; probe < 64; ++probe, i = (i + 1) & (kSlots - 1)) {
+      std::uint64_t seen = slots_[i].ip.load(std::memory_order_acquire);
+      if (seen == 0) {
+        if (slots_[i].ip.compare_exchange_strong(seen, ip, std::memory_order_acq_rel)) {
+          const std::uint32_t id = next_.fetch_add(1, std::memory_order_relaxed);
+          slots_[i].node.store(static_cast<std::uint64_t>(parent) << 32 | id, std::memory_order_release);
+          return id;
+        }
+      }
+      if (seen != ip) continue;
+      const std::uint64_t node = slots_[i].node.load(std::memory_order_acquire);
+      if (node >> 32 == parent && static_cast<std::uint32_t>(node) != 0) return static_cast<std::uint32_t>(node);
+    }
+    return 0;  // full: the event would say "unknown stack" and a counter would say how often
+  }
+
+ private:
+  struct Slot {
+    std::atomic<std::uint64_t> ip{0};
+    std::atomic<std::uint64_t> node{0};  // parent << 32 | id; 0 until published
+  };
+  Slot slots_[kSlots];
+  std::atomic<std::uint32_t> next_{1};
+};
+
+// The thread's previous stack with the node id of each of its suffixes: a new stack shares its outer
+// frames with the previous one, found by comparing from the outermost frame (independent loads), and only
+// the frames inside that common part are looked up in the tree.
+struct TreeCursor {
+  std::size_t n = 0;
+  std::uintptr_t frames[kMaxFrames] = {};
+  std::uint32_t node[kMaxFrames] = {};  // node[i]: the id of the stack frames[i..n)
+
+  std::uint32_t intern(TraceTree& tree, const std::uintptr_t* f, std::size_t count) {
+    std::size_t common = 0;
+    while (common < count && common < n && f[count - 1 - common] == frames[n - 1 - common]) ++common;
+    if (common == count && count == n) return n ? node[0] : 0;
+    if (count != n && common > 0) {
+      std::memmove(&frames[count - common], &frames[n - common], common * sizeof(frames[0]));
+      std::memmove(&node[count - common], &node[n - common], common * sizeof(node[0]));
+    }
+    std::uint32_t id = common ? node[count - common] : 0;
+    for (std::size_t i = count - common; i-- > 0;) {
+      id = tree.child(id, f[i]);
+      frames[i] = f[i];
+      node[i] = id;
+    }
+    n = count;
+    return id;
+  }
+};
+thread_local TreeCursor t_cursor;
+
+enum class Variant {
+  kNone,
+  kMemtrack,
+  kMemtrackRules,
+  kMemtrackMiss,
+  kLibunwind,
+  kGlibc,
+  kDlIteratePhdr,
+  kInterned,
+  kTree
+};
 
 int first_module(dl_phdr_info* info, std::size_t, void* data) {
   *static_cast<std::uint64_t*>(data) = info->dlpi_adds;
@@ -126,48 +207,80 @@ struct Run {
   benchmark::State* state;
   Variant variant;
   Interner* interner;
+  TraceTree* tree;
   std::size_t frames;
 };
+
+__attribute__((noinline)) std::size_t capture(const Run& run, std::uintptr_t* frames) {
+  bool truncated = false;
+  std::size_t n = 0;
+  switch (run.variant) {
+    case Variant::kNone:
+      break;
+    case Variant::kMemtrack:
+    case Variant::kMemtrackRules:
+      n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
+      break;
+    case Variant::kMemtrackMiss:
+      memtrack_unwind_invalidate();
+      n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
+      break;
+    case Variant::kLibunwind:
+      n = static_cast<std::size_t>(libunwind().backtrace(reinterpret_cast<void**>(frames), kMaxFrames));
+      break;
+    case Variant::kGlibc:
+      n = static_cast<std::size_t>(glibc_backtrace()(reinterpret_cast<void**>(frames), kMaxFrames));
+      break;
+    case Variant::kDlIteratePhdr: {
+      std::uint64_t adds = 0;
+      dl_iterate_phdr(first_module, &adds);
+      benchmark::DoNotOptimize(adds);
+      break;
+    }
+    case Variant::kInterned:
+      n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
+      benchmark::DoNotOptimize(run.interner->intern(frames, n));
+      break;
+    case Variant::kTree:
+      n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
+      benchmark::DoNotOptimize(t_cursor.intern(*run.tree, frames, n));
+      break;
+  }
+  void* p = std::malloc(32);
+  benchmark::DoNotOptimize(p);
+  std::free(p);
+  benchmark::ClobberMemory();
+  return n;
+}
+
+// Four distinct call sites of `capture`, each in its own function: the two innermost frames differ.
+template <int K>
+__attribute__((noinline)) std::size_t site(const Run& run, std::uintptr_t* frames) {
+  const std::size_t n = capture(run, frames);
+  asm volatile("" : : "r"(frames) : "memory");
+  return n + K * 0;
+}
 
 __attribute__((noinline)) void leaf(Chain* chain) {
   auto* run = static_cast<Run*>(chain->arg);
   std::uintptr_t frames[kMaxFrames];
-  std::size_t n = 0;
-  bool truncated = false;
+  const bool rotate = run->state->range(0) > 1;
+  std::size_t i = 0, n = 0;
   for (auto _ : *run->state) {
-    switch (run->variant) {
-      case Variant::kNone:
+    switch (rotate ? i++ & 3 : 0) {
+      case 0:
+        n = site<0>(*run, frames);
         break;
-      case Variant::kMemtrack:
-      case Variant::kMemtrackRules:
-        n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
+      case 1:
+        n = site<1>(*run, frames);
         break;
-      case Variant::kMemtrackMiss:
-        memtrack_unwind_invalidate();
-        n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
+      case 2:
+        n = site<2>(*run, frames);
         break;
-      case Variant::kLibunwind:
-        n = static_cast<std::size_t>(libunwind().backtrace(reinterpret_cast<void**>(frames), kMaxFrames));
+      default:
+        n = site<3>(*run, frames);
         break;
-      case Variant::kGlibc:
-        n = static_cast<std::size_t>(glibc_backtrace()(reinterpret_cast<void**>(frames), kMaxFrames));
-        break;
-      case Variant::kDlIteratePhdr: {
-        std::uint64_t adds = 0;
-        dl_iterate_phdr(first_module, &adds);
-        benchmark::DoNotOptimize(adds);
-        break;
-      }
-      case Variant::kInterned: {
-        n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
-        benchmark::DoNotOptimize(run->interner->intern(frames, n));
-        break;
-      }
     }
-    void* p = std::malloc(32);
-    benchmark::DoNotOptimize(p);
-    std::free(p);
-    benchmark::ClobberMemory();
   }
   run->frames = n;
 }
@@ -175,6 +288,10 @@ __attribute__((noinline)) void leaf(Chain* chain) {
 Interner* shared_interner() {
   static Interner* interner = new Interner;  // 33 MiB, zeroed lazily by the kernel
   return interner;
+}
+TraceTree* shared_tree() {
+  static TraceTree* tree = new TraceTree;
+  return tree;
 }
 
 void bench(benchmark::State& state, Variant variant) {
@@ -186,7 +303,7 @@ void bench(benchmark::State& state, Variant variant) {
     glibc_backtrace()(warm, 4);
   }
   memtrack_unwind_set_prefix_reuse(variant != Variant::kMemtrackRules);
-  Run run{&state, variant, shared_interner(), 0};
+  Run run{&state, variant, shared_interner(), shared_tree(), 0};
   Chain chain;
   chain.depth = kChainDepth;
   chain.leaf = leaf;
@@ -205,15 +322,18 @@ void BM_Unwind_Libunwind(benchmark::State& state) { bench(state, Variant::kLibun
 void BM_Unwind_GlibcBacktrace(benchmark::State& state) { bench(state, Variant::kGlibc); }
 void BM_Unwind_DlIteratePhdr(benchmark::State& state) { bench(state, Variant::kDlIteratePhdr); }
 void BM_Unwind_MemtrackInterned(benchmark::State& state) { bench(state, Variant::kInterned); }
+void BM_Unwind_MemtrackTree(benchmark::State& state) { bench(state, Variant::kTree); }
 
-// One thread, and two as in churn (they share the rule cache, the interner and malloc's arenas).
-BENCHMARK(BM_Unwind_None)->Threads(1)->Threads(2);
-BENCHMARK(BM_Unwind_Memtrack)->Threads(1)->Threads(2);
-BENCHMARK(BM_Unwind_MemtrackRules)->Threads(1)->Threads(2);
-BENCHMARK(BM_Unwind_MemtrackMiss)->Threads(1)->Threads(2);
-BENCHMARK(BM_Unwind_Libunwind)->Threads(1)->Threads(2);
-BENCHMARK(BM_Unwind_GlibcBacktrace)->Threads(1)->Threads(2);
-BENCHMARK(BM_Unwind_DlIteratePhdr)->Threads(1)->Threads(2);
-BENCHMARK(BM_Unwind_MemtrackInterned)->Threads(1)->Threads(2);
+// One thread, and two as in churn (they share the rule cache, the interners and malloc's arenas).
+void shapes(benchmark::internal::Benchmark* b) { b->ArgName("sites")->Arg(1)->Arg(4)->Threads(1)->Threads(2); }
+BENCHMARK(BM_Unwind_None)->Apply(shapes);
+BENCHMARK(BM_Unwind_Memtrack)->Apply(shapes);
+BENCHMARK(BM_Unwind_MemtrackRules)->Apply(shapes);
+BENCHMARK(BM_Unwind_MemtrackMiss)->Apply(shapes);
+BENCHMARK(BM_Unwind_Libunwind)->Apply(shapes);
+BENCHMARK(BM_Unwind_GlibcBacktrace)->Apply(shapes);
+BENCHMARK(BM_Unwind_DlIteratePhdr)->Apply(shapes);
+BENCHMARK(BM_Unwind_MemtrackInterned)->Apply(shapes);
+BENCHMARK(BM_Unwind_MemtrackTree)->Apply(shapes);
 
 }  // namespace

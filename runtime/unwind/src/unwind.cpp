@@ -268,8 +268,8 @@ struct ThreadRecord {
   std::uint32_t count;       // frames in `frames`; 0: none
   std::uint32_t generation;  // the rule generation they were unwound in
   bool busy;                 // a capture is running on this thread (a signal handler's then ignores the record)
-  Frames frames;
-  Frames fresh;  // the capture in progress
+  std::uint32_t current;     // buffers[current] is the record, the other one the capture in progress
+  Frames buffers[2];
 };
 // Zero-initialised and trivially destructible: no TLS constructor or destructor, and initial-exec, so an
 // access is one %fs-relative address and is async-signal-safe (the library must be loaded at startup, as
@@ -277,13 +277,19 @@ struct ThreadRecord {
 __attribute__((tls_model("initial-exec"))) thread_local ThreadRecord t_record;
 std::atomic<bool> g_prefix_reuse{true};
 
-// Are the values the recorded steps from frame p outwards read still the same?
-__attribute__((no_sanitize("address"))) inline bool record_holds(const ThreadRecord& rec, std::size_t p) {
-  const Frames& f = rec.frames;
-  bool same = true;
-  for (std::size_t q = p + 1; q < rec.count; ++q) same &= load(f.sp[q] - 8) == f.ip[q];
-  for (std::size_t q = p; q + 1 < rec.count; ++q) same &= f.rbp_slot[q] == 0 || load(f.rbp_slot[q]) == f.rbp[q + 1];
-  return same;
+// The innermost frame from which the record still holds: the values every recorded step from there
+// outwards read (each return address at its slot, each saved rbp at its slot) are still in memory. A
+// junction at frame p is valid iff p >= the result. Scans from the outermost frame inwards and stops at
+// the first difference, so it costs one load and compare per frame of the part that is reused.
+__attribute__((no_sanitize("address"))) inline std::size_t record_holds_from(const Frames& f, std::size_t count) {
+  std::size_t from = count - 1;  // the outermost frame's step ended the stack without reading anything
+  while (from > 0) {
+    const std::size_t q = from - 1;  // the step from frame q to frame q + 1
+    if (load(f.sp[q + 1] - 8) != f.ip[q + 1]) break;
+    if (f.rbp_slot[q] != 0 && load(f.rbp_slot[q]) != f.rbp[q + 1]) break;
+    from = q;
+  }
+  return from;
 }
 
 }  // namespace
@@ -305,9 +311,12 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   std::size_t p = use_record && rec.count != 0 && rec.generation == generation ? 0 : kNoJunction;
-  bool recordable = use_record;  // every step so far compact and recorded in rec.fresh[0..nf)
-  bool complete = false;         // the stack ended on a rule saying so (not on a failed check or max)
-  bool outputting = true;        // false once `max` frames are out: unwinding goes on only to record
+  Frames& frames = rec.buffers[rec.current & 1];
+  Frames& fresh = rec.buffers[(rec.current & 1) ^ 1];
+  std::size_t holds_from = kNoJunction;  // record_holds_from, computed at the first candidate junction
+  bool recordable = use_record;          // every step so far compact and recorded in fresh[0..nf)
+  bool complete = false;                 // the stack ended on a rule saying so (not on a failed check or max)
+  bool outputting = true;                // false once `max` frames are out: unwinding goes on only to record
   std::size_t nf = 0;
   std::uintptr_t exact = 0;  // 1 when ip is an interrupted address rather than a return address
   std::size_t n = 0;
@@ -318,39 +327,40 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
       break;
     }
     if (p != kNoJunction && !exact) {
-      while (p < rec.count && rec.frames.sp[p] < sp) ++p;
+      while (p < rec.count && frames.sp[p] < sp) ++p;
       if (p == rec.count) {
         p = kNoJunction;
-      } else if (rec.frames.sp[p] == sp && rec.frames.ip[p] == ip && rec.frames.rbp[p] == rbp) {
-        if (record_holds(rec, p)) {
+      } else if (frames.sp[p] == sp && frames.ip[p] == ip && frames.rbp[p] == rbp) {
+        if (holds_from == kNoJunction) holds_from = record_holds_from(frames, rec.count);
+        if (p >= holds_from) {
           if (outputting) {
             std::size_t from = p;
             const std::size_t skipped = std::min<std::size_t>(skip, rec.count - from);
             from += skipped;
             skip -= static_cast<unsigned>(skipped);
             const std::size_t k = std::min(rec.count - from, max - n);
-            std::memcpy(out + n, &rec.frames.ip[from], k * sizeof(std::uintptr_t));
+            std::memcpy(out + n, &frames.ip[from], k * sizeof(std::uintptr_t));
             n += k;
             more = from + k < rec.count;
           }
           const std::size_t tail = rec.count - p;
           if (recordable && nf + tail <= kRecordFrames) {
             if (nf != p) {
-              for (std::uintptr_t* a : {rec.frames.ip, rec.frames.sp, rec.frames.rbp, rec.frames.rbp_slot})
+              for (std::uintptr_t* a : {frames.ip, frames.sp, frames.rbp, frames.rbp_slot})
                 std::memmove(a + nf, a + p, tail * sizeof(std::uintptr_t));
             }
             if (nf != 0) {
-              std::memcpy(rec.frames.ip, rec.fresh.ip, nf * sizeof(std::uintptr_t));
-              std::memcpy(rec.frames.sp, rec.fresh.sp, nf * sizeof(std::uintptr_t));
-              std::memcpy(rec.frames.rbp, rec.fresh.rbp, nf * sizeof(std::uintptr_t));
-              std::memcpy(rec.frames.rbp_slot, rec.fresh.rbp_slot, nf * sizeof(std::uintptr_t));
+              std::memcpy(frames.ip, fresh.ip, nf * sizeof(std::uintptr_t));
+              std::memcpy(frames.sp, fresh.sp, nf * sizeof(std::uintptr_t));
+              std::memcpy(frames.rbp, fresh.rbp, nf * sizeof(std::uintptr_t));
+              std::memcpy(frames.rbp_slot, fresh.rbp_slot, nf * sizeof(std::uintptr_t));
             }
             rec.count = static_cast<std::uint32_t>(nf + tail);
           }
           recordable = false;  // done: the record is already updated
           break;
         }
-        p = kNoJunction;  // changed further out: checking again at each outer frame could cost depth^2
+        // Otherwise the stack changed further out than here: a junction further out may still hold.
       }
     }
     if (outputting) {
@@ -369,9 +379,9 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
         recordable = false;
         if (!outputting) break;
       } else {
-        rec.fresh.ip[nf] = ip;
-        rec.fresh.sp[nf] = sp;
-        rec.fresh.rbp[nf] = rbp;
+        fresh.ip[nf] = ip;
+        fresh.sp[nf] = sp;
+        fresh.rbp[nf] = rbp;
       }
     }
     const std::uintptr_t key = ip - 1 + exact;
@@ -416,13 +426,13 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
     else if (rbp_rule == RbpRule::kAtRbp)
       rbp_slot = rbp + static_cast<std::intptr_t>(packed_rbp_offset(bits));
     if (rbp_slot != 0) rbp = load(rbp_slot);
-    if (recordable) rec.fresh.rbp_slot[nf++] = rbp_slot;
+    if (recordable) fresh.rbp_slot[nf++] = rbp_slot;
     ip = load(cfa - 8);
     sp = cfa;
     exact = 0;
   }
   if (recordable && complete) {
-    rec.frames = rec.fresh;  // (a struct copy: 4 KiB, only when no frame of the record was reused)
+    rec.current ^= 1;  // the capture becomes the record
     rec.count = static_cast<std::uint32_t>(nf);
     rec.generation = generation;
   }
