@@ -10,6 +10,7 @@
 //   BM_Unwind_MemtrackRules     the same with prefix reuse off: every frame unwound through the rule cache
 //   BM_Unwind_MemtrackMiss      the same after an invalidation each iteration: every frame's rule recomputed
 //   BM_Unwind_Libunwind         libunwind's unw_backtrace with UNW_CACHE_PER_THREAD (what heaptrack does)
+//   BM_Unwind_LibunwindMiss     the same after unw_flush_cache each iteration
 //   BM_Unwind_GlibcBacktrace    glibc's backtrace() (libgcc's _Unwind_Backtrace underneath)
 //   BM_Unwind_DlIteratePhdr     one dl_iterate_phdr call that stops at the first module: what checking the
 //                               module list on every capture (as bytehound does) would add
@@ -46,15 +47,21 @@ constexpr std::size_t kMaxFrames = 128;
 
 struct Libunwind {
   int (*backtrace)(void**, int) = nullptr;
+  void (*flush_cache)(void*, std::uintptr_t, std::uintptr_t) = nullptr;
+  void* space = nullptr;
   bool ok = false;
   Libunwind() {
     void* handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) return;
     backtrace = reinterpret_cast<int (*)(void**, int)>(dlsym(handle, "unw_backtrace"));
     auto* set_policy = reinterpret_cast<int (*)(void*, int)>(dlsym(handle, "_ULx86_64_set_caching_policy"));
-    auto* space = static_cast<void**>(dlsym(handle, "_ULx86_64_local_addr_space"));
+    auto* space_ptr = static_cast<void**>(dlsym(handle, "_ULx86_64_local_addr_space"));
+    flush_cache =
+        reinterpret_cast<void (*)(void*, std::uintptr_t, std::uintptr_t)>(dlsym(handle, "_ULx86_64_flush_cache"));
     constexpr int kCachePerThread = 2;  // UNW_CACHE_PER_THREAD
-    ok = backtrace != nullptr && set_policy != nullptr && space != nullptr && set_policy(*space, kCachePerThread) == 0;
+    ok = backtrace != nullptr && set_policy != nullptr && space_ptr != nullptr && flush_cache != nullptr &&
+         set_policy(*space_ptr, kCachePerThread) == 0;
+    if (ok) space = *space_ptr;
   }
 };
 const Libunwind& libunwind() {
@@ -192,6 +199,7 @@ enum class Variant {
   kMemtrackRules,
   kMemtrackMiss,
   kLibunwind,
+  kLibunwindMiss,
   kGlibc,
   kDlIteratePhdr,
   kInterned,
@@ -226,6 +234,10 @@ __attribute__((noinline)) std::size_t capture(const Run& run, std::uintptr_t* fr
       n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
       break;
     case Variant::kLibunwind:
+      n = static_cast<std::size_t>(libunwind().backtrace(reinterpret_cast<void**>(frames), kMaxFrames));
+      break;
+    case Variant::kLibunwindMiss:
+      libunwind().flush_cache(libunwind().space, 0, 0);
       n = static_cast<std::size_t>(libunwind().backtrace(reinterpret_cast<void**>(frames), kMaxFrames));
       break;
     case Variant::kGlibc:
@@ -295,7 +307,8 @@ TraceTree* shared_tree() {
 }
 
 void bench(benchmark::State& state, Variant variant) {
-  if (variant == Variant::kLibunwind && !libunwind().ok) return state.SkipWithError("libunwind.so.8 not found");
+  if ((variant == Variant::kLibunwind || variant == Variant::kLibunwindMiss) && !libunwind().ok)
+    return state.SkipWithError("libunwind.so.8 not found");
   if (variant == Variant::kGlibc && glibc_backtrace() == nullptr) return state.SkipWithError("no glibc backtrace");
   if (variant == Variant::kGlibc) {
     // The first call dlopens libgcc_s: keep it out of the measurement.
@@ -319,6 +332,7 @@ void BM_Unwind_Memtrack(benchmark::State& state) { bench(state, Variant::kMemtra
 void BM_Unwind_MemtrackRules(benchmark::State& state) { bench(state, Variant::kMemtrackRules); }
 void BM_Unwind_MemtrackMiss(benchmark::State& state) { bench(state, Variant::kMemtrackMiss); }
 void BM_Unwind_Libunwind(benchmark::State& state) { bench(state, Variant::kLibunwind); }
+void BM_Unwind_LibunwindMiss(benchmark::State& state) { bench(state, Variant::kLibunwindMiss); }
 void BM_Unwind_GlibcBacktrace(benchmark::State& state) { bench(state, Variant::kGlibc); }
 void BM_Unwind_DlIteratePhdr(benchmark::State& state) { bench(state, Variant::kDlIteratePhdr); }
 void BM_Unwind_MemtrackInterned(benchmark::State& state) { bench(state, Variant::kInterned); }
@@ -331,6 +345,7 @@ BENCHMARK(BM_Unwind_Memtrack)->Apply(shapes);
 BENCHMARK(BM_Unwind_MemtrackRules)->Apply(shapes);
 BENCHMARK(BM_Unwind_MemtrackMiss)->Apply(shapes);
 BENCHMARK(BM_Unwind_Libunwind)->Apply(shapes);
+BENCHMARK(BM_Unwind_LibunwindMiss)->Apply(shapes);
 BENCHMARK(BM_Unwind_GlibcBacktrace)->Apply(shapes);
 BENCHMARK(BM_Unwind_DlIteratePhdr)->Apply(shapes);
 BENCHMARK(BM_Unwind_MemtrackInterned)->Apply(shapes);
