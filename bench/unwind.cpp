@@ -57,7 +57,7 @@ struct Libunwind {
     auto* set_policy = reinterpret_cast<int (*)(void*, int)>(dlsym(handle, "_ULx86_64_set_caching_policy"));
     auto* space_ptr = static_cast<void**>(dlsym(handle, "_ULx86_64_local_addr_space"));
     flush_cache =
-        reinterpret_cast<void (*)(void*, std::uintptr_t, std::uintptr_t)>(dlsym(handle, "_ULx86_64_flush_cache"));
+        reinterpret_cast<void (*)(void*, std::uintptr_t, std::uintptr_t)>(dlsym(handle, "_Ux86_64_flush_cache"));
     constexpr int kCachePerThread = 2;  // UNW_CACHE_PER_THREAD
     ok = backtrace != nullptr && set_policy != nullptr && space_ptr != nullptr && flush_cache != nullptr &&
          set_policy(*space_ptr, kCachePerThread) == 0;

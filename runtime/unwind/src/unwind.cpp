@@ -110,7 +110,8 @@ void cache_store(std::uintptr_t key, std::uint32_t generation, std::uint64_t rul
 }
 
 // glibc's x86_64 sigreturn trampoline, __restore_rt: "mov $15, %rax; syscall" (what libunwind and gdb
-// recognise too). The handler returns to its first byte.
+// recognise too). The handler returns to its first byte. The caller checks that the 9 bytes are inside
+// the segment.
 bool is_sigreturn(std::uintptr_t ip) {
   static constexpr std::uint8_t kCode[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
   return std::memcmp(reinterpret_cast<const void*>(ip), kCode, sizeof(kCode)) == 0;
@@ -121,6 +122,7 @@ struct FindModule {
   bool first = true;
   bool found = false;
   bool executable = false;
+  std::uintptr_t segment_end = 0;  // end of the PT_LOAD segment holding the address
   ModuleCfi cfi;
 };
 
@@ -146,6 +148,7 @@ int find_module(dl_phdr_info* info, std::size_t, void* data) {
       if (find->address >= start && find->address - start < ph.p_memsz) {
         contains = true;
         executable = (ph.p_flags & PF_X) != 0;
+        find->segment_end = start + ph.p_memsz;
       }
     } else if (ph.p_type == PT_GNU_EH_FRAME) {
       hdr = info->dlpi_addr + ph.p_vaddr;
@@ -173,7 +176,7 @@ __attribute__((noinline)) std::uint64_t compute_rule(std::uintptr_t key, bool is
   Rule rule;
   if (!find.found || !find.executable)
     rule.kind = RuleKind::kNoInfo;
-  else if (is_return && is_sigreturn(key + 1))
+  else if (is_return && find.segment_end - (key + 1) >= 9 && is_sigreturn(key + 1))
     rule.kind = RuleKind::kSignal;
   else
     rule = rule_for(find.cfi, key);
