@@ -1,5 +1,6 @@
 // Serializes events to msgpack exactly as serde + rmp_serde write CodSpeed's MemtrackEvent
-// (docs/FORMAT.md): one fixmap per event, string keys in declaration order, smallest integer encodings.
+// (docs/FORMAT.md): one fixmap per event, string keys in declaration order (memtrack/codec/schema.h),
+// smallest integer encodings.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +12,8 @@
 namespace memtrack::codec {
 
 // No event encodes to more than this many bytes: a Realloc with old_addr and every integer at full width
-// (tests/codec/msgpack_encoder_test.cpp checks it). Buffers are sized from it once, never grown.
+// (msgpack_encoder.cpp derives it from memtrack/codec/schema.h at compile time and
+// tests/codec/msgpack_encoder_test.cpp checks it). Buffers are sized from it once, never grown.
 inline constexpr std::size_t kMaxEncodedEventBytes = 97;
 // encode_event may store up to this many bytes past the event it writes (fixed-size copies of constants);
 // a buffer for N events needs N * kMaxEncodedEventBytes + kEncoderSlackBytes.
