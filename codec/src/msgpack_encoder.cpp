@@ -201,12 +201,13 @@ static_assert(max_encoded_bytes() == kMaxEncodedEventBytes, "kMaxEncodedEventByt
 std::size_t encode_event(const Event& e, std::byte* out) { return encode_one(e, out); }
 
 FrameSerializer::FrameSerializer(std::size_t max_events)
-    : max_events_(max_events), buffer_(max_events * kMaxEncodedEventBytes + kEncoderSlackBytes) {}
+    : max_events_(max_events), buffer_(std::make_unique_for_overwrite<std::byte[]>(buffer_bytes(max_events))) {}
 
 std::span<const std::byte> FrameSerializer::serialize(std::span<const Event> events) {
-  std::byte* cursor = buffer_.data();
+  std::byte* const begin = buffer_.get();
+  std::byte* cursor = begin;
   for (const Event& e : events) cursor += encode_one(e, cursor);
-  return {buffer_.data(), static_cast<std::size_t>(cursor - buffer_.data())};
+  return {begin, static_cast<std::size_t>(cursor - begin)};
 }
 
 }  // namespace memtrack::codec
