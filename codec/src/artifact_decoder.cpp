@@ -1,11 +1,5 @@
 #include "memtrack/codec/artifact_decoder.h"
 
-// ZSTD_getFrameHeader (content size, frame type) is in zstd's static-linking section; Debian's libzstd.so
-// exports it, and it has been stable since zstd 1.3.
-#define ZSTD_STATIC_LINKING_ONLY
-#include <zstd.h>
-#include <zstd_errors.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +7,7 @@
 #include <vector>
 
 #include "memtrack/codec/msgpack_decoder.h"
+#include "zstd_internal.h"  // ZSTD_getFrameHeader: the content size, and a truncated header told from a bad one
 
 namespace memtrack::codec {
 namespace {

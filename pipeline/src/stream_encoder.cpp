@@ -4,14 +4,12 @@
 //  - Only the encode stage runs in the task arena, and it never blocks or waits on another frame.
 //  - Frame n uses slot n % K. Slots are freed in frame order (the writer is in order), so the slot of frame n
 //    is free exactly when frame n - K has been written: the ring is the in-flight limit.
-#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_estimateCCtxSize_usingCParams, ZSTD_getCParams: sizing K
 #include "memtrack/pipeline/stream_encoder.h"
 
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 #include <pthread.h>
 #include <signal.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -82,9 +80,8 @@ struct FrameSlot {
 std::size_t slot_bytes(const EncoderOptions& options) {
   const std::size_t events = std::clamp<std::size_t>(options.frame_events, 1, kMaxFrameEvents);
   const std::size_t msgpack = codec::FrameSerializer::output_bound(events);
-  const ZSTD_compressionParameters params = ZSTD_getCParams(options.level, msgpack, 0);
-  return events * sizeof(codec::Event) + codec::FrameSerializer::buffer_bytes(events) + ZSTD_compressBound(msgpack) +
-         ZSTD_estimateCCtxSize_usingCParams(params);
+  return events * sizeof(codec::Event) + codec::FrameSerializer::buffer_bytes(events) +
+         codec::FrameCompressor::bound(msgpack) + codec::FrameCompressor::context_bytes(options.level, msgpack);
 }
 
 std::size_t derive_in_flight_cap(const EncoderOptions& options) {
