@@ -15,16 +15,19 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "memtrack/codec/msgpack_encoder.h"
 #include "memtrack/codec/seek_table.h"
+#include "stream_encoder_internal.h"
 
 #if defined(__SANITIZE_THREAD__)
 // oneTBB (Debian's libtbb, not built with ThreadSanitizer) recycles task objects through its own small-object
@@ -33,7 +36,8 @@
 // bookkeeping shows up through intercepted calls (memcmp, operator delete) made from libtbb itself. Only those
 // two are silenced: reports whose innermost frame is in task_arena.h, and interceptors called from libtbb. A
 // race in our own code, the encode task's body included, still reports (checked with a deliberate race in
-// the on_encode hook). Every binary linking the pipeline under TSan gets this through the runtime's weak hook.
+// the test encode hook of stream_encoder_internal.h). Every binary linking the pipeline under TSan gets this through
+// the runtime's weak hook.
 extern "C" __attribute__((visibility("default"), used)) const char* __tsan_default_suppressions() {
   return "race_top:oneapi/tbb/task_arena.h\n"
          "called_from_lib:libtbb.so\n";
@@ -75,7 +79,17 @@ struct FrameSlot {
   std::atomic<SlotState> state{SlotState::Free};
 };
 
+thread_local internal::EncodeHook t_encode_hook;
+
 }  // namespace
+
+namespace internal {
+
+ScopedEncodeHook::ScopedEncodeHook(EncodeHook hook) : previous_(std::exchange(t_encode_hook, std::move(hook))) {}
+ScopedEncodeHook::~ScopedEncodeHook() { t_encode_hook = std::move(previous_); }
+const EncodeHook& current_encode_hook() { return t_encode_hook; }
+
+}  // namespace internal
 
 std::size_t slot_bytes(const EncoderOptions& options) {
   const std::size_t events = std::clamp<std::size_t>(options.frame_events, 1, kMaxFrameEvents);
@@ -100,7 +114,7 @@ class Engine {
       : sink_(sink),
         frame_events_(options.frame_events),
         k_(derive_in_flight_cap(options)),
-        on_encode_(options.on_encode),
+        on_encode_(internal::current_encode_hook()),
         write_seek_table_(options.write_seek_table) {
     if (frame_events_ == 0 || frame_events_ > kMaxFrameEvents) {
       throw std::runtime_error("frame_events must be in 1.." + std::to_string(kMaxFrameEvents) + ", got " +
@@ -317,7 +331,7 @@ class Engine {
   Sink& sink_;
   const std::size_t frame_events_;
   const std::size_t k_;
-  const std::function<void(std::uint64_t)> on_encode_;
+  const internal::EncodeHook on_encode_;  // tests only (stream_encoder_internal.h)
   const bool write_seek_table_;
   codec::SeekTableBuilder index_;  // written by the writer thread, then by close() after it has joined
   std::vector<std::unique_ptr<FrameSlot>> slots_;

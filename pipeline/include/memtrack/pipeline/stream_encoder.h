@@ -35,7 +35,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 
@@ -65,9 +64,6 @@ struct EncoderOptions {
   // `decode --frames` use it. Not written when the stream stops on an error: the artifact is then the frames
   // written before it, still valid, read sequentially.
   bool write_seek_table = true;
-  // Test-only: called on a pool thread before frame `frame` (0-based) is encoded, e.g. to inject delays.
-  // Must be thread-safe and must not throw. An empty function costs one branch per frame.
-  std::function<void(std::uint64_t frame)> on_encode;
 };
 
 struct EncoderStats {
