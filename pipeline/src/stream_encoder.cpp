@@ -138,8 +138,9 @@ class Engine {
     }
     arena_.initialize(concurrency, 0);
 
-    // The writer blocks every signal (DESIGN.md section 7: the recorder's threads do not steal signals). A
-    // write to a closed pipe then fails with EPIPE instead of killing the process with SIGPIPE; the pending
+    // The writer blocks every signal: the recorder's threads never take a signal meant for the program or
+    // the tool (docs/RUNTIME.md, "Processes, exec, threads, signals"), and a write to a closed pipe fails
+    // with EPIPE instead of killing the process with SIGPIPE (docs/RELIABILITY.md); the pending
     // thread-directed SIGPIPE is discarded when the thread exits.
     sigset_t all, old;
     sigfillset(&all);
