@@ -36,8 +36,8 @@
 // bookkeeping shows up through intercepted calls (memcmp, operator delete) made from libtbb itself. Only those
 // two are silenced: reports whose innermost frame is in task_arena.h, and interceptors called from libtbb. A
 // race in our own code, the encode task's body included, still reports (checked with a deliberate race in
-// the test encode hook of stream_encoder_internal.h). Every binary linking the pipeline under TSan gets this through
-// the runtime's weak hook.
+// the test encode hook, stream_encoder_internal.h). Every binary linking the pipeline under TSan gets this
+// through the runtime's weak hook.
 extern "C" __attribute__((visibility("default"), used)) const char* __tsan_default_suppressions() {
   return "race_top:oneapi/tbb/task_arena.h\n"
          "called_from_lib:libtbb.so\n";
