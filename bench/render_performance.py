@@ -357,7 +357,8 @@ def render(ctx, rows, meta, loads, rss, record):
           "slots and none to a thread, and K comes from the memory budget, not from the worker or core count.")
     else:
         w("**The peak grows with the worker count**: something holds memory per thread, which the design rules out "
-          "(DESIGN.md section 6). Find it before trusting the other figures.")
+          "(docs/ARCHITECTURE.md, \"Memory follows in-flight frames, not threads\"). Find it before trusting the other "
+          "figures.")
     w("`net heap growth` is what was still allocated when the run ended: zero means the encoder freed everything "
       "it allocated.")
     w("")

@@ -6,6 +6,9 @@ packages=(
   libmsgpack-cxx-dev libzstd-dev libtbb-dev libmimalloc-dev
   googletest libgtest-dev libbenchmark-dev
   zstd python3 python3-msgpack python3-zstandard
+  # phase two: the unwinder's fallback, symbols, the report's browser test
+  libunwind-dev libdw-dev libelf-dev binutils zlib1g-dev
+  chromium fonts-dejavu-core
 )
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
