@@ -176,7 +176,10 @@ class EventVisitor : public msgpack::null_visitor {
         return true;
     }
   }
+  // msgpack-c reports every signed marker (negative fixint, int8..int64) here, whatever the sign. rmp_serde
+  // reads a non-negative one into an unsigned field, as other writers (int64 for every integer) rely on.
   bool visit_negative_integer(int64_t v) {
+    if (v >= 0) return visit_positive_integer(static_cast<uint64_t>(v));
     if (depth_ == 0) return fail("expected a map, found an integer");
     if (!at_value()) return skip_key();
     if (current_ == Field::pid || current_ == Field::tid) {

@@ -14,6 +14,8 @@ shift $(($# < 2 ? $# : 2))
 bin=build/fuzz/fuzz/$target
 work=build/fuzz-work/$target
 corpus=tests/fuzz/corpus/$target
+dict=()
+[[ -f tests/fuzz/$target.dict ]] && dict=(-dict="tests/fuzz/$target.dict")
 mkdir -p "$work" build/fuzz-findings/"$target" build/fuzz-logs
 # Inputs named *.slow (zip bombs: 16 MiB of content each) are replayed by ctest but not fuzzed from: at
 # ~1 s per execution under ASan they would take most of the run.
@@ -21,7 +23,7 @@ find "$corpus" -type f ! -name '*.slow' -exec cp -n {} "$work"/ \;
 
 status=0
 ASAN_OPTIONS=quarantine_size_mb=32:detect_leaks=1 "$bin" -max_total_time="$seconds" -rss_limit_mb=256 \
-  -malloc_limit_mb=64 -timeout=25 -print_final_stats=1 -artifact_prefix=build/fuzz-findings/"$target"/ "$@" \
+  -malloc_limit_mb=64 -timeout=25 -print_final_stats=1 -artifact_prefix=build/fuzz-findings/"$target"/ "${dict[@]}" "$@" \
   "$work" > build/fuzz-logs/"$target".log 2>&1 || status=$?
 grep -aE '^(stat::|INFO: seed corpus)|#[0-9]+ +DONE|ERROR|SUMMARY|violated' build/fuzz-logs/"$target".log || true
 
