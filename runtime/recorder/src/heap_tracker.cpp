@@ -31,8 +31,8 @@ void HeapTracker::apply(std::span<const codec::Event> events) {
     if (blocks == nullptr || e.pid != last_pid_) [[unlikely]]
       blocks = &blocks_of(e.pid);
     const bool is_realloc = e.kind == EventKind::Realloc;
-    const bool allocates =
-        e.kind == EventKind::Malloc || e.kind == EventKind::Calloc || e.kind == EventKind::AlignedAlloc || is_realloc;
+    const bool allocates = e.kind == EventKind::Malloc || e.kind == EventKind::Calloc ||
+                           e.kind == EventKind::AlignedAlloc || is_realloc;
     const bool releases = e.kind == EventKind::Free || (is_realloc && e.has_old_addr());
     // Mappings and the break are not heap blocks; blocks_of above still counted their process.
     std::uint64_t size = 0;
