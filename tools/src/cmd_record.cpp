@@ -48,7 +48,8 @@ int run_record(int argc, char** argv) {
   runtime::RecordOptions options;
   options.output = args.value("output", "o").value_or("");
   options.workers = static_cast<unsigned>(parse_int("workers", args.value("workers").value_or("0"), 0, 1024));
-  options.level = static_cast<int>(parse_int("level", args.value("level").value_or(std::to_string(runtime::kDefaultRecordLevel)), -7, 22));
+  options.level = static_cast<int>(
+      parse_int("level", args.value("level").value_or(std::to_string(runtime::kDefaultRecordLevel)), -7, 22));
   options.command = args.after_double_dash();
   const std::vector<std::string> rest = args.positionals();
   if (options.command.empty())
@@ -70,6 +71,21 @@ int run_record(int argc, char** argv) {
     std::fprintf(stderr, ", %llu ring slots skipped (their threads died before filling them)",
                  static_cast<unsigned long long>(r.abandoned_slots));
   std::fputc('\n', stderr);
+  auto list = [](const std::vector<runtime::ProcessNote>& processes, bool with_reason) {
+    std::string out;
+    for (const runtime::ProcessNote& p : processes) {
+      if (!out.empty()) out += ", ";
+      out += (p.pid != 0 ? std::to_string(p.pid) : std::string("?")) + " (" + p.executable + ")";
+      if (with_reason) out += ": " + p.reason;
+    }
+    return out;
+  };
+  if (r.ended_by_signal != 0)
+    std::fprintf(stderr, "memtrack record: the recording was ended by signal %d\n", r.ended_by_signal);
+  if (!r.left_running.empty())
+    std::fprintf(stderr, "memtrack record: left running (not waited for, untracked from here on): %s\n",
+                 list(r.left_running, false).c_str());
+  if (!r.untracked.empty()) std::fprintf(stderr, "memtrack record: not tracked: %s\n", list(r.untracked, true).c_str());
   if (!r.status.is_ok()) {
     std::fprintf(stderr, "memtrack record: %s\n", r.status.message().c_str());
     return r.exit_status != 0 ? r.exit_status : 1;
