@@ -368,9 +368,12 @@ WaitOutcome wait_for_processes(pid_t child, SharedRing& ring, RingReader& reader
 
   catch_up(ring, reader, reading);
   std::set<int> listed;
-  for (const TrackedProcess& p : lifecycle.alive())
-    if (running(proc_stat(p.pid)) && listed.insert(p.pid).second)
-      out.left_running.push_back({p.pid, p.executable, "left-running"});
+  // The executable as it is now (a fork child may have exec'd since its last note was read).
+  for (const TrackedProcess& p : lifecycle.alive()) {
+    if (!running(proc_stat(p.pid)) || !listed.insert(p.pid).second) continue;
+    const std::string now = executable_of(p.pid);
+    out.left_running.push_back({p.pid, now.empty() ? p.executable : now, "left-running"});
+  }
   for (const int pid : children_of_us())
     if (running(proc_stat(pid)) && listed.insert(pid).second)
       out.left_running.push_back({pid, executable_of(pid), "left-running"});
