@@ -23,8 +23,9 @@ constexpr const char* kHelp =
     "  -o, --output FILE   artifact to write (default: <pid>.MemtrackArtifact.msgpack in the current directory)\n"
     "  --workers N         encoder threads (default: hardware threads)\n"
     "  --level L           zstd level, -7..22 (default: -2)\n\n"
-    "The recorder finishes the artifact when CMD and all its descendants have exited, however they exited,\n"
-    "and exits with CMD's exit status (128+N when signal N killed it). The library is found at\n"
+    "The recorder finishes the artifact when CMD and every process of its session have exited; daemons\n"
+    "(another session) are left running, untracked, and named in the summary. SIGTERM, SIGHUP or SIGINT end\n"
+    "the recording at once. It exits with CMD's exit status (128+N when signal N killed it). The library is found at\n"
     "<dir of memtrack>/../lib/libmemtrack-preload.so unless MEMTRACK_PRELOAD names another.\n";
 
 std::string find_preload() {
