@@ -95,3 +95,31 @@ TEST(LifecycleNotes, BecomeRecordsAtTheirEventPositions) {
 }
 
 }  // namespace
+
+namespace {
+
+// A fork note for a pid still in the books: its previous process ended unnoticed (reaped by a tracked parent,
+// the pid reused before the recorder looked), so it exits at that point and the new one starts.
+TEST(LifecycleNotes, AReusedPidEndsTheProcessThatHadIt) {
+  SharedRing ring(64);
+  ring.write_note(RingEventKind::NoteStart, 200, 1);
+  put_event(ring, 200, 0x1000, 10);
+  ring.write_note(RingEventKind::NoteStart, 200, 150);
+  pipeline::ContextChannel channel;
+  std::uint64_t events = 0;
+  std::vector<codec::ContextRecord> got = drain(ring, channel, &events);
+  for (codec::ContextRecord& g : got)
+    std::visit(
+        [](auto& r) {
+          if constexpr (requires { r.timestamp; }) r.timestamp = 0;
+        },
+        g);
+  const std::vector<codec::ContextRecord> want = {
+      codec::ProcessStart{200, 1, 0, 0},
+      codec::ProcessExit{200, 1, 0, std::nullopt, std::nullopt},
+      codec::ProcessStart{200, 150, 1, 0},
+  };
+  EXPECT_EQ(got, want);
+}
+
+}  // namespace

@@ -56,6 +56,9 @@ void Lifecycle::finish_note() {
   switch (h.kind) {
     case RingEventKind::NoteStart: {
       // A fork child: it runs its parent's image until it execs.
+      // A pid still in the books belonged to a process whose end we missed (it was reaped by its tracked
+      // parent and the pid reused before the recorder's check saw it gone): it ended before this fork.
+      if (alive_.erase(h.pid) != 0) add(codec::ProcessExit{h.pid, note_.position, ts, {}, {}});
       TrackedProcess p{h.pid, static_cast<std::int32_t>(h.addr), {}};
       if (const auto parent = alive_.find(p.ppid); parent != alive_.end()) p.executable = parent->second.executable;
       add(codec::ProcessStart{h.pid, p.ppid, note_.position, ts});
