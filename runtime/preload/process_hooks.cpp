@@ -123,10 +123,37 @@ void resolve_process_functions() {
   for (int i = 0; i < kProcessFns; ++i) (void)real<void*>(static_cast<ProcessFn>(i));
 }
 
+// Memory for an exec hook's arrays without malloc (a vfork child shares its parent's heap and locks): a
+// buffer in the hook's own stack frame when the arrays fit (a vfork child's stack frames are gone with it),
+// else an anonymous mapping, unmapped by the destructor after a failed call (a successful exec replaces the
+// address space; only a vfork child's exec leaves the mapping in its parent).
+template <size_t kInline>
+class HookBuffer {
+ public:
+  HookBuffer() = default;
+  HookBuffer(const HookBuffer&) = delete;
+  HookBuffer& operator=(const HookBuffer&) = delete;
+  ~HookBuffer() {
+    if (map_ != nullptr) syscall(SYS_munmap, map_, bytes_);
+  }
+  void* get(size_t bytes) {
+    if (bytes <= kInline) return inline_;
+    void* map = reinterpret_cast<void*>(
+        syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (map == MAP_FAILED) return nullptr;
+    map_ = map;
+    bytes_ = bytes;
+    return map;
+  }
+
+ private:
+  alignas(16) char inline_[kInline];
+  void* map_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // A child's environment: `envp` (environ if the caller passed that) without our variables, plus
-// MEMTRACK_RING and LD_PRELOAD=<ours>[:<the child's LD_PRELOAD>]. Built in an anonymous mapping (exec hooks
-// must not call malloc: a vfork child shares the parent's heap), unmapped by the destructor: when exec
-// succeeds the whole address space goes, and the destructor runs only after a failed call.
+// MEMTRACK_RING and LD_PRELOAD=<ours>[:<the child's LD_PRELOAD>].
 class ChildEnv {
  public:
   explicit ChildEnv(char* const* envp) : envp_(const_cast<char**>(envp)) {
@@ -138,12 +165,9 @@ class ChildEnv {
         if (starts_with(envp[n], "LD_PRELOAD=")) user_preload = envp[n] + 11;
     const size_t ours = strlen(g_env_preload);
     const size_t preload_bytes = ours + (user_preload != nullptr ? 1 + strlen(user_preload) : 0) + 1;
-    bytes_ = (n + 3) * sizeof(char*) + preload_bytes;
-    void* map = reinterpret_cast<void*>(
-        syscall(SYS_mmap, nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (map == MAP_FAILED) return;  // the child starts untracked rather than not at all
-    map_ = map;
-    char** out = static_cast<char**>(map);
+    void* mem = buffer_.get((n + 3) * sizeof(char*) + preload_bytes);
+    if (mem == nullptr) return;  // the child starts untracked rather than not at all
+    char** out = static_cast<char**>(mem);
     char* preload = reinterpret_cast<char*>(out + n + 3);
     memcpy(preload, g_env_preload, ours);
     if (user_preload != nullptr && *user_preload != '\0') {
@@ -161,19 +185,17 @@ class ChildEnv {
     *o++ = g_env_ring;
     *o = nullptr;
     envp_ = out;
-  }
-  ~ChildEnv() {
-    if (map_ != nullptr) syscall(SYS_munmap, map_, bytes_);
+    adds_ = true;
   }
   ChildEnv(const ChildEnv&) = delete;
   ChildEnv& operator=(const ChildEnv&) = delete;
   char** get() const { return envp_; }
-  bool adds() const { return map_ != nullptr; }
+  bool adds() const { return adds_; }
 
  private:
   char** envp_;
-  void* map_ = nullptr;
-  size_t bytes_ = 0;
+  bool adds_ = false;
+  HookBuffer<4096> buffer_;  // 500 variables in the frame; more in a mapping
 };
 
 // The path an execvp-style call runs (PATH search as glibc does it, for the untrackable check only), written
@@ -255,7 +277,7 @@ class EnvironWithOurs {
   char** saved_ = nullptr;
 };
 
-// argv of an execl-style call, in an anonymous mapping (see ChildEnv for why not malloc).
+// argv of an execl-style call (memory: HookBuffer).
 class VarArgv {
  public:
   VarArgv(const char* arg0, va_list ap, char*** envp_out) {
@@ -264,18 +286,11 @@ class VarArgv {
     size_t n = 1;
     while (va_arg(count, const char*) != nullptr) ++n;
     va_end(count);
-    bytes_ = (n + 1) * sizeof(char*);
-    void* map = reinterpret_cast<void*>(
-        syscall(SYS_mmap, nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (map == MAP_FAILED) return;
-    map_ = map;
-    argv_ = static_cast<char**>(map);
+    argv_ = static_cast<char**>(buffer_.get((n + 1) * sizeof(char*)));
+    if (argv_ == nullptr) return;
     argv_[0] = const_cast<char*>(arg0);
     for (size_t i = 1; i <= n; ++i) argv_[i] = va_arg(ap, char*);  // ends with the NULL
     if (envp_out != nullptr) *envp_out = va_arg(ap, char**);
-  }
-  ~VarArgv() {
-    if (map_ != nullptr) syscall(SYS_munmap, map_, bytes_);
   }
   VarArgv(const VarArgv&) = delete;
   VarArgv& operator=(const VarArgv&) = delete;
@@ -283,8 +298,7 @@ class VarArgv {
 
  private:
   char** argv_ = nullptr;
-  void* map_ = nullptr;
-  size_t bytes_ = 0;
+  HookBuffer<1024> buffer_;  // 127 arguments in the frame; more in a mapping
 };
 
 using execve_fn = int (*)(const char*, char* const*, char* const*);
