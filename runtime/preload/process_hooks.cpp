@@ -96,6 +96,8 @@ size_t read_file(const char* path, char* buf, size_t cap) {
 // recorded: the process has ended in the stream.
 void exit_note(int status, void*) {
   if (!recording_now()) return;
+  // A vfork child that calls exit() (POSIX allows only _exit) runs this in its parent's memory: not our exit.
+  if (static_cast<int>(syscall(SYS_getpid)) != g_pid) return;
   write_note(RingEventKind::NoteExit, g_pid, static_cast<uint64_t>(static_cast<uint32_t>(status)), nullptr, 0,
              runtime::kRingNoteHasStatus);
   g_state.store(kOff, std::memory_order_release);
