@@ -386,6 +386,37 @@ TEST(Lifecycle, SigtermWhileWaitingEndsTheRecordingPromptly) {
   expect_positions_consistent(run);
 }
 
+// SIGTERM or SIGHUP while the command runs is passed on to it; the recording ends when it exits.
+TEST(Lifecycle, SignalWhileTheCommandRunsIsPassedOn) {
+  for (const int sig : {SIGTERM, SIGHUP}) {
+    Recorded run;
+    run.dir = scratch_dir();
+    run.recorder = start(run.dir, "record", record_argv(run.dir, {"/bin/sleep", "30"}), record_env(run.dir));
+    // Once sleep runs under the recorder (its Exec is the recorder's first note), signal the recorder.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    bool running = false;
+    while (!running && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      running = slurp("/proc/" + std::to_string(run.recorder) + "/task/" + std::to_string(run.recorder) + "/children")
+                    .find_first_of("0123456789") != std::string::npos;
+    }
+    ASSERT_TRUE(running);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // sleep has attached
+    const auto sent = std::chrono::steady_clock::now();
+    ::kill(run.recorder, sig);
+    run.exit_code = wait_code(run.recorder);
+    const auto took = std::chrono::steady_clock::now() - sent;
+    finish(run);
+    EXPECT_EQ(run.exit_code, 128 + sig) << "sleep was killed by the forwarded signal";
+    EXPECT_LT(took, std::chrono::seconds(1));
+    const auto exits = all_of<ProcessExit>(run.context);
+    ASSERT_EQ(exits.size(), 1u);
+    EXPECT_EQ(exits[0].signal, std::optional<std::int32_t>(sig));
+    EXPECT_EQ(exits[0].event, run.events.size());
+    EXPECT_TRUE(run.err.find("left running") == std::string::npos) << run.err;
+  }
+}
+
 // `env` under record prints exactly what it prints natively.
 TEST(Lifecycle, EnvPrintsTheNativeEnvironment) {
   const fs::path dir = scratch_dir();
