@@ -317,6 +317,14 @@ TEST(Lifecycle, ExecChainHasOneExecPerImage) {
   expect_positions_consistent(run);
 }
 
+// The bound, "record returns within a second of CMD". A ThreadSanitizer build of the recorder starts
+// and joins its threads several times slower: there the bound is 3 s.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr std::uint64_t kSecond = 3'000'000'000u;
+#else
+constexpr std::uint64_t kSecond = 1'000'000'000u;
+#endif
+
 // A daemon (setsid) started by the command does not hold the recording: record returns within a second of
 // the command's exit with a valid artifact, the daemon keeps running, finishes its work, and says nothing.
 TEST(Lifecycle, DaemonIsLeftRunningAndUnaffected) {
@@ -333,10 +341,12 @@ TEST(Lifecycle, DaemonIsLeftRunningAndUnaffected) {
   const auto daemon = static_cast<int>(value_int(out, "daemon"));
   const auto exit_ns = static_cast<std::uint64_t>(value_int(out, "exit_ns"));
   ASSERT_GT(daemon, 0) << run.out;
-  EXPECT_LT(returned_ns - exit_ns, 1'000'000'000u)
+  EXPECT_LT(returned_ns - exit_ns, kSecond)
       << "record returned " << (returned_ns - exit_ns) / 1000000 << " ms after the command exited";
   EXPECT_EQ(::kill(daemon, 0), 0) << "the daemon is still running when record returns";
-  EXPECT_FALSE(fs::exists(marker)) << "the daemon had not finished yet (20 x 50 ms)";
+  if (kSecond == 1'000'000'000u) {
+    EXPECT_FALSE(fs::exists(marker)) << "the daemon had not finished yet (20 x 50 ms)";
+  }
   EXPECT_NE(run.err.find("left running"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find(std::to_string(daemon)), std::string::npos) << run.err;
   // Its first block was allocated before the command exited (the command waited for it).
@@ -373,7 +383,7 @@ TEST(Lifecycle, SigtermWhileWaitingEndsTheRecordingPromptly) {
   run.exit_code = wait_code(run.recorder);
   const auto took = std::chrono::steady_clock::now() - sent;
   finish(run);
-  EXPECT_LT(took, std::chrono::seconds(1));
+  EXPECT_LT(took, std::chrono::nanoseconds(kSecond));
   EXPECT_EQ(run.exit_code, 0) << "the command's own status";
   EXPECT_EQ(::kill(child, 0), 0) << "the lingering child is not killed";
   EXPECT_EQ(events_of(run.events, child, "Malloc", 1000007), 1u);
@@ -408,7 +418,7 @@ TEST(Lifecycle, SignalWhileTheCommandRunsIsPassedOn) {
     const auto took = std::chrono::steady_clock::now() - sent;
     finish(run);
     EXPECT_EQ(run.exit_code, 128 + sig) << "sleep was killed by the forwarded signal";
-    EXPECT_LT(took, std::chrono::seconds(1));
+    EXPECT_LT(took, std::chrono::nanoseconds(kSecond));
     const auto exits = all_of<ProcessExit>(run.context);
     ASSERT_EQ(exits.size(), 1u);
     EXPECT_EQ(exits[0].signal, std::optional<std::int32_t>(sig));
