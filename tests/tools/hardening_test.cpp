@@ -198,9 +198,9 @@ TEST(Hardening, AWriteErrorNamesTheFramesEventRange) {
 TEST(Hardening, RecordHelpSaysWhatSignalsDoAndWhereTheArtifactGoes) {
   const auto r = run(mt() + " record --help");
   EXPECT_EQ(r.status, 0);
-  for (const char* needle : {"SIGINT and SIGQUIT from the terminal reach CMD", "SIGTERM and SIGHUP sent to the",
-                             "recorder are passed on to CMD", "FILE.<recorder pid>.partial", "'-' is refused",
-                             "127 when CMD is not found, 126 when it", "-q, --quiet", "--python-malloc"}) {
+  for (const char* needle : {"SIGINT from the terminal reaches CMD", "SIGTERM, SIGHUP or SIGINT sent to the recorder",
+                             "are passed on to CMD while it runs", "once CMD has exited they\nend the recording at once", "FILE.<recorder pid>.partial", "'-' is refused",
+                             "127 when CMD is\nnot found, 126 when it", "-q, --quiet", "--python-malloc"}) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle;
   }
 }
