@@ -104,17 +104,22 @@ std::string json_optional(const std::optional<T>& v) {
   return v ? std::to_string(*v) : "null";
 }
 
-// A command line as a person reads it: words joined by spaces, quoted when they hold a space or nothing, and
-// control bytes shown as '?', so one row stays one line.
+// A command line as a person reads it, the way a shell would take it back: words joined by spaces, a word
+// with a space, a quote or nothing in single quotes (double quotes if it holds a single quote), and control
+// bytes shown as '?', so one row stays one line.
 std::string command_line(const std::vector<std::string>& argv, const std::string& executable) {
   if (argv.empty()) return executable.empty() ? "?" : executable;
   std::string o;
   for (const std::string& a : argv) {
     if (!o.empty()) o += ' ';
-    const bool quote = a.empty() || a.find_first_of(" \t'\"") != std::string::npos;
-    if (quote) o += '\'';
-    for (const char ch : a) o += static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F ? '?' : ch;
-    if (quote) o += '\'';
+    const bool quote = a.empty() || a.find_first_of(" \t'\"\\$`") != std::string::npos;
+    const bool dq = a.find('\'') != std::string::npos;
+    if (quote) o += dq ? '"' : '\'';
+    for (const char ch : a) {
+      if (dq && (ch == '"' || ch == '\\' || ch == '$' || ch == '`')) o += '\\';
+      o += static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F ? '?' : ch;
+    }
+    if (quote) o += dq ? '"' : '\'';
   }
   return o;
 }
