@@ -74,6 +74,10 @@ struct FrameSlot {
   std::uint64_t frame = 0;
   std::size_t msgpack_size = 0;
   std::size_t compressed_size = 0;
+  // Per-frame context (EncoderOptions::frame_context): the records and their whole context frame, built in
+  // the encode stage and written after the data frame. Reused across the slot's frames.
+  std::vector<codec::ContextRecord> context_records;
+  std::vector<std::byte> context_scratch, context_frame;
   codec::Status status;  // the encode result, read by the writer
   // Written under Engine::mutex_; atomic so the encode task can take an acquire edge without the lock.
   std::atomic<SlotState> state{SlotState::Free};
@@ -115,7 +119,9 @@ class Engine {
         frame_events_(options.frame_events),
         k_(derive_in_flight_cap(options)),
         on_encode_(internal::current_encode_hook()),
-        write_seek_table_(options.write_seek_table) {
+        write_seek_table_(options.write_seek_table),
+        context_(options.context),
+        frame_context_(options.frame_context) {
     if (frame_events_ == 0 || frame_events_ > kMaxFrameEvents) {
       throw std::runtime_error("frame_events must be in 1.." + std::to_string(kMaxFrameEvents) + ", got " +
                                std::to_string(frame_events_));
@@ -221,7 +227,7 @@ class Engine {
 
   // Waits until every submitted frame was written (or dropped after an error), stops the writer and returns
   // the first error. Idempotent.
-  codec::Status close() {
+  codec::Status close(bool clean = true) {
     if (writer_.joinable()) {
       {
         std::lock_guard lock(mutex_);
@@ -229,6 +235,16 @@ class Engine {
       }
       writer_cv_.notify_one();
       writer_.join();
+      // The last context frame (what arrived after the last data frame, and End) goes before the index.
+      if (context_ != nullptr && !failed()) {
+        const EncoderStats counts = stats();
+        context_->add(codec::StreamEnd{counts.events, counts.frames, clean});
+        const codec::Status status = write_channel();
+        if (!status.is_ok()) {
+          std::lock_guard lock(mutex_);
+          fail_locked({status.code(), "context after the last frame: " + status.message()});
+        }
+      }
       // The writer is gone, so the index is ours; it goes after every frame, and only after a clean stream.
       if (write_seek_table_ && !failed()) {
         const std::vector<std::byte> table = index_.finish();
@@ -270,6 +286,8 @@ class Engine {
       slot.msgpack_size = msgpack.size();
       slot.compressed_size =
           slot.compressor.compress(msgpack, {slot.compressed.get(), slot.compressed_capacity}, status);
+      slot.context_frame.clear();
+      if (status.is_ok() && frame_context_) status = build_frame_context(slot);
     }
     slot.status = std::move(status);
     // Notify under the lock: once the writer sees Encoded, the engine may be destroyed, and this task must not
@@ -279,6 +297,48 @@ class Engine {
     writer_cv_.notify_one();
   }
 
+  // After the data frame: its zstd frame is already compressed, so sharing the slot's compressor does not
+  // change the data bytes (every zstd frame is independent).
+  codec::Status build_frame_context(FrameSlot& slot) {
+    slot.context_records.clear();
+    try {
+      codec::Status status =
+          frame_context_(FrameContextInput{slot.frame, slot.frame * frame_events_, {slot.events.data(), slot.count}},
+                         slot.context_records);
+      if (!status.is_ok() || slot.context_records.empty()) return status;
+      return codec::encode_context_frame(slot.context_records, slot.compressor, slot.context_scratch,
+                                         slot.context_frame);
+    } catch (const std::exception& e) {
+      return {codec::Errc::io, std::string("frame context builder threw: ") + e.what()};
+    }
+  }
+
+  // Writes one context frame and indexes it (writer thread, or close() after it joined).
+  codec::Status write_context(std::span<const std::byte> frame) {
+    if (frame.empty()) return {};
+    codec::Status status;
+    try {
+      status = sink_.write(frame);
+    } catch (const std::exception& e) {
+      status = {codec::Errc::io, std::string("sink threw: ") + e.what()};
+    }
+    if (!status.is_ok()) return status;
+    std::lock_guard lock(mutex_);
+    index_.add(static_cast<std::uint32_t>(frame.size()), 0);
+    stats_.context_frames += 1;
+    stats_.context_bytes += frame.size();
+    stats_.bytes_out += frame.size();
+    return {};
+  }
+
+  // The channel's pending records as one context frame (writer thread, or close() after it joined).
+  codec::Status write_channel() {
+    if (context_ == nullptr) return {};
+    codec::Status status = context_->take_frame(channel_frame_);
+    if (!status.is_ok()) return status;
+    return write_context(channel_frame_);
+  }
+
   // A throwing sink (a user's subclass) would terminate the process from this thread; make it an error.
   codec::Status write_frame(const FrameSlot& slot) {
     try {
@@ -286,6 +346,15 @@ class Engine {
     } catch (const std::exception& e) {
       return {codec::Errc::io, std::string("sink threw: ") + e.what()};
     }
+  }
+
+  void record_written(const FrameSlot& slot) {
+    // Frames are at most 2^24 * 97 bytes of msgpack, so both sizes fit the table's u32 fields.
+    index_.add(static_cast<std::uint32_t>(slot.compressed_size), static_cast<std::uint32_t>(slot.msgpack_size));
+    stats_.events += slot.count;
+    stats_.frames += 1;
+    stats_.bytes_in += slot.msgpack_size;
+    stats_.bytes_out += slot.compressed_size;
   }
 
   // Dedicated thread: writes frames in order and frees their slots. After a failure it keeps freeing slots
@@ -305,6 +374,15 @@ class Engine {
       if (write) {
         status = slot.status;
         if (status.is_ok()) status = write_frame(slot);
+        if (status.is_ok()) {
+          {
+            std::lock_guard relock(mutex_);
+            record_written(slot);
+          }
+          status = write_context(slot.context_frame);
+          if (status.is_ok()) status = write_channel();
+          if (!status.is_ok()) status = {status.code(), "context after " + status.message()};
+        }
         if (!status.is_ok()) {
           const std::uint64_t first = slot.frame * frame_events_;
           status = {status.code(), "frame " + std::to_string(slot.frame) +
@@ -315,18 +393,7 @@ class Engine {
         }
       }
       lock.lock();
-      if (write) {
-        if (status.is_ok()) {
-          // Frames are at most 2^24 * 97 bytes of msgpack, so both sizes fit the table's u32 fields.
-          index_.add(static_cast<std::uint32_t>(slot.compressed_size), static_cast<std::uint32_t>(slot.msgpack_size));
-          stats_.events += slot.count;
-          stats_.frames += 1;
-          stats_.bytes_in += slot.msgpack_size;
-          stats_.bytes_out += slot.compressed_size;
-        } else {
-          fail_locked(std::move(status));
-        }
-      }
+      if (write && !status.is_ok()) fail_locked(std::move(status));
       slot.state = SlotState::Free;
       ++next_write_;
       producer_cv_.notify_one();
@@ -338,7 +405,10 @@ class Engine {
   const std::size_t k_;
   const internal::EncodeHook on_encode_;  // tests only (stream_encoder_internal.h)
   const bool write_seek_table_;
-  codec::SeekTableBuilder index_;  // written by the writer thread, then by close() after it has joined
+  ContextChannel* const context_;
+  const FrameContextBuilder frame_context_;
+  std::vector<std::byte> channel_frame_;  // writer-owned, then close()'s
+  codec::SeekTableBuilder index_;         // written by the writer thread, then by close() after it has joined
   std::vector<std::unique_ptr<FrameSlot>> slots_;
 
   std::mutex mutex_;
@@ -461,7 +531,7 @@ codec::Status encode_stream(EventSource& source, Sink& sink, const EncoderOption
     engine.submit(*slot);
     if (n < frame_events) break;
   }
-  codec::Status status = engine.close();
+  codec::Status status = engine.close(source.status().is_ok());
   if (stats != nullptr) *stats = engine.stats();
   if (status.is_ok()) status = source.status();
   return status;

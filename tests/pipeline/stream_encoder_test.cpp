@@ -502,3 +502,58 @@ TEST(StreamEncoder, SeekTableDescribesTheFramesWritten) {
 
 }  // namespace
 }  // namespace memtrack::pipeline
+
+namespace memtrack::pipeline {
+namespace {
+
+TEST(StreamEncoderContext, ContextFramesFollowDataFramesAndLeaveTheirBytesAlone) {
+  const std::vector<Event> events = EventGenerator(71).take(10 * 1000 + 7);
+  const std::vector<std::byte> reference = testing::reference_artifact(events, 1000);
+  ContextChannel channel;
+  channel.add(codec::ProcessStart{7, 1, 0, 5});
+  EncoderOptions o = small_frames(1000, 2, 3);
+  o.context = &channel;
+  std::atomic<int> built = 0;
+  o.frame_context = [&](const FrameContextInput& in, std::vector<codec::ContextRecord>& out) {
+    ++built;
+    out.push_back(codec::Untracked{std::nullopt, "frame" + std::to_string(in.frame), "test", in.first_event});
+    return codec::Status{};
+  };
+  MemorySink sink;
+  StreamEncoder encoder(sink, o);
+  ASSERT_TRUE(encoder.push(events).is_ok());
+  ASSERT_TRUE(encoder.finish().is_ok());
+  EXPECT_EQ(built.load(), 11);
+  const auto frames = testing::split_frames(sink.bytes());
+  std::vector<std::byte> data;
+  std::vector<codec::ContextRecord> records;
+  std::size_t context = 0;
+  for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
+    const auto bytes = std::span(sink.bytes()).subspan(frames[i].offset, frames[i].size);
+    if (codec::is_context_frame(bytes)) {
+      ++context;
+      ASSERT_TRUE(codec::decode_context_frame(bytes, frames[i].offset, records).is_ok());
+    } else {
+      data.insert(data.end(), bytes.begin(), bytes.end());
+    }
+  }
+  // The data frames are the reference artifact's, byte for byte (its seek table aside).
+  const auto ref_frames = testing::data_frames(reference);
+  EXPECT_EQ(data, std::vector<std::byte>(reference.begin(),
+                                         reference.begin() + static_cast<std::ptrdiff_t>(ref_frames.back().offset +
+                                                                                         ref_frames.back().size)));
+  EXPECT_EQ(context, 11u + 1u + 1u);  // one per frame, the channel's after frame 0, the last with End
+  ASSERT_GE(records.size(), 3u);
+  EXPECT_EQ(std::get<codec::StreamEnd>(records.back()), (codec::StreamEnd{10007, 11, true}));
+  EXPECT_EQ(encoder.stats().context_frames, 13u);
+  // The seek table lists every frame, context frames with decompressed size 0.
+  codec::Status st;
+  const auto& b = sink.bytes();
+  const std::uint64_t size = codec::seek_table_size(std::span(b.data() + b.size() - 9, 9), b.size(), st);
+  codec::SeekTable table;
+  ASSERT_TRUE(codec::parse_seek_table(std::span(b.data() + b.size() - size, size), b.size(), table).is_ok());
+  EXPECT_EQ(table.frames.size(), 11u + 13u);
+}
+
+}  // namespace
+}  // namespace memtrack::pipeline

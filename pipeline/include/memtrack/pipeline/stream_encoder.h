@@ -36,12 +36,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
+#include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/frame_compressor.h"
 #include "memtrack/codec/status.h"
+#include "memtrack/pipeline/context_channel.h"
 #include "memtrack/pipeline/sink.h"
 
 namespace memtrack::pipeline {
@@ -54,6 +58,20 @@ inline constexpr std::size_t kDefaultMemoryBudgetBytes = std::size_t{64} << 20;
 // Derived caps never exceed this: more in-flight frames than encoders plus a few buys nothing.
 inline constexpr std::size_t kMaxDerivedInFlight = 32;
 
+// What a per-frame context builder sees: one data frame's events (docs/FORMAT.md, "Context section").
+struct FrameContextInput {
+  std::uint64_t frame = 0;        // the data frame's number (0-based)
+  std::uint64_t first_event = 0;  // global index of its first event
+  std::span<const codec::Event> events;
+};
+// Builds context records from one data frame, in the parallel encode stage: on a pool thread, for several
+// frames at once (so it must be thread-safe across frames), never blocking. `out` is empty on entry and is
+// the slot's own vector (its capacity is reused). A non-ok status (or an exception) fails the stream as a
+// compression error of that frame would. The records go into one context frame written right after data
+// frame `frame`, before the ContextChannel's frame.
+using FrameContextBuilder =
+    std::function<codec::Status(const FrameContextInput&, std::vector<codec::ContextRecord>& out)>;
+
 struct EncoderOptions {
   unsigned workers = 0;                 // 0 = std::thread::hardware_concurrency()
   int level = codec::kDefaultLevel;     // zstd level
@@ -65,14 +83,26 @@ struct EncoderOptions {
   // `decode --frames` use it. Not written when the stream stops on an error: the artifact is then the frames
   // written before it, still valid, read sequentially.
   bool write_seek_table = true;
+  // Context section (version 2, docs/FORMAT.md "Versions and sections"). Null and empty: a version-1
+  // artifact, byte for byte what the encoder wrote before context existed. After data frame n is written,
+  // the writer thread writes (1) the context frame of frame_context's records for frame n, if any, then
+  // (2) context->take_frame(), if records are pending: two separate context frames, so the first can be
+  // compressed in parallel with the data and the second holds what arrived up to that moment. At a clean
+  // finish the pipeline adds End{events, frames, clean} to `context` (clean = false when encode_stream's
+  // source reported an error) and writes the last channel frame before the seek table. Every context frame
+  // gets a seek table entry (its whole size, decompressed size 0). The channel must outlive the encoder.
+  ContextChannel* context = nullptr;
+  FrameContextBuilder frame_context;
 };
 
 struct EncoderStats {
-  std::uint64_t events = 0;       // events in frames written to the sink
-  std::uint64_t frames = 0;       // frames written to the sink
-  std::uint64_t bytes_in = 0;     // msgpack bytes of those frames
-  std::uint64_t bytes_out = 0;    // compressed bytes written
-  std::size_t in_flight_cap = 0;  // K
+  std::uint64_t events = 0;          // events in frames written to the sink
+  std::uint64_t frames = 0;          // frames written to the sink
+  std::uint64_t bytes_in = 0;        // msgpack bytes of those frames
+  std::uint64_t bytes_out = 0;       // compressed bytes written (data, context and index frames)
+  std::uint64_t context_frames = 0;  // context frames written
+  std::uint64_t context_bytes = 0;   // their bytes (included in bytes_out)
+  std::size_t in_flight_cap = 0;     // K
 };
 
 // Bytes one slot reserves for `options`: frame_events * (sizeof(Event) + kMaxEncodedEventBytes) +
