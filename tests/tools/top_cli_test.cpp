@@ -164,6 +164,30 @@ TEST(Top, WithoutStacksSaysSo) {
   EXPECT_NE(r.err.find("has no call stacks"), std::string::npos) << r.err;
 }
 
+TEST(Top, StatsListsTheTopLeakSitesOnlyWithStacks) {
+  const std::string file = symbols_artifact();
+  const auto table = run(mt() + " stats " + file);
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("\ntop leak sites\n  2000 bytes in 2 blocks (2.0 KiB), 3 allocations\n"
+                           "      alloc_big (big.c:10) in /nonexistent/prog\n      main (big.c:20) in /nonexistent/prog\n"
+                           "  7 bytes in 1 blocks (7 B), 1 allocations\n      ?? at 0x4242\n"),
+            std::string::npos)
+      << table.out;
+  const auto json = run(mt() + " stats --json " + file);
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_NE(json.out.find(",\"top_leaks\":[" + kS1 + "," + s3(0) + "]}\n"), std::string::npos) << json.out;
+
+  // The same events without stack records (context frames of the lifecycle only): no section, no key.
+  const std::string plain = write_artifact(
+      "plain.mt", {{{make_event(EventKind::Malloc, 5, 5, 1, 0x100, 1000)},
+                    {codec::RecordingInfo{"0", {"prog"}, 0, 0, {"lifecycle"}, 1}, codec::ProcessStart{5, 1, 0, 0}}}});
+  const auto t2 = run(mt() + " stats " + plain), j2 = run(mt() + " stats --json " + plain);
+  ASSERT_EQ(t2.status, 0) << t2.err;
+  EXPECT_EQ(t2.out.find("top leak sites"), std::string::npos) << t2.out;
+  EXPECT_EQ(j2.out.find("top_leaks"), std::string::npos) << j2.out;
+  EXPECT_EQ(j2.out.substr(j2.out.size() - 17), "\"complete\":true}\n");
+}
+
 // The chain program's captured return addresses (leaf in the library, middle and run in the executable) as
 // one stack; no Symbols record, so top symbolizes from the module files. The library is a copy, deleted
 // before top runs in the second case.

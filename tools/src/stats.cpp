@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "top_format.h"
 #include "units.h"
 
 namespace memtrack::tools {
@@ -49,7 +50,7 @@ std::string bucket_label(std::size_t k) {
 
 }  // namespace
 
-std::string format_stats_table(const Stats& s) {
+std::string format_stats_table(const Stats& s, const analysis::SitesResult* leaks) {
   const EventCounts& c = s.counts;
   std::string out;
   char line[256];
@@ -104,10 +105,11 @@ std::string format_stats_table(const Stats& s) {
     std::snprintf(line, sizeof line, "  %-24s %12" PRIu64 "\n", bucket_label(k).c_str(), c.size_histogram[k]);
     out += line;
   }
+  if (leaks != nullptr) out += format_leak_sites_table(*leaks);
   return out;
 }
 
-std::string format_stats_json(const Stats& s) {
+std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks) {
   const EventCounts& c = s.counts;
   std::string o = "{";
   o += "\"events\":" + u64(c.events);
@@ -156,6 +158,11 @@ std::string format_stats_json(const Stats& s) {
        ",\"compressed_bytes\":" + u64(s.file.compressed_bytes) +
        ",\"msgpack_bytes\":" + u64(s.file.decompressed_bytes) + ",\"compression_ratio\":" + r + "}";
   o += ",\"complete\":" + std::string(s.status.is_ok() ? "true" : "false");
+  if (leaks != nullptr) {
+    o += ",\"top_leaks\":[";
+    for (std::size_t i = 0; i < leaks->sites.size(); ++i) o += (i ? "," : "") + format_site_json(leaks->sites[i]);
+    o += "]";
+  }
   o += "}\n";
   return o;
 }

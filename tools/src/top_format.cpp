@@ -66,31 +66,51 @@ bool parse_order(std::string_view name, SiteOrder& out) {
   return false;
 }
 
-std::string format_top_json(const SitesResult& result, SiteOrder order) {
-  std::string o = "{\"by\":" + json_string(order_name(order)) + ",\"sites\":[";
-  bool first_site = true;
-  for (const Site& s : result.sites) {
-    o += first_site ? "{" : ",{";
-    first_site = false;
-    o += "\"stack\":[";
-    bool first = true;
-    for (const SiteFrame& f : s.stack) {
-      o += first ? "{" : ",{";
-      first = false;
-      if (f.truncated_marker) {
-        o += "\"function\":\"[truncated]\",\"module\":null,\"file\":null,\"line\":null,\"address\":null}";
-        continue;
-      }
-      o += "\"function\":" + json_or_null(f.function) + ",\"module\":" + json_or_null(f.module) +
-           ",\"file\":" + json_or_null(f.file) + ",\"line\":" + (f.line == 0 ? "null" : u64(f.line)) +
-           ",\"address\":" + (f.address ? json_string(hex(*f.address)) : "null") + "}";
+std::string format_site_json(const Site& s) {
+  std::string o = "{\"stack\":[";
+  bool first = true;
+  for (const SiteFrame& f : s.stack) {
+    o += first ? "{" : ",{";
+    first = false;
+    if (f.truncated_marker) {
+      o += "\"function\":\"[truncated]\",\"module\":null,\"file\":null,\"line\":null,\"address\":null}";
+      continue;
     }
-    const analysis::SiteTotals& t = s.totals;
-    o += "],\"peak_bytes\":" + u64(t.peak_bytes) + ",\"allocated_bytes\":" + u64(t.allocated_bytes) +
+    o += "\"function\":" + json_or_null(f.function) + ",\"module\":" + json_or_null(f.module) +
+         ",\"file\":" + json_or_null(f.file) + ",\"line\":" + (f.line == 0 ? "null" : u64(f.line)) +
+         ",\"address\":" + (f.address ? json_string(hex(*f.address)) : "null") + "}";
+  }
+  const analysis::SiteTotals& t = s.totals;
+  return o + "],\"peak_bytes\":" + u64(t.peak_bytes) + ",\"allocated_bytes\":" + u64(t.allocated_bytes) +
          ",\"allocations\":" + u64(t.allocations) + ",\"leaked_bytes\":" + u64(t.leaked_bytes) +
          ",\"leaked_blocks\":" + u64(t.leaked_blocks) + ",\"temporary\":" + u64(t.temporary) + "}";
-  }
+}
+
+std::string format_top_json(const SitesResult& result, SiteOrder order) {
+  std::string o = "{\"by\":" + json_string(order_name(order)) + ",\"sites\":[";
+  for (std::size_t i = 0; i < result.sites.size(); ++i) o += (i ? "," : "") + format_site_json(result.sites[i]);
   return o + "]}\n";
+}
+
+std::string format_leak_sites_table(const SitesResult& leaks, std::size_t frames) {
+  std::string out = "\ntop leak sites\n";
+  if (leaks.sites.empty()) return out + "  (none: every block with a stack was freed)\n";
+  char line[256];
+  for (const Site& s : leaks.sites) {
+    std::snprintf(line, sizeof line, "  %" PRIu64 " bytes in %" PRIu64 " blocks (%s), %" PRIu64 " allocations\n",
+                  s.totals.leaked_bytes, s.totals.leaked_blocks, human_bytes(s.totals.leaked_bytes).c_str(),
+                  s.totals.allocations);
+    out += line;
+    std::size_t shown = 0;
+    for (const SiteFrame& f : s.stack) {
+      if (shown++ == frames) {
+        out += "      ...\n";
+        break;
+      }
+      out += "      " + format_frame(f) + "\n";
+    }
+  }
+  return out;
 }
 
 std::string format_frame(const SiteFrame& f) {

@@ -21,6 +21,12 @@ bool parse_order(std::string_view name, analysis::SiteOrder& out);
 // module); a stack cut at the depth cap ends with a frame whose function is "[truncated]" and the rest null.
 std::string format_top_json(const analysis::SitesResult& result, analysis::SiteOrder order);
 
+// One site's JSON object, as in format_top_json's "sites" (and `stats --json`'s "top_leaks").
+std::string format_site_json(const analysis::Site& site);
+
+// `memtrack stats`' short section: the sites that leaked most, one line of numbers and `frames` frames each.
+std::string format_leak_sites_table(const analysis::SitesResult& leaks, std::size_t frames = 4);
+
 // The table: one block per site, its numbers then up to `frames` frames (0: all).
 std::string format_top_table(const analysis::SitesResult& result, analysis::SiteOrder order, std::size_t frames = 12);
 
