@@ -37,7 +37,7 @@ struct ImageModule {
 struct Image {
   std::vector<std::uint32_t> parent = {0};
   std::vector<std::uint64_t> address = {0};
-  std::vector<ImageModule> modules;  // loaded now, sorted by start, non-overlapping
+  std::vector<ImageModule> modules;                     // loaded now, sorted by start, non-overlapping
   std::vector<std::uint32_t> site_of = {kUnknownSite};  // memo: node -> site (kUnknownSite: not resolved)
   std::vector<bool> resolved = {true};
 };
@@ -58,6 +58,12 @@ struct Block {
 
 using Books = std::unordered_map<std::uint64_t, Block>;
 
+// A template so the check is made on the LiveHeap this is built with: a lifecycle-aware one takes records.
+template <typename Heap>
+void feed_lifecycle(Heap& heap, const codec::ContextRecord& record) {
+  if constexpr (requires { heap.add_context(record); }) heap.add_context(record);
+}
+
 }  // namespace
 
 struct SiteAccumulator::Impl {
@@ -76,8 +82,8 @@ struct SiteAccumulator::Impl {
   // EventStacks not yet passed, by first_event.
   std::map<std::uint64_t, std::vector<std::uint32_t>> event_stacks;
 
-  std::unordered_map<std::int32_t, Books> books;  // live blocks of each pid's current image
-  std::vector<Books> ended;                       // blocks of exited processes: their leaks
+  std::unordered_map<std::int32_t, Books> books;                 // live blocks of each pid's current image
+  std::vector<Books> ended;                                      // blocks of exited processes: their leaks
   std::unordered_map<std::uint64_t, std::uint64_t> last_serial;  // (pid, tid) -> its last allocation
   std::uint64_t serial = 0;
 
@@ -151,6 +157,9 @@ struct SiteAccumulator::Impl {
   }
 
   void apply(const codec::ContextRecord& record) {
+    // A lifecycle-aware live heap (one with add_context) decides the peak from the records too. Not with a
+    // pid filter: that heap only sees the pid's events, so the records' positions would not match.
+    if (!pid_filter) feed_lifecycle(heap, record);
     if (const auto* m = std::get_if<codec::Module>(&record)) {
       apply(*m);
     } else if (const auto* n = std::get_if<codec::StackNodes>(&record)) {
@@ -328,11 +337,16 @@ SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const Mo
 
   const auto metric = [&](const SiteTotals& t) {
     switch (order) {
-      case SiteOrder::peak: return t.peak_bytes;
-      case SiteOrder::allocated: return t.allocated_bytes;
-      case SiteOrder::count: return t.allocations;
-      case SiteOrder::leaked: return t.leaked_bytes;
-      case SiteOrder::temporary: return t.temporary;
+      case SiteOrder::peak:
+        return t.peak_bytes;
+      case SiteOrder::allocated:
+        return t.allocated_bytes;
+      case SiteOrder::count:
+        return t.allocations;
+      case SiteOrder::leaked:
+        return t.leaked_bytes;
+      case SiteOrder::temporary:
+        return t.temporary;
     }
     return std::uint64_t{0};
   };

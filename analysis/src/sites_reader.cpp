@@ -90,9 +90,8 @@ codec::Status read_sites(std::span<const std::byte> file, const std::string& nam
   // Delivers the held frame's events with every record positioned at or before each of them; records
   // positioned later wait (for the next frame, or the end when `all`).
   const auto deliver = [&](bool all) {
-    std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
-      return position_of(a) < position_of(b);
-    });
+    std::stable_sort(records.begin(), records.end(),
+                     [](const auto& a, const auto& b) { return position_of(a) < position_of(b); });
     std::size_t r = 0, e = 0;
     while (e < events.size()) {
       while (r < records.size() && position_of(records[r]) <= first_event + e) acc.add_context(records[r++]);
@@ -128,8 +127,7 @@ codec::Status read_sites(std::span<const std::byte> file, const std::string& nam
     }
     if (magic != ZSTD_MAGICNUMBER) return {codec::Errc::bad_zstd, where + ": not a zstd frame"};
     const std::size_t size = ZSTD_findFrameCompressedSize(file.data() + pos, file.size() - pos);
-    if (ZSTD_isError(size))
-      return {codec::Errc::truncated, where + ": " + ZSTD_getErrorName(size)};
+    if (ZSTD_isError(size)) return {codec::Errc::truncated, where + ": " + ZSTD_getErrorName(size)};
     deliver(false);
     if (const codec::Status s = decompress(file.subspan(pos, size), where, content); !s) return s;
     std::string error;
@@ -138,9 +136,9 @@ codec::Status read_sites(std::span<const std::byte> file, const std::string& nam
       const std::size_t start = off;
       const codec::ParseResult r = codec::parse_event(content.data(), content.size(), off, e, error);
       if (r != codec::ParseResult::ok)
-        return {codec::Errc::bad_msgpack, where + ": event at byte " + std::to_string(start) +
-                                              " of the frame's content: " +
-                                              (r == codec::ParseResult::error ? error : "truncated")};
+        return {codec::Errc::bad_msgpack,
+                where + ": event at byte " + std::to_string(start) +
+                    " of the frame's content: " + (r == codec::ParseResult::error ? error : "truncated")};
       events.push_back(e);
     }
     pos += size;
@@ -164,7 +162,8 @@ bool has_stacks(std::span<const std::byte> file) {
       records.clear();
       if (codec::is_context_frame(bytes) && codec::decode_context_frame(bytes, pos, records)) {
         for (const codec::ContextRecord& r : records) {
-          if (std::holds_alternative<codec::StackNodes>(r) || std::holds_alternative<codec::EventStacks>(r)) return true;
+          if (std::holds_alternative<codec::StackNodes>(r) || std::holds_alternative<codec::EventStacks>(r))
+            return true;
           if (const auto* info = std::get_if<codec::RecordingInfo>(&r))
             if (std::find(info->sections.begin(), info->sections.end(), "stacks") != info->sections.end()) return true;
         }

@@ -133,8 +133,8 @@ TEST(Sites, EveryRankingHasTheHandComputedSitesAndNumbers) {
   };
   using V = std::vector<std::vector<std::string>>;
   EXPECT_EQ(order(SiteOrder::allocated), (V{kSiteC, kSiteA, kSiteB, kSiteD}));
-  EXPECT_EQ(order(SiteOrder::count), (V{kSiteA, kSiteB, kSiteC, kSiteD}));     // 3, 2 (60 B), 1 (1000 B), 1
-  EXPECT_EQ(order(SiteOrder::leaked), (V{kSiteA, kSiteB, kSiteD, kSiteC}));    // 205, 10, 7, 0
+  EXPECT_EQ(order(SiteOrder::count), (V{kSiteA, kSiteB, kSiteC, kSiteD}));      // 3, 2 (60 B), 1 (1000 B), 1
+  EXPECT_EQ(order(SiteOrder::leaked), (V{kSiteA, kSiteB, kSiteD, kSiteC}));     // 205, 10, 7, 0
   EXPECT_EQ(order(SiteOrder::temporary), (V{kSiteC, kSiteB, kSiteA, kSiteD}));  // 1 (1000 B), 1 (60 B), 0, 0
   EXPECT_EQ(s.acc.result(SiteOrder::leaked, 2).sites.size(), 2u);
 }

@@ -42,8 +42,8 @@ std::string write_artifact(const std::string& name, const std::vector<Part>& par
     }
   }
   const std::string path = scratch_dir() + "/" + name;
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(out.data()),
-                                              static_cast<std::streamsize>(out.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
   return path;
 }
 
@@ -107,7 +107,8 @@ const std::string kS2 =
 std::string s3(int peak) {
   return "{\"stack\":[{\"function\":null,\"module\":null,\"file\":null,\"line\":null,\"address\":\"0x4242\"}],"
          "\"peak_bytes\":" +
-         std::to_string(peak) + ",\"allocated_bytes\":7,\"allocations\":1,\"leaked_bytes\":7,\"leaked_blocks\":1,"
+         std::to_string(peak) +
+         ",\"allocated_bytes\":7,\"allocations\":1,\"leaked_bytes\":7,\"leaked_blocks\":1,"
          "\"temporary\":0}";
 }
 
@@ -115,8 +116,8 @@ TEST(Top, JsonIsTheContractInEveryOrder) {
   const std::string file = symbols_artifact();
   const std::string kS3 = s3(0);
   const std::pair<const char*, std::string> cases[] = {
-      {"peak", kS1 + "," + kS2 + "," + kS3},  {"allocated", kS1 + "," + kS2 + "," + kS3},
-      {"count", kS2 + "," + kS1 + "," + kS3}, {"leaked", kS1 + "," + kS3 + "," + kS2},
+      {"peak", kS1 + "," + kS2 + "," + kS3},      {"allocated", kS1 + "," + kS2 + "," + kS3},
+      {"count", kS2 + "," + kS1 + "," + kS3},     {"leaked", kS1 + "," + kS3 + "," + kS2},
       {"temporary", kS2 + "," + kS1 + "," + kS3},  // S1 before S3 on a tie: more bytes allocated
   };
   for (const auto& [by, sites] : cases) {
@@ -168,10 +169,11 @@ TEST(Top, StatsListsTheTopLeakSitesOnlyWithStacks) {
   const std::string file = symbols_artifact();
   const auto table = run(mt() + " stats " + file);
   ASSERT_EQ(table.status, 0) << table.err;
-  EXPECT_NE(table.out.find("\ntop leak sites\n  2000 bytes in 2 blocks (2.0 KiB), 3 allocations\n"
-                           "      alloc_big (big.c:10) in /nonexistent/prog\n      main (big.c:20) in /nonexistent/prog\n"
-                           "  7 bytes in 1 blocks (7 B), 1 allocations\n      ?? at 0x4242\n"),
-            std::string::npos)
+  EXPECT_NE(
+      table.out.find("\ntop leak sites\n  2000 bytes in 2 blocks (2.0 KiB), 3 allocations\n"
+                     "      alloc_big (big.c:10) in /nonexistent/prog\n      main (big.c:20) in /nonexistent/prog\n"
+                     "  7 bytes in 1 blocks (7 B), 1 allocations\n      ?? at 0x4242\n"),
+      std::string::npos)
       << table.out;
   const auto json = run(mt() + " stats --json " + file);
   ASSERT_EQ(json.status, 0) << json.err;
@@ -203,17 +205,17 @@ std::string chain_artifact(const std::string& name, const std::string& lib_path)
       codec::StackNodes{9, 0, 1, {0, 1, 2}, {run_.address, middle.address, leaf.address}},
       codec::EventStacks{0, {3, 3}},
   };
-  return write_artifact(name, {{{make_event(EventKind::Malloc, 9, 9, 1, 0x10, 40),
-                                 make_event(EventKind::Malloc, 9, 9, 2, 0x20, 2)},
-                                records}});
+  return write_artifact(
+      name,
+      {{{make_event(EventKind::Malloc, 9, 9, 1, 0x10, 40), make_event(EventKind::Malloc, 9, 9, 2, 0x20, 2)}, records}});
 }
 
 std::string frame_json(const char* function, const std::string& module, const std::string& file, std::uint32_t line,
                        std::uint64_t address) {
   char hex[32];
   std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(address));
-  return std::string("{\"function\":") + (function ? "\"" + std::string(function) + "\"" : "null") +
-         ",\"module\":\"" + module + "\",\"file\":" + (file.empty() ? "null" : "\"" + file + "\"") +
+  return std::string("{\"function\":") + (function ? "\"" + std::string(function) + "\"" : "null") + ",\"module\":\"" +
+         module + "\",\"file\":" + (file.empty() ? "null" : "\"" + file + "\"") +
          ",\"line\":" + (line ? std::to_string(line) : "null") + ",\"address\":\"" + hex + "\"}";
 }
 
@@ -245,8 +247,7 @@ TEST(Top, SymbolizesFromTheModuleFilesWhenTheArtifactHasNoSymbols) {
       "," +
       frame_json("int chain::Outer::run<int>(symlib::Recorder*, int)", middle.module, exe,
                  sym::marker_line("chain_main.cpp", "run_call"), middle.relative()) +
-      "," +
-      frame_json("main", middle.module, exe, sym::marker_line("chain_main.cpp", "main_call"), run_.relative()) +
+      "," + frame_json("main", middle.module, exe, sym::marker_line("chain_main.cpp", "main_call"), run_.relative()) +
       "],\"peak_bytes\":42,\"allocated_bytes\":42,\"allocations\":2,\"leaked_bytes\":42,\"leaked_blocks\":2,"
       "\"temporary\":0}]}\n";
   EXPECT_EQ(r.out, expected);
@@ -265,8 +266,7 @@ TEST(Top, ADeletedModuleIsModulePlusOffset) {
   EXPECT_NE(r.out.find("{\"stack\":[" + gone + "," +
                        frame_json("int chain::Outer::run<int>(symlib::Recorder*, int)", middle.module,
                                   dwarf_sources_dir(r.out) + "/chain_main.cpp",
-                                  sym::marker_line("chain_main.cpp", "run_call"),
-                                  middle.relative())),
+                                  sym::marker_line("chain_main.cpp", "run_call"), middle.relative())),
             std::string::npos)
       << r.out;
   const auto table = run(mt() + " top " + file);

@@ -47,8 +47,7 @@ int run_top(int argc, char** argv) {
   std::size_t limit = 10;
   if (const auto n = args.value("n", "n")) limit = static_cast<std::size_t>(parse_int("-n", *n, 0, INT64_MAX));
   std::optional<std::int32_t> pid;
-  if (const auto p = args.value("pid"))
-    pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
+  if (const auto p = args.value("pid")) pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
 

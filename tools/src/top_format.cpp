@@ -46,11 +46,16 @@ std::string u64(std::uint64_t v) { return std::to_string(v); }
 
 std::string_view order_name(SiteOrder order) {
   switch (order) {
-    case SiteOrder::peak: return "peak";
-    case SiteOrder::allocated: return "allocated";
-    case SiteOrder::count: return "count";
-    case SiteOrder::leaked: return "leaked";
-    case SiteOrder::temporary: return "temporary";
+    case SiteOrder::peak:
+      return "peak";
+    case SiteOrder::allocated:
+      return "allocated";
+    case SiteOrder::count:
+      return "count";
+    case SiteOrder::leaked:
+      return "leaked";
+    case SiteOrder::temporary:
+      return "temporary";
   }
   return "peak";
 }
@@ -137,8 +142,8 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
   for (const Site& s : result.sites) {
     const analysis::SiteTotals& t = s.totals;
     std::snprintf(line, sizeof line,
-                  "\n#%zu  peak %s, allocated %s in %" PRIu64 " allocations, leaked %s in %" PRIu64
-                  " blocks, %" PRIu64 " temporary\n",
+                  "\n#%zu  peak %s, allocated %s in %" PRIu64 " allocations, leaked %s in %" PRIu64 " blocks, %" PRIu64
+                  " temporary\n",
                   ++rank, human_bytes(t.peak_bytes).c_str(), human_bytes(t.allocated_bytes).c_str(), t.allocations,
                   human_bytes(t.leaked_bytes).c_str(), t.leaked_blocks, t.temporary);
     out += line;

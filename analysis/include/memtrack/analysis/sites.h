@@ -45,10 +45,10 @@ namespace memtrack::analysis {
 // One frame of a resolved stack. Inlined calls at an address come first, each with the address's module
 // and address, then the function containing the call.
 struct SiteFrame {
-  std::string function;             // demangled; empty when unknown
-  std::string module;               // the module's path; empty when the address is in no known module
-  std::string file;                 // empty when unknown
-  std::uint32_t line = 0;           // 0 when unknown
+  std::string function;                  // demangled; empty when unknown
+  std::string module;                    // the module's path; empty when the address is in no known module
+  std::string file;                      // empty when unknown
+  std::uint32_t line = 0;                // 0 when unknown
   std::optional<std::uint64_t> address;  // module-relative (absolute without a module); none for the marker
   bool inlined = false;
   bool truncated_marker = false;  // the stack was cut at the depth cap here; the callers are unknown
@@ -71,15 +71,15 @@ enum class SiteOrder { peak, allocated, count, leaked, temporary };
 // Symbolizes module-relative return addresses of one module when the artifact has no Symbols record for it:
 // fills `out` (one entry per address, innermost frame first; empty: nothing known). The tool's
 // (tools/src/file_symbolizer.h) opens the module file with memtrack::symbolize, checking the build-id.
-using ModuleSymbolizer = std::function<void(const std::string& path, const std::vector<std::uint8_t>& build_id,
-                                            std::span<const std::uint64_t> addresses,
-                                            std::vector<std::vector<SiteFrame>>& out)>;
+using ModuleSymbolizer =
+    std::function<void(const std::string& path, const std::vector<std::uint8_t>& build_id,
+                       std::span<const std::uint64_t> addresses, std::vector<std::vector<SiteFrame>>& out)>;
 
 struct SitesResult {
   std::vector<Site> sites;  // in the requested order, best first
   SiteTotals unknown;       // allocations without a stack (peak_bytes: their bytes live at the peak)
   std::uint64_t peak_bytes = 0, peak_timestamp = 0;  // the live heap's peak the peak_bytes refer to
-  bool has_stacks = false;  // the artifact had stack records (EventStacks or StackNodes)
+  bool has_stacks = false;                           // the artifact had stack records (EventStacks or StackNodes)
   std::uint64_t events = 0;
 };
 

@@ -144,8 +144,8 @@ inline constexpr std::uint32_t kNoString = 0xFFFFFFFFu;
 inline constexpr std::size_t kMaxContextArrayElements = std::size_t{1} << 16;
 inline constexpr std::size_t kMaxContextBinBytes = std::size_t{1} << 20;
 
-using ContextRecord = std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd,
-                                   Module, StackNodes, EventStacks, Symbols>;
+using ContextRecord = std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd, Module,
+                                   StackNodes, EventStacks, Symbols>;
 
 // Appends the msgpack map of `record` to `out`.
 void encode_context_record(const ContextRecord& record, std::vector<std::byte>& out);
