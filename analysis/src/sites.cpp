@@ -169,6 +169,9 @@ struct SiteAccumulator::Impl {
       if (!s->ids.empty()) event_stacks[s->first_event] = s->ids;
     } else if (const auto* y = std::get_if<codec::Symbols>(&record)) {
       apply(*y);
+    } else if (const auto* info = std::get_if<codec::RecordingInfo>(&record)) {
+      // Recorded with stacks, even if no allocation needed a node (an empty run is not "no stacks").
+      if (std::find(info->sections.begin(), info->sections.end(), "stacks") != info->sections.end()) has_stacks = true;
     } else if (const auto* p = std::get_if<codec::ProcessStart>(&record)) {
       end_books(p->pid, true);  // a reused pid: the old process's blocks are its leaks
       const auto parent = images.find(p->ppid);

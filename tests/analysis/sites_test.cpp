@@ -240,5 +240,14 @@ TEST(Sites, ADlcloseAndAnotherLibraryAtTheSameAddressAreTwoSites) {
   EXPECT_EQ(functions(r.sites[1]), (std::vector<std::string>{"/lib/b.so+16"}));
 }
 
+TEST(Sites, ARecordingWithTheStacksSectionHasStacksEvenWithoutNodes) {
+  SiteAccumulator with, without;
+  with.add_context(codec::RecordingInfo{"0", {"true"}, 0, 0, {"lifecycle", "stacks"}, 1});
+  without.add_context(codec::RecordingInfo{"0", {"true"}, 0, 0, {"lifecycle"}, 1});
+  EXPECT_TRUE(with.has_stacks());
+  EXPECT_FALSE(without.has_stacks());
+  EXPECT_TRUE(with.result(SiteOrder::peak, 0).sites.empty());
+}
+
 }  // namespace
 }  // namespace memtrack::analysis
