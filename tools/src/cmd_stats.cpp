@@ -6,9 +6,12 @@
 #include <string>
 
 #include "args.h"
+#include "artifact_bytes.h"
 #include "commands.h"
+#include "file_symbolizer.h"
 #include "io.h"
 #include "memtrack/analysis/indexed_file.h"
+#include "memtrack/analysis/sites.h"
 #include "memtrack/analysis/stats.h"
 #include "memtrack/pipeline/fd_io.h"
 #include "progress.h"
@@ -36,7 +39,25 @@ constexpr const char* kHelp =
     "when the artifact is damaged or was cut short, null when its writer leaves no mark (no index).\n\n"
     "On a damaged artifact the stats cover the events before the damage, one line on stderr names the\n"
     "frame and byte offset, and the exit status is 1. A damaged frame index is reported the same way after\n"
-    "the stats, which are then computed sequentially.\n";
+    "the stats, which are then computed sequentially.\n"
+    "An artifact recorded with call stacks (a file, not stdin) also lists its top leak sites: the call\n"
+    "stacks of the most bytes still live at the end ('memtrack top FILE --by leaked' shows more).\n";
+
+constexpr std::size_t kLeakSites = 5;
+
+// The top leak sites of a file with call stacks (a second pass, only then: the output of an artifact without
+// stacks stays what it was). nullopt without stacks, for stdin, or when the sites cannot be read (the
+// stats' own pass reports the damage).
+std::optional<analysis::SitesResult> leak_sites(int fd, const std::string& name) {
+  if (fd == 0) return std::nullopt;
+  const ArtifactBytes file(fd, name);
+  if (!analysis::has_stacks(file.bytes())) return std::nullopt;
+  analysis::SiteAccumulator acc;
+  if (!analysis::read_sites(file.bytes(), name, acc).is_ok()) return std::nullopt;
+  analysis::SitesResult r = acc.result(analysis::SiteOrder::leaked, kLeakSites, file_symbolizer());
+  std::erase_if(r.sites, [](const analysis::Site& s) { return s.totals.leaked_bytes == 0; });
+  return r;
+}
 
 }  // namespace
 
@@ -71,11 +92,13 @@ int run_stats(int argc, char** argv) {
     stats = analysis::compute_stats(source, name, progress);
   }
   meter.finish();
+  const std::optional<analysis::SitesResult> leaks = leak_sites(fd, name);
   close_fd(fd);
   const codec::Status status = stats.status.is_ok() ? index_status : stats.status;
   // On damage, the stats of the events before it, then the error.
   if (stats.file.frames > 0 || stats.status.is_ok()) {
-    const std::string text = json ? format_stats_json(stats) : format_stats_table(stats);
+    const analysis::SitesResult* l = leaks ? &*leaks : nullptr;
+    const std::string text = json ? format_stats_json(stats, l) : format_stats_table(stats, l);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   }

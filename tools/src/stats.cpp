@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "top_format.h"
 #include "units.h"
 
 namespace memtrack::tools {
@@ -181,7 +182,7 @@ std::string notes(const Stats& s) {
 
 }  // namespace
 
-std::string format_stats_table(const Stats& s) {
+std::string format_stats_table(const Stats& s, const analysis::SitesResult* leaks) {
   const EventCounts& c = s.counts;
   std::string out;
   char line[256];
@@ -273,6 +274,7 @@ std::string format_stats_table(const Stats& s) {
     std::snprintf(line, sizeof line, "  %-24s %12" PRIu64 "\n", bucket_label(k).c_str(), c.size_histogram[k]);
     out += line;
   }
+  if (leaks != nullptr) out += format_leak_sites_table(*leaks);
   return out + notes(s);
 }
 
@@ -308,7 +310,7 @@ std::string image_json(const Stats& s, std::int32_t pid) {
 
 }  // namespace
 
-std::string format_stats_json(const Stats& s) {
+std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks) {
   const EventCounts& c = s.counts;
   std::string o = "{";
   o += "\"events\":" + u64(c.events);
@@ -389,6 +391,11 @@ std::string format_stats_json(const Stats& s) {
   o += ",\"context\":" + std::string(s.has_context() ? "true" : "false");
   const std::optional<bool> complete = s.complete();
   o += ",\"complete\":" + std::string(!complete ? "null" : *complete ? "true" : "false");
+  if (leaks != nullptr) {
+    o += ",\"top_leaks\":[";
+    for (std::size_t i = 0; i < leaks->sites.size(); ++i) o += (i ? "," : "") + format_site_json(leaks->sites[i]);
+    o += "]";
+  }
   o += "}\n";
   return o;
 }

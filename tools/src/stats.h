@@ -4,11 +4,14 @@
 
 #include <string>
 
+#include "memtrack/analysis/sites.h"
 #include "memtrack/analysis/stats.h"
 
 namespace memtrack::tools {
 
-std::string format_stats_table(const analysis::Stats& stats);
-std::string format_stats_json(const analysis::Stats& stats);
+// `leaks`: the top leak sites of an artifact with call stacks, listed at the end (the table's "top leak
+// sites", JSON's "top_leaks"); null for an artifact without stacks, whose output is what it always was.
+std::string format_stats_table(const analysis::Stats& stats, const analysis::SitesResult* leaks = nullptr);
+std::string format_stats_json(const analysis::Stats& stats, const analysis::SitesResult* leaks = nullptr);
 
 }  // namespace memtrack::tools
