@@ -23,12 +23,32 @@ constexpr std::size_t kSmallestEventBytes = 30;  // a Free with fixint values is
 IndexedFrameReader::IndexedFrameReader(const codec::SeekTable& index, ReadAt read_at, std::string name,
                                        FrameRange range, std::size_t max_frames_in_flight)
     : index_(index), read_at_(std::move(read_at)), name_(std::move(name)) {
-  last_ = std::min(range.last, index.frames.size());
+  // An entry that decompresses to nothing may be a skippable (context) frame: its first 4 bytes tell. A data
+  // frame of an empty stream also decompresses to nothing, and stays (a read failure leaves it to decoding).
+  // An entry larger than any frame stays too, so that reading it is refused by its size (never allocated).
+  const std::size_t largest_frame = codec::FrameDecoder().max_frame_bytes();
+  for (std::size_t i = 0; i < index.frames.size(); ++i) {
+    const auto& f = index.frames[i];
+    if (f.decompressed_size == 0 && f.compressed_size >= 8 && f.compressed_size <= largest_frame) {
+      std::byte magic[4];
+      if (read_at_(f.offset, magic).is_ok()) {
+        const std::uint32_t m =
+            std::to_integer<std::uint32_t>(magic[0]) | std::to_integer<std::uint32_t>(magic[1]) << 8 |
+            std::to_integer<std::uint32_t>(magic[2]) << 16 | std::to_integer<std::uint32_t>(magic[3]) << 24;
+        if ((m & 0xFFFFFFF0u) == 0x184D2A50u) {
+          skippable_bytes_ += f.compressed_size;
+          continue;
+        }
+      }
+    }
+    data_.push_back(i);
+  }
+  last_ = std::min(range.last, data_.size());
   first_ = std::min(range.first, last_);
   if (max_frames_in_flight == 0) {
     std::uint64_t largest = 1;
     for (std::size_t i = first_; i < last_; ++i) {
-      const auto& f = index.frames[i];
+      const auto& f = index.frames[data_[i]];
       const std::uint64_t bytes = f.compressed_size + std::uint64_t{f.decompressed_size} * 2 +
                                   std::uint64_t{f.decompressed_size} / kSmallestEventBytes * sizeof(codec::Event);
       largest = std::max(largest, bytes);
@@ -40,6 +60,13 @@ IndexedFrameReader::IndexedFrameReader(const codec::SeekTable& index, ReadAt rea
         static_cast<std::size_t>(std::clamp<std::uint64_t>(std::min(kMemoryBudget / largest, per_thread), 2, 64));
   }
   slots_ = std::max<std::size_t>(1, std::min(max_frames_in_flight, last_ - first_));
+}
+
+std::uint64_t IndexedFrameReader::bytes_in_range() const {
+  if (first_ == last_) return 0;
+  const auto& a = index_.frames[data_[first_]];
+  const auto& b = index_.frames[data_[last_ - 1]];
+  return b.offset + b.compressed_size - a.offset;
 }
 
 codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderFn& in_order) {
@@ -59,7 +86,7 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
 
   auto frame_error = [&](std::size_t i, codec::Errc code, const std::string& what) {
     return codec::Status(code, name_ + ": frame " + std::to_string(i) + " at byte " +
-                                   std::to_string(index_.frames[i].offset) + ": " + what);
+                                   std::to_string(index_.frames[data_[i]].offset) + ": " + what);
   };
 
   std::size_t next_frame = first_;
@@ -77,7 +104,7 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
                 s->frame = {};
                 s->frame.index = i;
                 s->frame.slot = (i - first_) % slots_;
-                const std::uint32_t size = index_.frames[i].compressed_size;
+                const std::uint32_t size = index_.frames[data_[i]].compressed_size;
                 if (size > s->decoder.max_frame_bytes()) {  // never allocate what no frame can be
                   s->compressed.clear();
                   s->status =
@@ -86,7 +113,7 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
                   return s;
                 }
                 s->compressed.resize(size);
-                s->status = read_at_(index_.frames[i].offset, s->compressed);
+                s->status = read_at_(index_.frames[data_[i]].offset, s->compressed);
                 return s;
               }) & tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, [&](Slot* s) {
                 s->events.clear();

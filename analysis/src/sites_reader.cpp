@@ -177,4 +177,33 @@ bool has_stacks(std::span<const std::byte> file) {
   return false;
 }
 
+std::vector<codec::ContextRecord> read_lifecycle_records(std::span<const std::byte> file) {
+  std::vector<codec::ContextRecord> kept, records;
+  for (std::size_t pos = 0; file.size() - pos >= 8;) {
+    const std::uint32_t magic = load_le32(file.data() + pos);
+    std::size_t size = 0;
+    if ((magic & kSkippableMask) == kSkippableBase) {
+      const std::uint64_t n = 8ull + load_le32(file.data() + pos + 4);
+      if (n > file.size() - pos) break;
+      size = static_cast<std::size_t>(n);
+      const auto bytes = file.subspan(pos, size);
+      records.clear();
+      if (codec::is_context_frame(bytes)) {
+        if (!codec::decode_context_frame(bytes, pos, records)) break;
+        for (codec::ContextRecord& r : records) {
+          if (std::holds_alternative<codec::RecordingInfo>(r) || std::holds_alternative<codec::ProcessStart>(r) ||
+              std::holds_alternative<codec::ProcessExec>(r) || std::holds_alternative<codec::ProcessExit>(r) ||
+              std::holds_alternative<codec::Untracked>(r) || std::holds_alternative<codec::StreamEnd>(r))
+            kept.push_back(std::move(r));
+        }
+      }
+    } else {
+      size = ZSTD_findFrameCompressedSize(file.data() + pos, file.size() - pos);
+      if (ZSTD_isError(size)) break;
+    }
+    pos += size;
+  }
+  return kept;
+}
+
 }  // namespace memtrack::analysis

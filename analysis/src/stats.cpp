@@ -67,8 +67,10 @@ class TailSource final : public codec::ByteSource {
 
 }  // namespace
 
-Stats compute_stats(codec::ByteSource& source, const std::string& name, const ProgressFn& progress) {
+Stats compute_stats(codec::ByteSource& source, const std::string& name, const ProgressFn& progress,
+                    std::span<const codec::ContextRecord> context) {
   Stats stats;
+  for (const codec::ContextRecord& r : context) stats.add_context(r);
   TailSource tail(source);
   codec::ArtifactDecoder decoder(tail, name);
   std::vector<codec::Event> events(65536);
@@ -88,8 +90,10 @@ Stats compute_stats(codec::ByteSource& source, const std::string& name, const Pr
 }
 
 Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at, const std::string& name,
-                            const ProgressFn& progress, std::size_t max_frames_in_flight) {
+                            const ProgressFn& progress, std::size_t max_frames_in_flight,
+                            std::span<const codec::ContextRecord> context) {
   Stats stats;
+  for (const codec::ContextRecord& r : context) stats.add_context(r);
   stats.file.indexed = true;
   IndexedFrameReader reader(index, read_at, name, {}, max_frames_in_flight);
   // The counts commute: each frame counts its own events in its slot, merged in frame order.
@@ -110,7 +114,7 @@ Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at
         return codec::Status{};
       });
   // Like the sequential path, count the index's skippable frame once the whole file was read.
-  stats.file.compressed_bytes = bytes_done + (stats.status.is_ok() ? index.table_size : 0);
+  stats.file.compressed_bytes = bytes_done + (stats.status.is_ok() ? reader.skippable_bytes() + index.table_size : 0);
   stats.file.index_at_end = stats.status.is_ok();
   return stats;
 }

@@ -58,22 +58,22 @@ std::uint64_t file_size(int fd) {
 // for the whole file): each read with one pread and verified whole before its events are written.
 codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTable& index, FrameRange range,
                             OutputFormat format, BufferedOutput& out) {
-  const std::uint64_t frames = index.frames.size();
+  const auto read_at = [&](std::uint64_t offset, std::span<std::byte> bytes) {
+    return analysis::read_at(fd, name, offset, bytes);
+  };
+  // The index also lists context frames; --frames counts data frames only (a frame of events).
+  analysis::IndexedFrameReader all(index, read_at, name, {}, 1);
+  const std::uint64_t frames = all.data_frames();
   if (range.first > frames || (range.last != UINT64_MAX && range.last > frames)) {
     return {codec::Errc::usage, name + ": --frames " + std::to_string(range.first) + ":" +
                                     (range.last == UINT64_MAX ? "" : std::to_string(range.last)) + " is outside the " +
                                     std::to_string(frames) + (frames == 1 ? " frame" : " frames") + " of the index"};
   }
   const std::uint64_t last = std::min(range.last, frames);
-  ProgressMeter meter(index.frames.empty() || last == range.first
-                          ? 0
-                          : index.frames[last - 1].offset + index.frames[last - 1].compressed_size -
-                                index.frames[range.first].offset);
+  analysis::IndexedFrameReader reader(index, read_at, name,
+                                      {static_cast<std::size_t>(range.first), static_cast<std::size_t>(last)}, 1);
+  ProgressMeter meter(reader.bytes_in_range());
   std::uint64_t done = 0, count = 0;
-  analysis::IndexedFrameReader reader(
-      index,
-      [&](std::uint64_t offset, std::span<std::byte> bytes) { return analysis::read_at(fd, name, offset, bytes); },
-      name, {static_cast<std::size_t>(range.first), static_cast<std::size_t>(last)}, 1);
   return reader.run({}, [&](const analysis::DecodedFrame& f) {
     for (const codec::Event& e : f.events) append_event(out.buffer(), e, format);
     codec::Status status = out.maybe_flush();

@@ -81,15 +81,19 @@ int run_stats(int argc, char** argv) {
   const std::uint64_t total = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
   ProgressMeter meter(total);
   const analysis::ProgressFn progress = [&](std::uint64_t bytes, std::uint64_t events) { meter.update(bytes, events); };
+  // The context section (process lifecycle) is read first, from the context frames only, and handed to the
+  // accounting, which applies each record at its position in the event stream. Not for stdin (one pass).
+  std::vector<codec::ContextRecord> context;
+  if (total != 0) context = analysis::read_lifecycle_records(ArtifactBytes(fd, name).bytes());
   analysis::Stats stats;
   if (index) {
     stats = analysis::compute_stats_indexed(
         *index,
         [&](std::uint64_t offset, std::span<std::byte> out) { return analysis::read_at(fd, name, offset, out); }, name,
-        progress);
+        progress, 0, context);
   } else {
     pipeline::FdSource source(fd);
-    stats = analysis::compute_stats(source, name, progress);
+    stats = analysis::compute_stats(source, name, progress, context);
   }
   meter.finish();
   const std::optional<analysis::SitesResult> leaks = leak_sites(fd, name);

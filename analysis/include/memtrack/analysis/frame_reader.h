@@ -14,6 +14,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/seek_table.h"
@@ -24,13 +25,14 @@ namespace memtrack::analysis {
 // Reads exactly `out.size()` bytes at file offset `offset` into `out`. Called from one thread at a time.
 using ReadAt = std::function<codec::Status(std::uint64_t offset, std::span<std::byte> out)>;
 
-// Frames [first, last) of the index (0-based); `last` beyond the index means up to its end.
+// Data frames [first, last) of the index (0-based, counting data frames only: context frames, which the index
+// lists too, docs/FORMAT.md, are not frames of events); `last` beyond them means up to the end.
 struct FrameRange {
   std::size_t first = 0, last = SIZE_MAX;
 };
 
 struct DecodedFrame {
-  std::size_t index = 0;  // the frame's number in the artifact
+  std::size_t index = 0;  // the frame's number among the artifact's data frames
   // Which of the reader's slots() holds the frame: state the caller keeps per slot (e.g. partial counts
   // made by the parallel callback) is the frame's own until its in-order callback returns.
   std::size_t slot = 0;
@@ -52,6 +54,12 @@ class IndexedFrameReader {
   IndexedFrameReader(const codec::SeekTable& index, ReadAt read_at, std::string name, FrameRange range = {},
                      std::size_t max_frames_in_flight = 0);
 
+  // The index's data frames (entries that are not skippable frames) and what the other entries hold.
+  [[nodiscard]] std::size_t data_frames() const { return data_.size(); }
+  [[nodiscard]] std::uint64_t skippable_bytes() const { return skippable_bytes_; }
+  // File bytes from the range's first data frame to the end of its last (for progress).
+  [[nodiscard]] std::uint64_t bytes_in_range() const;
+
   // Frames in flight at most; DecodedFrame::slot is below it.
   [[nodiscard]] std::size_t slots() const { return slots_; }
 
@@ -62,7 +70,9 @@ class IndexedFrameReader {
   const codec::SeekTable& index_;
   ReadAt read_at_;
   std::string name_;
-  std::size_t first_, last_;
+  std::vector<std::size_t> data_;  // index entries that are data frames, in file order
+  std::uint64_t skippable_bytes_ = 0;
+  std::size_t first_, last_;        // positions in data_
   std::size_t slots_;
 };
 

@@ -76,11 +76,15 @@ struct Stats {
 using ProgressFn = std::function<void(std::uint64_t bytes, std::uint64_t events)>;
 
 // Sequential: any artifact, any source (pipes too), one frame of memory.
-Stats compute_stats(codec::ByteSource& source, const std::string& name, const ProgressFn& progress = {});
+// `context`: the artifact's context records, read beforehand (read_lifecycle_records), given to add_context
+// before the first event: the live heap holds each until its position.
+Stats compute_stats(codec::ByteSource& source, const std::string& name, const ProgressFn& progress = {},
+                    std::span<const codec::ContextRecord> context = {});
 
 // With the frame index (IndexedFrameReader): frames are decoded and counted in parallel on the current TBB
 // arena and fed to the live heap in frame order. `max_frames_in_flight` as IndexedFrameReader's.
 Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at, const std::string& name,
-                            const ProgressFn& progress = {}, std::size_t max_frames_in_flight = 0);
+                            const ProgressFn& progress = {}, std::size_t max_frames_in_flight = 0,
+                            std::span<const codec::ContextRecord> context = {});
 
 }  // namespace memtrack::analysis

@@ -1,0 +1,86 @@
+// `memtrack stats` on artifacts written by the pipeline with a context section: the lifecycle records reach
+// the accounting through both readers (the frame index, which lists the context frames too, and the
+// sequential one), and `decode --frames` counts data frames only.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/run.h"
+#include "memtrack/codec/context.h"
+#include "memtrack/codec/event.h"
+#include "memtrack/pipeline/context_channel.h"
+#include "memtrack/pipeline/sink.h"
+#include "memtrack/pipeline/stream_encoder.h"
+
+namespace memtrack::testing {
+namespace {
+
+using codec::EventKind;
+constexpr std::uint64_t kMiB = 1 << 20;
+
+// `children` processes started one after another by pid 100, each allocating 1 MiB and exiting with it
+// still allocated: one event each, so child k's Malloc is event k.
+std::string write_sequential_children(const std::string& name, int children, bool with_index) {
+  pipeline::MemorySink sink;
+  pipeline::ContextChannel channel;
+  pipeline::EncoderOptions options;
+  options.frame_events = 4;  // several data frames, with context frames between them
+  options.workers = 2;
+  options.context = &channel;
+  options.write_seek_table = with_index;
+  channel.add(codec::RecordingInfo{"test", {"sh"}, 0, 0, {"lifecycle"}, 99});
+  channel.add(codec::ProcessStart{100, 99, 0, 0});
+  {
+    pipeline::StreamEncoder encoder(sink, options);
+    for (int k = 0; k < children; ++k) {
+      const std::int32_t pid = 200 + k;
+      const auto at = static_cast<std::uint64_t>(k);
+      channel.add(codec::ProcessStart{pid, 100, at, at * 10});
+      EXPECT_TRUE(encoder.push(codec::make_event(EventKind::Malloc, pid, pid, at * 10 + 1, 0x1000 + at, kMiB)));
+      channel.add(codec::ProcessExit{pid, at + 1, at * 10 + 2, 0, std::nullopt});
+    }
+    EXPECT_TRUE(encoder.finish());
+  }
+  const std::string path = scratch_dir() + "/" + name;
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(sink.bytes().data()), static_cast<std::streamsize>(sink.bytes().size()));
+  return path;
+}
+
+std::string json_value(const std::string& json, const std::string& key) {
+  const std::size_t at = json.find("\"" + key + "\":");
+  if (at == std::string::npos) return "<absent>";
+  const std::size_t begin = at + key.size() + 3;
+  return json.substr(begin, json.find_first_of(",}", begin) - begin);
+}
+
+TEST(StatsContext, SequentialChildrenPeakAtOneChildThroughTheIndexAndSequentially) {
+  for (const bool with_index : {true, false}) {
+    const std::string file = write_sequential_children(with_index ? "kids.idx.mt" : "kids.seq.mt", 30, with_index);
+    const RunResult r = run(memtrack_bin() + " stats --json " + file);
+    ASSERT_EQ(r.status, 0) << r.err;
+    // Computed here: each child's 1 MiB stops counting when it exits, before the next one allocates.
+    EXPECT_EQ(json_value(r.out, "peak_live_bytes"), std::to_string(kMiB)) << with_index << r.out;
+    EXPECT_EQ(json_value(r.out, "context"), "true") << r.out;
+    EXPECT_EQ(json_value(r.out, "complete"), "true") << r.out;
+    EXPECT_EQ(json_value(r.out, "events"), "30") << r.out;
+    EXPECT_EQ(json_value(r.out, "indexed"), with_index ? "true" : "false") << r.out;
+  }
+}
+
+TEST(StatsContext, DecodeFramesCountsDataFramesOnly) {
+  const std::string file = write_sequential_children("kids.frames.mt", 10, true);  // frames of 4, 4, 2
+  const RunResult all = run(memtrack_bin() + " decode " + file + " --frames 1:3");
+  ASSERT_EQ(all.status, 0) << all.err;
+  EXPECT_EQ(std::count(all.out.begin(), all.out.end(), '\n'), 6) << all.out;
+  EXPECT_NE(all.out.find("\"pid\":204"), std::string::npos) << all.out;
+  const RunResult outside = run(memtrack_bin() + " decode " + file + " --frames 3:4");
+  EXPECT_EQ(outside.status, 2);
+  EXPECT_NE(outside.err.find("is outside the 3 frames of the index"), std::string::npos) << outside.err;
+}
+
+}  // namespace
+}  // namespace memtrack::testing
