@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"decode", memtrack::tools::run_decode, "artifact -> JSON lines, CSV or raw records"},
     {"record", memtrack::tools::run_record, "run a command and record its allocation events into an artifact"},
     {"stats", memtrack::tools::run_stats, "artifact -> counts, peak live heap, leaks, size histogram"},
+    {"top", memtrack::tools::run_top, "artifact with stacks -> allocation sites by peak, bytes, count, leaks"},
 };
 
 void print_usage(std::FILE* out) {

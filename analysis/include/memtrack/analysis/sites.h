@@ -1,0 +1,125 @@
+// Allocation sites: where the heap came from (docs/FORMAT.md, "Context section: stacks and modules"). What
+// `memtrack top` ranks and `memtrack stats` lists as top leak sites.
+//
+// A *site* is a distinct call stack, keyed by its sequence of (module, module-relative return address),
+// innermost first, where a module is named by its build-id (by its path when it has none): the same code
+// path in different processes, or in images that loaded a library at different addresses, is one site. An
+// address in no known module is keyed by itself (no module). A stack cut at the depth cap keeps its marker.
+//
+// SiteAccumulator is fed context records and events in position order (a record before the events at and
+// after its `event` position; EventStacks before the events it covers), from one thread. Per site:
+//   allocations, allocated_bytes  heap allocations (event_kinds.h: allocates()) and their bytes
+//   leaked_bytes, leaked_blocks   still live at the end of the trace (an image's blocks at its Exec are gone
+//                                 with its address space, not leaks; an exited process's blocks are leaks)
+//   peak_bytes                    live at the moment of the peak of the live heap (LiveHeap's total: the sum
+//                                 over pids; with a pid filter, that pid's own peak), the first time it was
+//                                 reached
+//   temporary                     allocations freed before the thread that made them allocated again
+//                                 (heaptrack's definition; a Realloc counts as a free, then an allocation)
+// Allocations without a stack (id 0, or a node the trace tree does not define) are counted in `unknown`.
+//
+// Lifecycle: ProcessStart with a parent that has a trace tree copies the parent's tree and module list
+// into the child (the child numbers its new nodes on from there); Exec starts an empty one. Blocks a fork
+// child inherits are not in its books (its frees of them are unmatched here).
+//
+// Not thread-safe. Memory: the trace trees, one entry per live block, and one per distinct stack.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "memtrack/analysis/live_heap.h"
+#include "memtrack/codec/context.h"
+#include "memtrack/codec/event.h"
+#include "memtrack/codec/status.h"
+
+namespace memtrack::analysis {
+
+// One frame of a resolved stack. Inlined calls at an address come first, each with the address's module
+// and address, then the function containing the call.
+struct SiteFrame {
+  std::string function;             // demangled; empty when unknown
+  std::string module;               // the module's path; empty when the address is in no known module
+  std::string file;                 // empty when unknown
+  std::uint32_t line = 0;           // 0 when unknown
+  std::optional<std::uint64_t> address;  // module-relative (absolute without a module); none for the marker
+  bool inlined = false;
+  bool truncated_marker = false;  // the stack was cut at the depth cap here; the callers are unknown
+};
+
+struct SiteTotals {
+  std::uint64_t allocations = 0, allocated_bytes = 0;
+  std::uint64_t leaked_bytes = 0, leaked_blocks = 0;
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t temporary = 0;
+};
+
+struct Site {
+  std::vector<SiteFrame> stack;  // innermost first
+  SiteTotals totals;
+};
+
+enum class SiteOrder { peak, allocated, count, leaked, temporary };
+
+// Symbolizes module-relative return addresses of one module when the artifact has no Symbols record for it:
+// fills `out` (one entry per address, innermost frame first; empty: nothing known). The tool's
+// (tools/src/file_symbolizer.h) opens the module file with memtrack::symbolize, checking the build-id.
+using ModuleSymbolizer = std::function<void(const std::string& path, const std::vector<std::uint8_t>& build_id,
+                                            std::span<const std::uint64_t> addresses,
+                                            std::vector<std::vector<SiteFrame>>& out)>;
+
+struct SitesResult {
+  std::vector<Site> sites;  // in the requested order, best first
+  SiteTotals unknown;       // allocations without a stack (peak_bytes: their bytes live at the peak)
+  std::uint64_t peak_bytes = 0, peak_timestamp = 0;  // the live heap's peak the peak_bytes refer to
+  bool has_stacks = false;  // the artifact had stack records (EventStacks or StackNodes)
+  std::uint64_t events = 0;
+};
+
+class SiteAccumulator {
+ public:
+  // `pid`: only that pid's events count (peak: its own peak).
+  explicit SiteAccumulator(std::optional<std::int32_t> pid = std::nullopt);
+  ~SiteAccumulator();
+  SiteAccumulator(const SiteAccumulator&) = delete;
+  SiteAccumulator& operator=(const SiteAccumulator&) = delete;
+
+  void add_context(const codec::ContextRecord& record);  // before the events at its position
+  void add(std::span<const codec::Event> events);        // in artifact order
+
+  [[nodiscard]] bool has_stacks() const;
+  [[nodiscard]] std::uint64_t events() const;
+
+  // Resolves every site's frames (Symbols records first, `symbolizer` for modules without one; none: module
+  // + offset only) and ranks them. The first `limit` sites by `order` (0: all); ties by allocated bytes,
+  // then allocations, then the order sites were first seen.
+  SitesResult result(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer = {}) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Progress over the file: bytes consumed so far.
+using SitesProgressFn = std::function<void(std::uint64_t bytes, std::uint64_t events)>;
+
+// Reads a whole artifact held in memory (data frames and context frames, sequentially) into `acc`, applying
+// each data frame's context records (the context frames that follow it) in position order among its events.
+// Errors: "<name>: frame <i> at byte <offset>: <what>", or the context decoder's message; everything before
+// the damage has been added.
+codec::Status read_sites(std::span<const std::byte> file, const std::string& name, SiteAccumulator& acc,
+                         const SitesProgressFn& progress = {});
+
+// Whether an artifact in memory has call stacks (a Recording listing "stacks", or any StackNodes or
+// EventStacks record), reading only its context frames (data frames are stepped over by their block
+// headers). False for damaged input: the caller's own reading reports the damage.
+bool has_stacks(std::span<const std::byte> file);
+
+}  // namespace memtrack::analysis

@@ -1,0 +1,145 @@
+#include "top_format.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "units.h"
+
+namespace memtrack::tools {
+
+using analysis::Site;
+using analysis::SiteFrame;
+using analysis::SiteOrder;
+using analysis::SitesResult;
+
+namespace {
+
+std::string json_string(std::string_view s) {
+  std::string o = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else {
+      o += ch;  // UTF-8 passes through; invalid bytes are the module's own names
+    }
+  }
+  return o + "\"";
+}
+
+std::string json_or_null(const std::string& s) { return s.empty() ? "null" : json_string(s); }
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+std::string u64(std::uint64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::string_view order_name(SiteOrder order) {
+  switch (order) {
+    case SiteOrder::peak: return "peak";
+    case SiteOrder::allocated: return "allocated";
+    case SiteOrder::count: return "count";
+    case SiteOrder::leaked: return "leaked";
+    case SiteOrder::temporary: return "temporary";
+  }
+  return "peak";
+}
+
+bool parse_order(std::string_view name, SiteOrder& out) {
+  for (const SiteOrder o :
+       {SiteOrder::peak, SiteOrder::allocated, SiteOrder::count, SiteOrder::leaked, SiteOrder::temporary}) {
+    if (name == order_name(o)) {
+      out = o;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string format_top_json(const SitesResult& result, SiteOrder order) {
+  std::string o = "{\"by\":" + json_string(order_name(order)) + ",\"sites\":[";
+  bool first_site = true;
+  for (const Site& s : result.sites) {
+    o += first_site ? "{" : ",{";
+    first_site = false;
+    o += "\"stack\":[";
+    bool first = true;
+    for (const SiteFrame& f : s.stack) {
+      o += first ? "{" : ",{";
+      first = false;
+      if (f.truncated_marker) {
+        o += "\"function\":\"[truncated]\",\"module\":null,\"file\":null,\"line\":null,\"address\":null}";
+        continue;
+      }
+      o += "\"function\":" + json_or_null(f.function) + ",\"module\":" + json_or_null(f.module) +
+           ",\"file\":" + json_or_null(f.file) + ",\"line\":" + (f.line == 0 ? "null" : u64(f.line)) +
+           ",\"address\":" + (f.address ? json_string(hex(*f.address)) : "null") + "}";
+    }
+    const analysis::SiteTotals& t = s.totals;
+    o += "],\"peak_bytes\":" + u64(t.peak_bytes) + ",\"allocated_bytes\":" + u64(t.allocated_bytes) +
+         ",\"allocations\":" + u64(t.allocations) + ",\"leaked_bytes\":" + u64(t.leaked_bytes) +
+         ",\"leaked_blocks\":" + u64(t.leaked_blocks) + ",\"temporary\":" + u64(t.temporary) + "}";
+  }
+  return o + "]}\n";
+}
+
+std::string format_frame(const SiteFrame& f) {
+  if (f.truncated_marker) return "[truncated: deeper callers not recorded]";
+  std::string line = f.function.empty() ? "??" : f.function;
+  if (!f.file.empty()) line += " (" + f.file + (f.line != 0 ? ":" + u64(f.line) : std::string()) + ")";
+  if (f.inlined) line += " [inlined]";
+  if (!f.module.empty()) {
+    line += " in " + f.module;
+    if (f.function.empty() && f.address) line += " +" + hex(*f.address);
+  } else if (f.address) {
+    line += " at " + hex(*f.address);
+  }
+  return line;
+}
+
+std::string format_top_table(const SitesResult& result, SiteOrder order, std::size_t frames) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "top %zu allocation sites by %s (peak live heap %s)\n", result.sites.size(),
+                std::string(order_name(order)).c_str(), human_bytes(result.peak_bytes).c_str());
+  out += line;
+  std::size_t rank = 0;
+  for (const Site& s : result.sites) {
+    const analysis::SiteTotals& t = s.totals;
+    std::snprintf(line, sizeof line,
+                  "\n#%zu  peak %s, allocated %s in %" PRIu64 " allocations, leaked %s in %" PRIu64
+                  " blocks, %" PRIu64 " temporary\n",
+                  ++rank, human_bytes(t.peak_bytes).c_str(), human_bytes(t.allocated_bytes).c_str(), t.allocations,
+                  human_bytes(t.leaked_bytes).c_str(), t.leaked_blocks, t.temporary);
+    out += line;
+    std::size_t shown = 0;
+    for (const SiteFrame& f : s.stack) {
+      if (frames != 0 && shown == frames) {
+        out += "      ... " + u64(s.stack.size() - shown) + " more frames\n";
+        break;
+      }
+      out += "      " + format_frame(f) + "\n";
+      ++shown;
+    }
+  }
+  if (result.unknown.allocations > 0) {
+    std::snprintf(line, sizeof line,
+                  "\nwithout a stack: %" PRIu64 " allocations, %s allocated, %s leaked, %s at the peak\n",
+                  result.unknown.allocations, human_bytes(result.unknown.allocated_bytes).c_str(),
+                  human_bytes(result.unknown.leaked_bytes).c_str(), human_bytes(result.unknown.peak_bytes).c_str());
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace memtrack::tools

@@ -1,0 +1,30 @@
+// `memtrack top`'s renderings of allocation sites (memtrack::analysis::SiteAccumulator ranks them): the JSON
+// contract other tools rely on, and a table that shows each site's top frames as heaptrack_print does.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "memtrack/analysis/sites.h"
+
+namespace memtrack::tools {
+
+// "peak", "allocated", "count", "leaked", "temporary".
+std::string_view order_name(analysis::SiteOrder order);
+// False for a name that is none of them.
+bool parse_order(std::string_view name, analysis::SiteOrder& out);
+
+// {"by": ..., "sites": [{"stack": [{"function", "module", "file", "line", "address"}...], "peak_bytes",
+// "allocated_bytes", "allocations", "leaked_bytes", "leaked_blocks", "temporary"}...]}: stack innermost
+// first; unknown fields null; "address" a hex string (module-relative, absolute for an address in no known
+// module); a stack cut at the depth cap ends with a frame whose function is "[truncated]" and the rest null.
+std::string format_top_json(const analysis::SitesResult& result, analysis::SiteOrder order);
+
+// The table: one block per site, its numbers then up to `frames` frames (0: all).
+std::string format_top_table(const analysis::SitesResult& result, analysis::SiteOrder order, std::size_t frames = 12);
+
+// One frame as a line: "function (file:line) in module [+0xaddress]".
+std::string format_frame(const analysis::SiteFrame& frame);
+
+}  // namespace memtrack::tools
