@@ -1,6 +1,7 @@
 #include "memtrack/analysis/live_heap.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 
 #include "memtrack/analysis/event_kinds.h"
@@ -10,13 +11,34 @@ namespace memtrack::analysis {
 using codec::Event;
 using codec::EventKind;
 
+namespace {
+
+// Where a lifecycle record takes effect; none for the other records.
+std::optional<std::uint64_t> lifecycle_position(const codec::ContextRecord& record) {
+  return std::visit(
+      [](const auto& r) -> std::optional<std::uint64_t> {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, codec::ProcessStart> || std::is_same_v<T, codec::ProcessExec> ||
+                      std::is_same_v<T, codec::ProcessExit>)
+          return r.event;
+        return std::nullopt;
+      },
+      record);
+}
+
+}  // namespace
+
 LiveHeap::LiveHeap(const LiveHeap& o)
-    : heaps_(o.heaps_),
+    : images_(o.images_),
       books_(o.books_),
       total_live_(o.total_live_),
       total_peak_(o.total_peak_),
-      total_peak_ts_(o.total_peak_ts_) {
-  relink();
+      total_peak_ts_(o.total_peak_ts_),
+      events_seen_(o.events_seen_),
+      late_(o.late_),
+      lifecycle_(o.lifecycle_),
+      pending_(o.pending_) {
+  relink(o);
 }
 
 LiveHeap::LiveHeap(LiveHeap&& o) noexcept { *this = std::move(o); }
@@ -29,32 +51,62 @@ LiveHeap& LiveHeap::operator=(const LiveHeap& o) {
   return *this;
 }
 
-// Node-based containers move their nodes: the pointers into them stay valid in the new owner.
+// Node-based containers (and a deque moved whole) move their nodes: the pointers into them stay valid in the
+// new owner.
 LiveHeap& LiveHeap::operator=(LiveHeap&& o) noexcept {
   if (this != &o) {
-    heaps_ = std::move(o.heaps_);
+    images_ = std::move(o.images_);
     books_ = std::move(o.books_);
     last_pid_ = o.last_pid_;
     last_ = o.last_;
     total_live_ = o.total_live_;
     total_peak_ = o.total_peak_;
     total_peak_ts_ = o.total_peak_ts_;
-    o.heaps_.clear();
+    events_seen_ = o.events_seen_;
+    late_ = o.late_;
+    lifecycle_ = o.lifecycle_;
+    pending_ = std::move(o.pending_);
+    pids_dirty_ = true;
+    o.images_.clear();
     o.books_.clear();
+    o.pending_.clear();
     o.last_ = nullptr;
-    o.total_live_ = o.total_peak_ = o.total_peak_ts_ = 0;
+    o.total_live_ = o.total_peak_ = o.total_peak_ts_ = o.events_seen_ = o.late_ = 0;
+    o.lifecycle_ = false;
+    o.pids_dirty_ = true;
   }
   return *this;
 }
 
-void LiveHeap::relink() {
-  for (auto& [pid, b] : books_) b.heap = &heaps_[pid];
+// After a copy: the copied books still point into `from`; point them at this object's images and books.
+void LiveHeap::relink(const LiveHeap& from) {
+  std::unordered_map<const Books*, std::int32_t> pid_of;
+  for (const auto& [pid, b] : from.books_) pid_of[&b] = pid;
+  auto mine = [&](const Books* theirs) { return theirs == nullptr ? nullptr : &books_.at(pid_of.at(theirs)); };
+  for (auto& [pid, b] : books_) {
+    b.heap = &images_[b.image].heap;
+    b.parent = mine(b.parent);
+    for (Books*& s : b.sharers) s = mine(s);
+  }
   last_ = nullptr;
+  pids_dirty_ = true;
+}
+
+LiveHeap::Books& LiveHeap::new_image(std::int32_t pid) {
+  ProcessImage& img = images_.emplace_back();
+  img.pid = pid;
+  auto [it, inserted] = books_.try_emplace(pid);
+  if (!inserted) it->second = Books{};  // the caller ended the old image first
+  it->second.image = images_.size() - 1;
+  it->second.heap = &img.heap;
+  last_pid_ = pid;
+  last_ = &it->second;
+  return it->second;
 }
 
 LiveHeap::Books& LiveHeap::books_of(std::int32_t pid) {
-  auto [it, inserted] = books_.try_emplace(pid);
-  if (inserted) it->second.heap = &heaps_[pid];  // std::map: the entry stays where it is
+  auto it = books_.find(pid);
+  if (it == books_.end()) return new_image(pid);  // a pid seen first in its events: no context for it
   last_pid_ = pid;
   last_ = &it->second;
   return it->second;
@@ -92,7 +144,50 @@ void LiveHeap::unmap(Books& b, std::uint64_t addr, std::uint64_t size) {
   }
 }
 
+// The parent image let go of `addr`: children that still shared their inherited copy with it count it now.
+void LiveHeap::unshare_children(Books& b, std::uint64_t addr, std::uint64_t& total_live) {
+  for (Books* child : b.sharers) {
+    std::uint64_t size = 0;
+    if (child->shared.erase(addr, size)) {
+      child->shared_bytes -= size;
+      --child->shared_count;
+      total_live += size;
+    }
+  }
+}
+
+// Block `addr` of `size` bytes, just removed from b.live, leaves the books.
+inline void LiveHeap::release(Books& b, std::uint64_t addr, std::uint64_t size, std::uint64_t& total_live) {
+  PidHeap& h = *b.heap;
+  h.live_bytes -= size;
+  --h.live_count;
+  std::uint64_t shared_size = 0;
+  if (b.shared_count != 0 && b.shared.erase(addr, shared_size)) {
+    b.shared_bytes -= shared_size;  // the parent's copy was the one counted: the total does not change
+    --b.shared_count;
+  } else {
+    total_live -= size;
+  }
+  if (!b.sharers.empty()) [[unlikely]]
+    unshare_children(b, addr, total_live);
+}
+
 void LiveHeap::add(std::span<const Event> events) {
+  pids_dirty_ = true;
+  // Records wait for their position: split the span there. One comparison per call when none is pending.
+  while (!pending_.empty()) {
+    const std::uint64_t at = *lifecycle_position(pending_.front());
+    if (at > events_seen_ + events.size()) break;
+    const auto n = static_cast<std::size_t>(at - events_seen_);
+    add_span(events.first(n));
+    events = events.subspan(n);
+    apply(pending_.front());
+    pending_.erase(pending_.begin());
+  }
+  add_span(events);
+}
+
+void LiveHeap::add_span(std::span<const Event> events) {
   // The recorder's reader thread runs this on every event, so the loop keeps its state in locals, looks the
   // pid up only when it changes, and leaves the rare kinds (mappings) out of line.
   // The block tables outgrow the caches: fetch the slot an event a few places ahead will touch.
@@ -109,22 +204,17 @@ void LiveHeap::add(std::span<const Event> events) {
         b->live.prefetch(ahead.kind == EventKind::Realloc && ahead.has_old_addr() ? ahead.old_addr : ahead.addr);
     }
     PidHeap& h = *b->heap;
+    ++h.events;
     std::uint64_t addr = 0, size = 0;
     if (releases(e, addr)) {
-      if (b->live.erase(addr, size)) {
-        h.live_bytes -= size;
-        --h.live_count;
-        total_live -= size;
-      } else {
+      if (b->live.erase(addr, size))
+        release(*b, addr, size, total_live);
+      else
         ++h.unmatched_frees;
-      }
     }
     if (allocates(e.kind)) {
-      if (b->live.insert(e.addr, e.size, size)) {  // a missed free: the new block replaces the old one
-        h.live_bytes -= size;
-        --h.live_count;
-        total_live -= size;
-      }
+      if (b->live.insert(e.addr, e.size, size))  // a missed free: the new block replaces the old one
+        release(*b, e.addr, size, total_live);
       h.live_bytes += e.size;
       ++h.live_count;
       total_live += e.size;
@@ -144,9 +234,150 @@ void LiveHeap::add(std::span<const Event> events) {
       if (h.mapped_bytes == before) ++h.unmatched_munmaps;
     }
   }
+  events_seen_ += events.size();
   total_live_ = total_live;
   total_peak_ = total_peak;
   total_peak_ts_ = total_peak_ts;
+}
+
+void LiveHeap::add_context(const codec::ContextRecord& record) {
+  const std::optional<std::uint64_t> at = lifecycle_position(record);
+  if (!at) return;  // not a lifecycle record
+  pids_dirty_ = true;
+  if (*at > events_seen_) {
+    // Keep them in position order, equal positions in the order given (ProcessStart before its Exec).
+    const auto pos = std::upper_bound(pending_.begin(), pending_.end(), *at,
+                                      [](std::uint64_t v, const auto& r) { return v < *lifecycle_position(r); });
+    pending_.insert(pos, record);
+    return;
+  }
+  if (*at < events_seen_) ++late_;
+  apply(record);
+}
+
+void LiveHeap::sample_peak(std::uint64_t ts) {
+  if (total_live_ > total_peak_) {
+    total_peak_ = total_live_;
+    total_peak_ts_ = ts;
+  }
+}
+
+// Ends the pid's current image, if it has one: it leaves the global heap, and children sharing blocks with it
+// now count their copies.
+void LiveHeap::end_image(std::int32_t pid, ProcessImage::End how, std::uint64_t event, std::uint64_t ts) {
+  const auto it = books_.find(pid);
+  if (it == books_.end()) return;
+  Books& b = it->second;
+  ProcessImage& img = images_[b.image];
+  img.end = how;
+  img.end_event = event;
+  total_live_ -= img.heap.live_bytes - b.shared_bytes;
+  for (Books* child : b.sharers) {
+    total_live_ += child->shared_bytes;
+    child->shared = codec::AddressMap{};
+    child->shared_bytes = child->shared_count = 0;
+    child->parent = nullptr;
+  }
+  if (b.parent != nullptr) std::erase(b.parent->sharers, &b);
+  if (how == ProcessImage::End::exec) {  // the address space is replaced: nothing of it leaks
+    img.freed_by_exec_bytes = img.heap.live_bytes;
+    img.freed_by_exec_count = img.heap.live_count;
+    img.heap.live_bytes = img.heap.live_count = 0;
+    img.heap.mapped_bytes = 0;
+  }
+  books_.erase(it);
+  last_ = nullptr;
+  sample_peak(ts);
+}
+
+void LiveHeap::apply(const codec::ContextRecord& record) {
+  lifecycle_ = true;
+  last_ = nullptr;
+  if (const auto* start = std::get_if<codec::ProcessStart>(&record)) {
+    // A pid still current here was reused without an exit record: that process is gone.
+    end_image(start->pid, ProcessImage::End::exit, start->event, start->timestamp);
+    Books* parent = nullptr;
+    if (const auto p = books_.find(start->ppid); p != books_.end()) parent = &p->second;
+    Books& b = new_image(start->pid);
+    ProcessImage& img = images_[b.image];
+    img.ppid = start->ppid;
+    img.start_event = start->event;
+    if (parent != nullptr) {  // a fork: the child's address space is a copy of its parent's
+      const ProcessImage& pimg = images_[parent->image];
+      img.forked = true;
+      img.executable = pimg.executable;
+      img.argv = pimg.argv;
+      b.live = parent->live;
+      b.shared = parent->live;
+      b.mappings = parent->mappings;
+      b.shared_bytes = img.inherited_bytes = pimg.heap.live_bytes;
+      b.shared_count = img.inherited_count = pimg.heap.live_count;
+      b.heap->live_bytes = b.heap->peak_bytes = pimg.heap.live_bytes;
+      b.heap->live_count = pimg.heap.live_count;
+      b.heap->peak_timestamp = start->timestamp;
+      b.heap->mapped_bytes = b.heap->peak_mapped_bytes = pimg.heap.mapped_bytes;
+      b.heap->peak_mapped_timestamp = start->timestamp;
+      if (b.shared_count != 0) {
+        b.parent = parent;
+        parent->sharers.push_back(&b);
+      }
+    }
+  } else if (const auto* exec = std::get_if<codec::ProcessExec>(&record)) {
+    const auto it = books_.find(exec->pid);
+    ProcessImage* img = nullptr;
+    if (it != books_.end() && images_[it->second.image].heap.events == 0 &&
+        images_[it->second.image].inherited_count == 0) {
+      img = &images_[it->second.image];  // the first image, named right after its ProcessStart
+      img->forked = false;
+    } else {
+      std::optional<std::int32_t> ppid;
+      std::uint32_t image = 0;
+      if (it != books_.end()) {
+        ppid = images_[it->second.image].ppid;
+        image = images_[it->second.image].image + 1;
+      }
+      end_image(exec->pid, ProcessImage::End::exec, exec->event, exec->timestamp);
+      Books& b = new_image(exec->pid);
+      img = &images_[b.image];
+      img->ppid = ppid;
+      img->image = image;
+      img->start_event = exec->event;
+    }
+    img->executable = exec->executable;
+    img->argv = exec->argv;
+  } else if (const auto* exit = std::get_if<codec::ProcessExit>(&record)) {
+    const auto it = books_.find(exit->pid);
+    if (it == books_.end()) return;
+    ProcessImage& img = images_[it->second.image];
+    img.exit_status = exit->status;
+    img.exit_signal = exit->signal;
+    end_image(exit->pid, ProcessImage::End::exit, exit->event, exit->timestamp);
+  }
+}
+
+const std::map<std::int32_t, PidHeap>& LiveHeap::pids() const {
+  if (!pids_dirty_) return pids_;
+  pids_.clear();
+  for (const ProcessImage& img : images_) {
+    PidHeap& p = pids_[img.pid];
+    const PidHeap& h = img.heap;
+    p.live_bytes += h.live_bytes;
+    p.live_count += h.live_count;
+    if (h.peak_bytes > p.peak_bytes) {
+      p.peak_bytes = h.peak_bytes;
+      p.peak_timestamp = h.peak_timestamp;
+    }
+    p.mapped_bytes += h.mapped_bytes;
+    if (h.peak_mapped_bytes > p.peak_mapped_bytes) {
+      p.peak_mapped_bytes = h.peak_mapped_bytes;
+      p.peak_mapped_timestamp = h.peak_mapped_timestamp;
+    }
+    p.unmatched_frees += h.unmatched_frees;
+    p.unmatched_munmaps += h.unmatched_munmaps;
+    p.events += h.events;
+  }
+  pids_dirty_ = false;
+  return pids_;
 }
 
 }  // namespace memtrack::analysis

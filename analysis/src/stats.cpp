@@ -1,14 +1,76 @@
 #include "memtrack/analysis/stats.h"
 
+#include <cstring>
 #include <vector>
 
 #include "memtrack/codec/artifact_decoder.h"
 
 namespace memtrack::analysis {
 
+void Stats::add_context(const codec::ContextRecord& record) {
+  ++context.records;
+  if (const auto* r = std::get_if<codec::RecordingInfo>(&record)) {
+    context.recording = *r;
+  } else if (const auto* u = std::get_if<codec::Untracked>(&record)) {
+    context.untracked.push_back(*u);
+  } else if (const auto* e = std::get_if<codec::StreamEnd>(&record)) {
+    context.end = *e;
+  } else {
+    heap.add_context(record);
+  }
+}
+
+std::optional<bool> Stats::complete() const {
+  if (!status.is_ok()) return false;
+  if (const auto& end = context.end) return end->clean && end->events == counts.events && end->frames == file.frames;
+  if (file.index_at_end) return true;
+  if (has_context()) return false;
+  return std::nullopt;
+}
+
+namespace {
+
+// Passes bytes through and keeps the last kSeekTableFooterSize, so a sequential reader (a pipe has no end to
+// seek to) can tell whether the stream ended with a frame index.
+class TailSource final : public codec::ByteSource {
+ public:
+  explicit TailSource(codec::ByteSource& inner) : inner_(inner) {}
+  std::ptrdiff_t read(std::span<std::byte> out) override {
+    const std::ptrdiff_t n = inner_.read(out);
+    if (n > 0) {
+      const auto got = static_cast<std::size_t>(n);
+      if (got >= sizeof tail_) {
+        std::memcpy(tail_, out.data() + got - sizeof tail_, sizeof tail_);
+      } else {
+        std::memmove(tail_, tail_ + got, sizeof tail_ - got);
+        std::memcpy(tail_ + sizeof tail_ - got, out.data(), got);
+      }
+      total_ += got;
+    }
+    return n;
+  }
+  // The stream ended with a seek table footer (seekable magic, no reserved bits) counting `frames` frames.
+  [[nodiscard]] bool ends_with_index(std::uint64_t frames) const {
+    if (total_ < sizeof tail_) return false;
+    auto u32 = [&](std::size_t at) {
+      return std::uint32_t(tail_[at]) | std::uint32_t(tail_[at + 1]) << 8 | std::uint32_t(tail_[at + 2]) << 16 |
+             std::uint32_t(tail_[at + 3]) << 24;
+    };
+    return u32(5) == codec::kSeekableMagic && (tail_[4] & 0x7Fu) == 0 && u32(0) == frames;
+  }
+
+ private:
+  codec::ByteSource& inner_;
+  std::uint8_t tail_[codec::kSeekTableFooterSize] = {};
+  std::uint64_t total_ = 0;
+};
+
+}  // namespace
+
 Stats compute_stats(codec::ByteSource& source, const std::string& name, const ProgressFn& progress) {
   Stats stats;
-  codec::ArtifactDecoder decoder(source, name);
+  TailSource tail(source);
+  codec::ArtifactDecoder decoder(tail, name);
   std::vector<codec::Event> events(65536);
   while (const std::size_t n = decoder.next(events)) {
     stats.add(std::span<const codec::Event>(events.data(), n));
@@ -18,6 +80,10 @@ Stats compute_stats(codec::ByteSource& source, const std::string& name, const Pr
   stats.file.frames = decoder.progress().frames;
   stats.file.compressed_bytes = decoder.progress().compressed_bytes;
   stats.file.decompressed_bytes = decoder.progress().decompressed_bytes;
+  // The index lists every zstd frame but itself: data frames and the other skippable (context) frames.
+  const std::uint64_t skippable = decoder.progress().skippable_frames;
+  stats.file.index_at_end =
+      stats.status.is_ok() && skippable > 0 && tail.ends_with_index(stats.file.frames + skippable - 1);
   return stats;
 }
 
@@ -45,6 +111,7 @@ Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at
       });
   // Like the sequential path, count the index's skippable frame once the whole file was read.
   stats.file.compressed_bytes = bytes_done + (stats.status.is_ok() ? index.table_size : 0);
+  stats.file.index_at_end = stats.status.is_ok();
   return stats;
 }
 

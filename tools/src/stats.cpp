@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <set>
 
 #include "units.h"
 
@@ -12,6 +13,7 @@ using analysis::FileSummary;
 using analysis::kKinds;
 using analysis::kSizeBuckets;
 using analysis::PidHeap;
+using analysis::ProcessImage;
 using analysis::Stats;
 using codec::EventKind;
 
@@ -47,6 +49,136 @@ std::string bucket_label(std::size_t k) {
   return k == 64 ? ">= " + lo : lo + " .. < " + human_bytes(std::uint64_t{1} << k);
 }
 
+// A JSON string. Command lines and paths are bytes, not necessarily UTF-8: bytes that are not part of a valid
+// UTF-8 sequence become U+FFFD, so the document always parses.
+std::string json_string(const std::string& in) {
+  std::string o = "\"";
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  const std::size_t n = in.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+      ++i;
+    } else if (c < 0x80) {
+      o += static_cast<char>(c);
+      ++i;
+    } else {
+      // Length and range of a well-formed sequence (RFC 3629: no overlongs, no surrogates, <= U+10FFFF).
+      std::size_t len = 0;
+      unsigned char lo = 0x80, hi = 0xBF;
+      if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+      else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+      else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+      bool ok = len != 0 && i + len <= n && p[i + 1] >= lo && p[i + 1] <= hi;
+      for (std::size_t k = 2; ok && k < len; ++k) ok = p[i + k] >= 0x80 && p[i + k] <= 0xBF;
+      if (ok) {
+        o.append(in, i, len);
+        i += len;
+      } else {
+        o += "\xEF\xBF\xBD";
+        ++i;
+      }
+    }
+  }
+  return o + "\"";
+}
+
+std::string json_strings(const std::vector<std::string>& v) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + json_string(v[i]);
+  return o + "]";
+}
+
+template <class T>
+std::string json_optional(const std::optional<T>& v) {
+  return v ? std::to_string(*v) : "null";
+}
+
+// A command line as a person reads it, the way a shell would take it back: words joined by spaces, a word
+// with a space, a quote or nothing in single quotes (double quotes if it holds a single quote), and control
+// bytes shown as '?', so one row stays one line.
+std::string command_line(const std::vector<std::string>& argv, const std::string& executable) {
+  if (argv.empty()) return executable.empty() ? "?" : executable;
+  std::string o;
+  for (const std::string& a : argv) {
+    if (!o.empty()) o += ' ';
+    const bool quote = a.empty() || a.find_first_of(" \t'\"\\$`") != std::string::npos;
+    const bool dq = a.find('\'') != std::string::npos;
+    if (quote) o += dq ? '"' : '\'';
+    for (const char ch : a) {
+      if (dq && (ch == '"' || ch == '\\' || ch == '$' || ch == '`')) o += '\\';
+      o += static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F ? '?' : ch;
+    }
+    if (quote) o += dq ? '"' : '\'';
+  }
+  return o;
+}
+
+const char* end_name(ProcessImage::End e) {
+  switch (e) {
+    case ProcessImage::End::exec:
+      return "exec";
+    case ProcessImage::End::exit:
+      return "exit";
+    case ProcessImage::End::running:
+      break;
+  }
+  return "running";
+}
+
+// How an image ended, in a table cell: its exit code, the signal that killed it, "exec", or "-".
+std::string end_cell(const ProcessImage& img) {
+  if (img.end == ProcessImage::End::exec) return "exec";
+  if (img.end == ProcessImage::End::exit) {
+    if (img.exit_signal) return "sig " + std::to_string(*img.exit_signal);
+    if (img.exit_status) return std::to_string(*img.exit_status);
+    return "exit";
+  }
+  return "-";
+}
+
+struct ExecTotals {
+  std::uint64_t count = 0, bytes = 0;
+};
+
+ExecTotals freed_by_exec(const Stats& s) {
+  ExecTotals t;
+  for (const ProcessImage& img : s.heap.images()) {
+    t.count += img.freed_by_exec_count;
+    t.bytes += img.freed_by_exec_bytes;
+  }
+  return t;
+}
+
+// The notes that qualify the numbers, one line each, after a blank line (so the table of an artifact without
+// them is unchanged above it).
+std::string notes(const Stats& s) {
+  std::string o;
+  if (!s.has_context())
+    o += "note: no context section (version 1 artifact): every pid counts as alive to the end, exec and fork "
+         "are not seen; numbers as before\n";
+  const std::optional<bool> complete = s.complete();
+  if (!complete.has_value())
+    o += "note: complete: unknown (no frame index and no End record: this writer leaves no mark of the end)\n";
+  else if (!*complete && s.status.is_ok())
+    o += s.context.end ? "note: incomplete: the End record does not match the events and frames read\n"
+                       : "note: incomplete: no End record (the recording was cut short)\n";
+  if (s.heap.late_records() != 0 || s.heap.pending_records() != 0)
+    o += "note: " + u64(s.heap.late_records()) + " context records out of order, " + u64(s.heap.pending_records()) +
+         " positioned after the last event\n";
+  return o.empty() ? o : "\n" + o;
+}
+
 }  // namespace
 
 std::string format_stats_table(const Stats& s) {
@@ -69,6 +201,18 @@ std::string format_stats_table(const Stats& s) {
   }
   add("still live at end",
       u64(leak_count) + " blocks, " + u64(leak_bytes) + " bytes (" + human_bytes(leak_bytes) + ")");
+  if (s.has_context()) {
+    const ExecTotals ex = freed_by_exec(s);
+    add("freed by exec", u64(ex.count) + " blocks, " + u64(ex.bytes) + " bytes (" + human_bytes(ex.bytes) + ")");
+    std::uint64_t exited = 0;
+    for (const ProcessImage& img : s.heap.images()) exited += img.end == ProcessImage::End::exit ? 1 : 0;
+    add("processes",
+        u64(s.heap.pids().size()) + " (" + u64(s.heap.images().size()) + " images, " + u64(exited) + " exited)");
+    if (s.context.recording) add("command", command_line(s.context.recording->command, ""));
+    for (const codec::Untracked& u : s.context.untracked)
+      add("untracked", (u.pid ? "pid " + std::to_string(*u.pid) + " " : std::string()) +
+                           (u.executable.empty() ? "?" : u.executable) + " (" + u.reason + ")");
+  }
   add("brk bytes", u64(c.brk_bytes));
   char r[64];
   std::snprintf(r, sizeof r, "%.2fx", ratio(s.file));
@@ -82,6 +226,31 @@ std::string format_stats_table(const Stats& s) {
     std::snprintf(line, sizeof line, "  %-14s %12" PRIu64 "\n",
                   std::string(codec::kind_name(static_cast<EventKind>(k))).c_str(), c.by_kind[k]);
     out += line;
+  }
+
+  if (s.has_context()) {
+    // One row per image: a pid that exec'd has a row per image (pid/1, pid/2...), the command each ran, and
+    // how it ended; a fork child that did not exec runs its parent's command, marked [fork].
+    out += "\nby process image\n";
+    std::snprintf(line, sizeof line, "  %-10s %10s %14s %20s %10s %14s %14s %15s %14s %6s  %s\n", "pid", "events",
+                  "peak live", "peak at", "leaks", "leaked bytes", "peak mapped", "unmatched frees", "freed by exec",
+                  "end", "command");
+    out += line;
+    for (const ProcessImage& img : s.heap.images()) {
+      const PidHeap& h = img.heap;
+      const std::string label = std::to_string(img.pid) + (img.image ? "/" + std::to_string(img.image) : "");
+      const std::string command = (img.forked ? "[fork] " : "") + command_line(img.argv, img.executable);
+      out += "  ";
+      char cells[256];
+      std::snprintf(cells, sizeof cells,
+                    "%-10s %10" PRIu64 " %14" PRIu64 " %20s %10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %15" PRIu64
+                    " %14" PRIu64 " %6s  ",
+                    label.c_str(), h.events, h.peak_bytes, since_start(c, h.peak_timestamp).c_str(), h.live_count,
+                    h.live_bytes, h.peak_mapped_bytes, h.unmatched_frees, img.freed_by_exec_bytes,
+                    end_cell(img).c_str());
+      out += cells;
+      out += command + "\n";  // unbounded: not through the fixed-size line buffer
+    }
   }
 
   out += "\nby pid\n";
@@ -104,8 +273,40 @@ std::string format_stats_table(const Stats& s) {
     std::snprintf(line, sizeof line, "  %-24s %12" PRIu64 "\n", bucket_label(k).c_str(), c.size_histogram[k]);
     out += line;
   }
-  return out;
+  return out + notes(s);
 }
+
+namespace {
+
+// A pid's images in JSON (the keys a pid entry adds with context): its last image's command, and every
+// image with its own numbers.
+std::string image_json(const Stats& s, std::int32_t pid) {
+  std::string o;
+  const ProcessImage* last = nullptr;
+  std::string images;
+  for (const ProcessImage& img : s.heap.images()) {
+    if (img.pid != pid) continue;
+    last = &img;
+    const PidHeap& h = img.heap;
+    images += images.empty() ? "{" : ",{";
+    images += "\"image\":" + u64(img.image) + ",\"ppid\":" + json_optional(img.ppid) +
+              ",\"forked\":" + (img.forked ? "true" : "false") + ",\"executable\":" + json_string(img.executable) +
+              ",\"argv\":" + json_strings(img.argv) + ",\"end\":\"" + end_name(img.end) + "\"" +
+              ",\"exit_status\":" + json_optional(img.exit_status) +
+              ",\"exit_signal\":" + json_optional(img.exit_signal) + ",\"events\":" + u64(h.events) +
+              ",\"peak_live_bytes\":" + u64(h.peak_bytes) + ",\"peak_live_timestamp\":" + u64(h.peak_timestamp) +
+              ",\"leaked_count\":" + u64(h.live_count) + ",\"leaked_bytes\":" + u64(h.live_bytes) +
+              ",\"peak_mapped_bytes\":" + u64(h.peak_mapped_bytes) + ",\"unmatched_frees\":" + u64(h.unmatched_frees) +
+              ",\"inherited_count\":" + u64(img.inherited_count) + ",\"inherited_bytes\":" + u64(img.inherited_bytes) +
+              ",\"freed_by_exec_count\":" + u64(img.freed_by_exec_count) +
+              ",\"freed_by_exec_bytes\":" + u64(img.freed_by_exec_bytes) + "}";
+  }
+  o += ",\"command\":" + (last ? json_strings(last->argv) : std::string("null"));
+  o += ",\"images\":[" + images + "]";
+  return o;
+}
+
+}  // namespace
 
 std::string format_stats_json(const Stats& s) {
   const EventCounts& c = s.counts;
@@ -126,7 +327,14 @@ std::string format_stats_json(const Stats& s) {
   o += "},\"pids\":[";
   bool first = true;
   std::uint64_t leak_count = 0, leak_bytes = 0;
-  for (const auto& [pid, n] : c.by_pid) {
+  // With context, pids known only from records (a process without events) are listed too.
+  std::set<std::int32_t> pids;
+  for (const auto& [pid, n] : c.by_pid) pids.insert(pid);
+  if (s.has_context())
+    for (const auto& [pid, h] : s.heap.pids()) pids.insert(pid);
+  for (const std::int32_t pid : pids) {
+    const auto counted = c.by_pid.find(pid);
+    const std::uint64_t n = counted == c.by_pid.end() ? 0 : counted->second;
     const auto it = s.heap.pids().find(pid);
     const PidHeap h = it == s.heap.pids().end() ? PidHeap{} : it->second;
     leak_count += h.live_count;
@@ -138,7 +346,9 @@ std::string format_stats_json(const Stats& s) {
          ",\"leaked_bytes\":" + u64(h.live_bytes) + ",\"mapped_bytes\":" + u64(h.mapped_bytes) +
          ",\"peak_mapped_bytes\":" + u64(h.peak_mapped_bytes) +
          ",\"peak_mapped_timestamp\":" + u64(h.peak_mapped_timestamp) +
-         ",\"unmatched_frees\":" + u64(h.unmatched_frees) + ",\"unmatched_munmaps\":" + u64(h.unmatched_munmaps) + "}";
+         ",\"unmatched_frees\":" + u64(h.unmatched_frees) + ",\"unmatched_munmaps\":" + u64(h.unmatched_munmaps);
+    if (s.has_context()) o += image_json(s, pid);
+    o += "}";
   }
   o += "],\"leaked_count\":" + u64(leak_count) + ",\"leaked_bytes\":" + u64(leak_bytes);
   o += ",\"size_histogram\":[";
@@ -155,7 +365,30 @@ std::string format_stats_json(const Stats& s) {
   o += "],\"file\":{\"frames\":" + u64(s.file.frames) + ",\"indexed\":" + (s.file.indexed ? "true" : "false") +
        ",\"compressed_bytes\":" + u64(s.file.compressed_bytes) +
        ",\"msgpack_bytes\":" + u64(s.file.decompressed_bytes) + ",\"compression_ratio\":" + r + "}";
-  o += ",\"complete\":" + std::string(s.status.is_ok() ? "true" : "false");
+  if (s.has_context()) {
+    const ExecTotals ex = freed_by_exec(s);
+    o += ",\"freed_by_exec_count\":" + u64(ex.count) + ",\"freed_by_exec_bytes\":" + u64(ex.bytes);
+    o += ",\"recording\":";
+    if (const auto& rec = s.context.recording) {
+      o += "{\"memtrack\":" + json_string(rec->memtrack_version) + ",\"command\":" + json_strings(rec->command) +
+           ",\"start_realtime_ns\":" + u64(rec->start_realtime_ns) + ",\"sections\":" + json_strings(rec->sections) +
+           ",\"pid\":" + std::to_string(rec->pid) + "}";
+    } else {
+      o += "null";
+    }
+    o += ",\"untracked\":[";
+    for (std::size_t i = 0; i < s.context.untracked.size(); ++i) {
+      const codec::Untracked& u = s.context.untracked[i];
+      o += std::string(i ? "," : "") + "{\"pid\":" + json_optional(u.pid) +
+           ",\"executable\":" + json_string(u.executable) + ",\"reason\":" + json_string(u.reason) + "}";
+    }
+    o += "],\"context_records_out_of_order\":" + u64(s.heap.late_records()) +
+         ",\"context_records_after_the_end\":" + u64(s.heap.pending_records());
+  }
+  // Whether the numbers are the lifecycle-aware ones (false: a version-1 artifact, numbers as before).
+  o += ",\"context\":" + std::string(s.has_context() ? "true" : "false");
+  const std::optional<bool> complete = s.complete();
+  o += ",\"complete\":" + std::string(!complete ? "null" : *complete ? "true" : "false");
   o += "}\n";
   return o;
 }

@@ -2,28 +2,51 @@
 // The one model behind the recorder's summary line and `memtrack stats`.
 //
 // Rules (docs/FORMAT.md "Meaning"; which kinds allocate is event_kinds.h):
-// - The live heap of a pid is the bytes of its allocating events not yet released. Free releases its
-//   address; Realloc releases old_addr (when present) and then adds addr. Addresses are per pid (processes
-//   have separate address spaces). An allocation at an address already live (a missed free) replaces it; a
-//   release of an unknown address counts as an unmatched free (e.g. a forked child freeing its parent's
-//   block, which is not in the child's books).
+// - The live heap of a process image is the bytes of its allocating events not yet released. Free releases
+//   its address; Realloc releases old_addr (when present) and then adds addr. Addresses are per process
+//   (separate address spaces). An allocation at an address already live (a missed free) replaces it; a
+//   release of an unknown address counts as an unmatched free.
 // - Mmap/Munmap are tracked separately as mapped bytes, by address range (a munmap may cut part of a
 //   mapping; a mapping over an old one replaces the overlap, as the kernel does).
 // - Brk is not heap; its pid still appears in pids().
-// - Peaks are sampled after every event, per pid and for the sum over pids.
+// - Peaks are sampled after every event (and every lifecycle record), per image and for the global sum.
 // - Live and mapped bytes are exact while they stay below 2^64, which only hostile input can exceed.
 //
-// Order matters (an allocation must be seen before its free), so a LiveHeap is fed every event exactly once,
-// in artifact order, from one thread at a time. Not thread-safe; no allocation per event except when a pid,
-// a block table's growth or a mapping is new.
+// Lifecycle (docs/FORMAT.md "Context section"), from the records given to add_context():
+// - Without any record (version 1 artifacts), every pid is one image, alive from its first event to the end
+//   of the trace: the numbers of the first release of this model, exactly.
+// - ProcessStart: a new image for the pid (a pid reused after an exit gets a new row). If its parent has a
+//   current image, the child is a fork: it starts with a copy of the parent's live blocks and mappings
+//   (inherited_*; its frees of them match) and runs the parent's image (forked = true, the parent's command).
+// - Exec: the pid's image ends (end = exec): its live blocks and mappings are gone with its address space,
+//   not leaked; they are counted in freed_by_exec_* and its live_* drop to 0. A new image row follows. An
+//   Exec on an image that has neither events nor inherited blocks yet (the first image, right after its
+//   ProcessStart) only names that image.
+// - ProcessExit: the image ends (end = exit); what it still holds is its leaks (live_* stay).
+// - The global live heap (total_*) is the sum over images that are alive (not ended). A block a fork child
+//   inherited is counted once, by the parent that still holds it, until the parent releases that address or
+//   its image ends; then the child's copy counts (copy-on-write pages are one page until one side lets go;
+//   after the parent is gone, each child holding the copy counts it, an overestimate only for several
+//   children sharing what a dead parent left them).
+//
+// Order matters (an allocation must be seen before its free, a record before the events after its
+// position), so a LiveHeap is fed every event exactly once, in artifact order, from one thread at a time.
+// Records may be given early (their effect waits for their position), or late (applied at once, counted in
+// late_records()). Not thread-safe, const calls included (pids() fills a cache); no allocation per event
+// except when a pid, a block table's growth or a mapping is new.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <optional>
 #include <span>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "memtrack/codec/address_map.h"
+#include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
 
 namespace memtrack::analysis {
@@ -33,13 +56,31 @@ struct PidHeap {
   std::uint64_t peak_bytes = 0, peak_timestamp = 0;
   std::uint64_t mapped_bytes = 0, peak_mapped_bytes = 0, peak_mapped_timestamp = 0;
   std::uint64_t unmatched_frees = 0, unmatched_munmaps = 0;
+  std::uint64_t events = 0;  // events of this image (pids(): of the pid)
+};
+
+// One process image: a pid from its start (or first event) to its exec or exit, or one of its exec'd images.
+struct ProcessImage {
+  enum class End : std::uint8_t { running, exec, exit };
+  std::int32_t pid = 0;
+  std::optional<std::int32_t> ppid;  // known from a ProcessStart
+  std::uint32_t image = 0;           // 0: the image the process started with; n: after its n-th Exec
+  bool forked = false;               // runs the image its parent had at the fork (it did not exec yet)
+  std::string executable;            // empty when unknown (no context, or a process of unknown origin)
+  std::vector<std::string> argv;
+  End end = End::running;
+  std::optional<std::int32_t> exit_status, exit_signal;  // end == exit, when known
+  std::optional<std::uint64_t> start_event, end_event;   // positions of the records that began / ended it
+  PidHeap heap;                                          // live_*: leaks when end != exec
+  std::uint64_t inherited_bytes = 0, inherited_count = 0;
+  std::uint64_t freed_by_exec_bytes = 0, freed_by_exec_count = 0;
 };
 
 class LiveHeap {
  public:
   LiveHeap() = default;
-  // Copies and moves keep the books consistent (they hold pointers into the results and a cache of the last
-  // pid's books); a moved-from LiveHeap is empty.
+  // Copies and moves keep the books consistent (they hold pointers into the results, between images, and a
+  // cache of the last pid's books); a moved-from LiveHeap is empty.
   LiveHeap(const LiveHeap& other);
   LiveHeap(LiveHeap&& other) noexcept;
   LiveHeap& operator=(const LiveHeap& other);
@@ -48,30 +89,64 @@ class LiveHeap {
 
   void add(std::span<const codec::Event> events);  // in artifact order
 
-  // Every pid seen in the events, whatever their kinds. References stay valid while events are added.
-  [[nodiscard]] const std::map<std::int32_t, PidHeap>& pids() const { return heaps_; }
-  // Summed over pids: the live heap now, and the peak of that sum and when it happened.
+  // A context record: ProcessStart, Exec and ProcessExit take effect before the event at their position
+  // (`event`, counting the events given to add() from 0); other records are ignored here (Stats keeps them).
+  void add_context(const codec::ContextRecord& record);
+
+  // Whether any lifecycle record was applied: without, every number is the version-1 model's.
+  [[nodiscard]] bool has_lifecycle() const { return lifecycle_; }
+  [[nodiscard]] std::uint64_t events() const { return events_seen_; }
+  // Records given after the events at their position had been added (applied late: a reader out of order).
+  [[nodiscard]] std::uint64_t late_records() const { return late_; }
+  // Records whose position lies beyond the events added so far (a stream cut short, or a wrong position).
+  [[nodiscard]] std::size_t pending_records() const { return pending_.size(); }
+
+  // Every image, in the order they began. References stay valid while events and records are added.
+  [[nodiscard]] const std::deque<ProcessImage>& images() const { return images_; }
+  // Every pid seen in the events or records, whatever their kinds, summed over its images: events, live,
+  // mapped and unmatched are sums, peaks the largest image's. Valid until the next add or add_context.
+  [[nodiscard]] const std::map<std::int32_t, PidHeap>& pids() const;
+  // The global live heap now (images alive), and the peak of that sum and when it happened.
   [[nodiscard]] std::uint64_t total_live_bytes() const { return total_live_; }
   [[nodiscard]] std::uint64_t total_peak_bytes() const { return total_peak_; }
   [[nodiscard]] std::uint64_t total_peak_timestamp() const { return total_peak_ts_; }
 
  private:
   struct Books {
-    PidHeap* heap = nullptr;                          // the pid's entry in heaps_
+    std::size_t image = 0;                            // index in images_
+    PidHeap* heap = nullptr;                          // &images_[image].heap
     codec::AddressMap live;                           // addr -> size
     std::map<std::uint64_t, std::uint64_t> mappings;  // start -> length, non-overlapping
+    // Inherited blocks the parent image still counts (a subset of live), and that parent's books.
+    codec::AddressMap shared;
+    std::uint64_t shared_bytes = 0, shared_count = 0;
+    Books* parent = nullptr;
+    std::vector<Books*> sharers;  // children whose `shared` refers to this image
   };
   Books& books_of(std::int32_t pid);
-  void relink();
+  Books& new_image(std::int32_t pid);
+  void add_span(std::span<const codec::Event> events);
+  void apply(const codec::ContextRecord& record);
+  void release(Books& b, std::uint64_t addr, std::uint64_t size, std::uint64_t& total_live);
+  void unshare_children(Books& b, std::uint64_t addr, std::uint64_t& total_live);
+  void end_image(std::int32_t pid, ProcessImage::End how, std::uint64_t event, std::uint64_t ts);
+  void sample_peak(std::uint64_t ts);
+  void relink(const LiveHeap& from);
   void map(Books& b, std::uint64_t addr, std::uint64_t size, std::uint64_t ts);
   void unmap(Books& b, std::uint64_t addr, std::uint64_t size);
 
-  std::map<std::int32_t, PidHeap> heaps_;  // the results, in pid order: what pids() returns
-  // Node-based: references stay valid as pids are added, so the last pid's books can be cached.
+  std::deque<ProcessImage> images_;  // the results, in the order images began
+  // The current image of each pid. Node-based: references stay valid as pids are added, so the last pid's
+  // books can be cached, and children can point at their parent's.
   std::unordered_map<std::int32_t, Books> books_;
   std::int32_t last_pid_ = 0;
   Books* last_ = nullptr;  // the last pid's books: pids repeat in long runs
   std::uint64_t total_live_ = 0, total_peak_ = 0, total_peak_ts_ = 0;
+  std::uint64_t events_seen_ = 0, late_ = 0;
+  bool lifecycle_ = false;
+  std::vector<codec::ContextRecord> pending_;  // sorted by position, stable
+  mutable std::map<std::int32_t, PidHeap> pids_;
+  mutable bool pids_dirty_ = true;
 };
 
 }  // namespace memtrack::analysis

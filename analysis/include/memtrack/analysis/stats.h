@@ -1,17 +1,22 @@
-// A trace's summary, what `memtrack stats` reports: the counts (counts.h), the live heap (live_heap.h) and
-// what the file looked like. The accumulator is Stats: feed it events in artifact order with add(), or let
-// compute_stats / compute_stats_indexed read a whole artifact into it, then read its fields.
+// A trace's summary, what `memtrack stats` reports: the counts (counts.h), the live heap (live_heap.h), the
+// artifact's context records (who the processes were, docs/FORMAT.md "Context section") and what the file
+// looked like. The accumulator is Stats: feed it events in artifact order with add() and context records
+// with add_context() (before the events at their position, or earlier), or let compute_stats /
+// compute_stats_indexed read a whole artifact into it, then read its fields.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "memtrack/analysis/counts.h"
 #include "memtrack/analysis/frame_reader.h"
 #include "memtrack/analysis/live_heap.h"
 #include "memtrack/codec/byte_source.h"
+#include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/seek_table.h"
 #include "memtrack/codec/status.h"
@@ -23,6 +28,18 @@ struct FileSummary {
   std::uint64_t compressed_bytes = 0;    // file bytes read (data frames and skippable frames)
   std::uint64_t decompressed_bytes = 0;  // msgpack bytes
   bool indexed = false;                  // read through the frame index (frames decoded in parallel)
+  // The stream ended with a valid frame index describing every frame read: our writer's mark of a stream
+  // that finished (it writes the index only then).
+  bool index_at_end = false;
+};
+
+// The context section's records other than the lifecycle ones (which the live heap applies); all empty for
+// a version-1 artifact.
+struct ContextSummary {
+  std::uint64_t records = 0;  // every context record read, lifecycle ones included
+  std::optional<codec::RecordingInfo> recording;
+  std::vector<codec::Untracked> untracked;
+  std::optional<codec::StreamEnd> end;
 };
 
 struct Stats {
@@ -31,12 +48,28 @@ struct Stats {
   FileSummary file;
   codec::Status status;  // not ok: the artifact is damaged, and the stats cover the events before the damage
 
+  ContextSummary context;
+
   // Events in artifact order (the live heap depends on it). compute_stats_indexed instead counts each frame
   // on its own thread and merges, which gives the same counts.
   void add(std::span<const codec::Event> events) {
     counts.add(events);
     heap.add(events);
   }
+  // A context record, in the order of the artifact's context frames; lifecycle records go to the live heap
+  // (which applies them at their position), the others are kept above.
+  void add_context(const codec::ContextRecord& record);
+
+  // Whether the artifact has a context section: without one, the numbers are the version-1 model's
+  // (every pid alive to the end, no exec, no fork inheritance) and the table says so.
+  [[nodiscard]] bool has_context() const { return context.records != 0; }
+
+  // Whether the stream is known to be whole (what the writer's end says): false if damaged, or if an `End`
+  // record is not clean or disagrees with the events and data frames read; true with a clean, matching
+  // `End`, else with a frame index at the end; false for an artifact with context but neither (our context
+  // writer always ends with `End`: it was cut short); nullopt when the writer left no mark either way (no
+  // context, no index: older artifacts, other writers).
+  [[nodiscard]] std::optional<bool> complete() const;
 };
 
 // Progress callback: bytes of the file consumed so far, events so far. Called from the thread that merges.

@@ -1,0 +1,229 @@
+// Lifecycle numbers from artifact bytes: data frames written by the pipeline's encode_stream, context frames
+// (codec::encode_context_frame) spliced after them where docs/FORMAT.md "Context section: positions" puts
+// them, a frame index listing both. Read back frame by frame as the format promises (a data frame, then the
+// context frames after it, whose records are applied among that frame's events), the numbers are the ones
+// computed by hand in lifecycle_test.cpp; the sequential reader of today (which skips context frames)
+// still reads every event and sees the index at the end. Artifacts cut at every frame boundary keep the
+// records of the frames they keep, and are not complete.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+#include "lifecycle_trace.h"
+#include "memtrack/analysis/stats.h"
+#include "memtrack/codec/byte_source.h"
+#include "memtrack/codec/context.h"
+#include "memtrack/codec/frame_decoder.h"
+#include "memtrack/codec/seek_table.h"
+#include "memtrack/pipeline/sink.h"
+#include "memtrack/pipeline/stream_encoder.h"
+#include "pipeline/zstd_frames.h"
+
+namespace memtrack::analysis {
+namespace {
+
+using codec::ContextRecord;
+using codec::Event;
+using testing::kMiB;
+using testing::kRecorder;
+using testing::position;
+using testing::Trace;
+
+class SpanSource final : public pipeline::EventSource {
+ public:
+  explicit SpanSource(std::span<const Event> events) : events_(events) {}
+  std::size_t read(std::span<Event> out) override {
+    const std::size_t n = std::min(out.size(), events_.size() - pos_);
+    std::copy_n(events_.begin() + static_cast<std::ptrdiff_t>(pos_), n, out.begin());
+    pos_ += n;
+    return n;
+  }
+  codec::Status status() const override { return {}; }
+
+ private:
+  std::span<const Event> events_;
+  std::size_t pos_ = 0;
+};
+
+struct Built {
+  std::vector<std::byte> bytes;
+  struct Boundary {
+    std::size_t offset = 0;     // where a frame (data or context) ends, the index excluded
+    std::uint64_t covered = 0;  // events whose records are all in the artifact up to here
+  };
+  std::vector<Boundary> boundaries;
+};
+
+// Data frames of `frame_events` from encode_stream; after data frame m, one context frame with every record
+// positioned at or before m's end not written yet (the Recording record first); after the last one, the End
+// record; then a seek table of all of them.
+Built build(const Trace& t, std::size_t frame_events, bool with_end = true) {
+  pipeline::MemorySink sink;
+  SpanSource source(t.events);
+  pipeline::EncoderOptions options;
+  options.frame_events = frame_events;
+  options.workers = 2;
+  options.write_seek_table = false;
+  const codec::Status s = pipeline::encode_stream(source, sink, options);
+  if (!s.is_ok()) throw std::runtime_error(s.message());
+  const auto frames = testing::split_frames(sink.bytes());
+
+  std::vector<ContextRecord> records;
+  records.emplace_back(codec::RecordingInfo{"test", {"sh", "-c", "work"}, 1, 2, {"lifecycle"}, kRecorder});
+  records.insert(records.end(), t.records.begin(), t.records.end());
+  codec::FrameCompressor compressor(3);
+  std::vector<std::byte> scratch;
+  codec::SeekTableBuilder index;
+  Built b;
+  std::size_t next = 0, end_event = 0;
+  auto context_frame = [&](std::span<const ContextRecord> batch) {
+    std::vector<std::byte> frame;
+    const codec::Status st = codec::encode_context_frame(batch, compressor, scratch, frame);
+    if (!st.is_ok()) throw std::runtime_error(st.message());
+    b.bytes.insert(b.bytes.end(), frame.begin(), frame.end());
+    b.boundaries.push_back({b.bytes.size(), end_event});
+    index.add(static_cast<std::uint32_t>(frame.size()), 0);
+  };
+  for (std::size_t m = 0; m < frames.size(); ++m) {
+    const auto* data = sink.bytes().data() + frames[m].offset;
+    b.bytes.insert(b.bytes.end(), data, data + frames[m].size);
+    // The records of this frame's events follow it: up to here, only those of the frames before.
+    b.boundaries.push_back({b.bytes.size(), end_event});
+    index.add(static_cast<std::uint32_t>(frames[m].size), static_cast<std::uint32_t>(frames[m].content_size));
+    end_event = std::min(t.events.size(), (m + 1) * frame_events);
+    std::vector<ContextRecord> batch;
+    const bool last = m + 1 == frames.size();
+    while (next < records.size() && (last || position(records[next]) <= end_event)) batch.push_back(records[next++]);
+    if (last && with_end) batch.emplace_back(codec::StreamEnd{t.events.size(), frames.size(), true});
+    if (!batch.empty()) context_frame(batch);
+  }
+  const auto table = index.finish();
+  b.bytes.insert(b.bytes.end(), table.begin(), table.end());
+  return b;
+}
+
+// Reads `bytes` as FORMAT.md promises a sequential reader can: each data frame's events are handed over after
+// the records of the context frames that follow it (a one-frame delay). Stops at the frame index.
+Stats read_with_context(std::span<const std::byte> bytes) {
+  Stats stats;
+  codec::FrameDecoder decoder;
+  std::vector<Event> pending, events;
+  auto flush = [&] {
+    stats.add(pending);
+    pending.clear();
+  };
+  std::size_t pos = 0;
+  while (pos + 8 <= bytes.size()) {
+    std::uint32_t magic = 0, size = 0;
+    std::memcpy(&magic, bytes.data() + pos, 4);
+    std::memcpy(&size, bytes.data() + pos + 4, 4);
+    if (magic == codec::kSeekTableSkippableMagic) break;
+    if (codec::is_context_frame(bytes.subspan(pos))) {
+      std::vector<ContextRecord> records;
+      const codec::Status s = codec::decode_context_frame(bytes.subspan(pos, 8 + std::size_t{size}), pos, records);
+      if (!s.is_ok()) throw std::runtime_error(s.message());
+      for (const auto& r : records) stats.add_context(r);
+      pos += 8 + std::size_t{size};
+      continue;
+    }
+    flush();  // the previous data frame had no context frame after it
+    const std::size_t n = ZSTD_findFrameCompressedSize(bytes.data() + pos, bytes.size() - pos);
+    if (ZSTD_isError(n)) throw std::runtime_error("bad frame");
+    events.clear();
+    const codec::Status s = decoder.decode(bytes.subspan(pos, n), events);
+    if (!s.is_ok()) throw std::runtime_error(s.message());
+    pending = events;
+    ++stats.file.frames;
+    pos += n;
+  }
+  flush();
+  return stats;
+}
+
+// The trace of lifecycle_test.cpp's SequentialChildrenPeakIsOneChilds: a shell holding 1000 bytes runs 30
+// children one after another, each holding 1 MiB.
+Trace sequential_children() {
+  Trace t;
+  t.start(10, kRecorder);
+  t.exec(10, "/bin/sh", {"sh", "-c", "loop"});
+  t.malloc(10, 0x1000, 1000);
+  for (int i = 0; i < 30; ++i) {
+    const std::int32_t pid = 100 + i;
+    t.start(pid, 10);
+    t.malloc(pid, 0x5000, 24);
+    t.exec(pid, "/usr/bin/child", {"child", std::to_string(i)});
+    for (int k = 0; k < 4; ++k) t.malloc(pid, 0x10000 + 0x100000 * k, kMiB / 4);
+    t.exit(pid);
+  }
+  return t;
+}
+
+TEST(LifecycleArtifact, RecordsAfterTheirFramesGiveTheLifecycleNumbers) {
+  const Trace t = sequential_children();
+  for (const std::size_t frame_events : {1, 3, 7, 64, 1000}) {
+    const Built b = build(t, frame_events);
+    const Stats s = read_with_context(b.bytes);
+    EXPECT_EQ(s.counts.events, t.events.size());
+    EXPECT_EQ(s.heap.total_peak_bytes(), 1000 + kMiB) << frame_events;
+    EXPECT_EQ(s.heap.late_records(), 0u) << frame_events;
+    EXPECT_EQ(s.heap.pending_records(), 0u) << frame_events;
+    EXPECT_EQ(s.heap.images().size(), 61u);
+    ASSERT_TRUE(s.context.recording);
+    EXPECT_EQ(s.context.recording->command, (std::vector<std::string>{"sh", "-c", "work"}));
+    EXPECT_EQ(s.complete(), true);
+  }
+}
+
+TEST(LifecycleArtifact, TodaysSequentialReaderReadsEveryEventAndSeesTheIndex) {
+  const Trace t = sequential_children();
+  const Built b = build(t, 7);
+  codec::MemorySource source(b.bytes);
+  const Stats s = compute_stats(source, "mem");
+  ASSERT_TRUE(s.status.is_ok()) << s.status.message();
+  EXPECT_EQ(s.counts.events, t.events.size());
+  // The index counts context frames too: found at the end whatever their number.
+  EXPECT_TRUE(s.file.index_at_end);
+  EXPECT_EQ(s.file.frames, (t.events.size() + 6) / 7);
+}
+
+// Cut after every frame. A cut after a context frame keeps the records of every data frame kept, and the
+// lifecycle numbers are those of feeding the kept events and the records positioned in them directly. A cut
+// between a data frame and its context frame loses the records of that frame's events only (the numbers are
+// those of the records up to the frame before). Without the End record the artifact is never complete: false
+// once a context frame was read, unknown before (indistinguishable from a version-1 artifact cut short).
+TEST(LifecycleArtifact, CutAtEveryFrameBoundaryKeepsTheContextOfTheFramesBeforeIt) {
+  const Trace t = sequential_children();
+  const Built b = build(t, 16);
+  std::size_t with_context = 0;
+  for (std::size_t i = 0; i + 1 < b.boundaries.size(); ++i) {
+    const std::span<const std::byte> cut(b.bytes.data(), b.boundaries[i].offset);
+    const Stats s = read_with_context(cut);
+    const std::uint64_t kept = s.counts.events;
+    const std::uint64_t covered = i == 0 ? 0 : b.boundaries[i - 1].covered;
+    const bool after_context =
+        codec::is_context_frame(std::span<const std::byte>(b.bytes).subspan(i == 0 ? 0 : b.boundaries[i - 1].offset));
+    const std::uint64_t records_up_to = after_context ? b.boundaries[i].covered : covered;
+    LiveHeap direct;
+    for (const auto& r : t.records)
+      if (position(r) <= records_up_to) direct.add_context(r);
+    direct.add(std::span<const Event>(t.events).first(kept));
+    EXPECT_EQ(s.heap.total_peak_bytes(), direct.total_peak_bytes()) << "cut " << i;
+    EXPECT_EQ(s.heap.total_live_bytes(), direct.total_live_bytes()) << "cut " << i;
+    EXPECT_EQ(s.heap.images().size(), direct.images().size()) << "cut " << i;
+    if (s.has_context()) {
+      ++with_context;
+      EXPECT_EQ(s.complete(), false) << "cut " << i;
+    } else {
+      EXPECT_EQ(s.complete(), std::nullopt) << "cut " << i;
+    }
+    codec::MemorySource source(cut);
+    const Stats today = compute_stats(source, "cut");
+    EXPECT_EQ(today.counts.events, kept);
+    EXPECT_EQ(today.complete(), std::nullopt) << "no index, and today's reader reads no context: unknown";
+  }
+  EXPECT_GT(with_context, b.boundaries.size() / 2);
+}
+
+}  // namespace
+}  // namespace memtrack::analysis

@@ -1,0 +1,127 @@
+// `memtrack stats`'s renderings with and without a context section. With context (a Stats fed events and
+// records directly, as a reader will): one table row per process image with its command, the freed-by-exec
+// and process lines, and the JSON keys added beside the existing ones (which keep their names), parsed by
+// python. Without: through the real binary, the version-1 output plus the notes, and `complete` as the
+// writer's end mark says (issue 16: true with an index, null without, false when damaged).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "analysis/lifecycle_trace.h"
+#include "common/artifacts.h"
+#include "common/run.h"
+#include "memtrack/analysis/stats.h"
+#include "stats.h"
+
+namespace memtrack::testing {
+namespace {
+
+std::string mt() { return memtrack_bin(); }
+std::string tmp(const std::string& name) { return scratch_dir() + "/" + name; }
+
+void write_bytes(const std::string& path, std::span<const std::byte> bytes) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string python(const std::string& json, const std::string& expr) {
+  std::ofstream(tmp("render.json")) << json;
+  const auto r = run("/usr/bin/python3 -c \"import json,sys; d=json.load(open(sys.argv[1])); print(" + expr + ")\" " +
+                     tmp("render.json"));
+  EXPECT_EQ(r.status, 0) << r.err;
+  return r.out;
+}
+
+// sh (pid 7) forks 8, which frees an inherited block and execs `env /bin/echo hi`, which execs echo; the
+// shell exits with 0, echo is killed by signal 9.
+analysis::Stats exec_chain_stats() {
+  Trace t;
+  t.start(7, kRecorder);
+  t.exec(7, "/bin/sh", {"sh", "-c", "env /bin/echo 'hi there'"});
+  t.malloc(7, 0x100, 64);
+  t.malloc(7, 0x200, 32);
+  t.start(8, 7);
+  t.free(8, 0x100);
+  t.exec(8, "/usr/bin/env", {"env", "/bin/echo", "hi there"});
+  t.malloc(8, 0x300, 500);
+  t.exec(8, "/bin/echo", {"/bin/echo", "hi there", "\xff"});
+  t.malloc(8, 0x400, 10);
+  t.exit(7, 0);
+  t.records.push_back(codec::ProcessExit{8, t.at(), t.ts, std::nullopt, 9});
+  analysis::Stats s;
+  s.add_context(codec::RecordingInfo{"0.2", {"sh", "-c", "env /bin/echo 'hi there'"}, 5, 6, {"lifecycle"}, 1});
+  for (const auto& r : t.records) s.add_context(r);
+  s.add_context(codec::Untracked{9, "/usr/bin/sudo", "setuid", t.at()});
+  s.add(t.events);
+  s.file.frames = 1;
+  s.add_context(codec::StreamEnd{t.events.size(), 1, true});
+  return s;
+}
+
+TEST(StatsRender, TableHasARowPerImageWithItsCommand) {
+  const std::string table = tools::format_stats_table(exec_chain_stats());
+  // The fork child's image ends with its copy of 0x200 (32) and env's with 500; sh exits holding 64 + 32 and
+  // echo dies holding 10.
+  EXPECT_NE(table.find("freed by exec          2 blocks, 532 bytes"), std::string::npos) << table;
+  EXPECT_NE(table.find("still live at end      3 blocks, 106 bytes"), std::string::npos) << table;
+  EXPECT_NE(table.find("processes              2 (4 images, 2 exited)"), std::string::npos) << table;
+  EXPECT_NE(table.find("command                sh -c \"env /bin/echo 'hi there'\"\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("untracked              pid 9 /usr/bin/sudo (setuid)"), std::string::npos) << table;
+  EXPECT_NE(table.find("by process image"), std::string::npos) << table;
+  // pid 8's forked image (its parent's command), then its two exec'd images.
+  EXPECT_NE(table.find("[fork] sh -c"), std::string::npos) << table;
+  EXPECT_NE(table.find("  8/1 "), std::string::npos) << table;
+  EXPECT_NE(table.find("exec  env /bin/echo 'hi there'\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("sig 9  /bin/echo 'hi there'"), std::string::npos) << table;
+  EXPECT_EQ(table.find("note:"), std::string::npos) << "complete, with context: no note\n" << table;
+}
+
+TEST(StatsRender, JsonAddsKeysAndKeepsTheOldOnes) {
+  const std::string json = tools::format_stats_json(exec_chain_stats());
+  EXPECT_EQ(python(json, "d['context'], d['complete'], d['leaked_bytes'], d['freed_by_exec_bytes']"),
+            "True True 106 532\n");
+  EXPECT_EQ(python(json, "[(p['pid'], p['leaked_bytes'], p['unmatched_frees'], p['command']) for p in d['pids']]"),
+            "[(7, 96, 0, ['sh', '-c', \"env /bin/echo 'hi there'\"]), (8, 10, 0, ['/bin/echo', 'hi there', "
+            "'\xEF\xBF\xBD'])]\n");  // the byte 0xff, not UTF-8, became U+FFFD
+  EXPECT_EQ(python(json,
+                   "[(i['image'], i['end'], i['forked'], i['inherited_bytes'], i['freed_by_exec_bytes'], "
+                   "i['exit_signal']) for i in d['pids'][1]['images']]"),
+            "[(0, 'exec', True, 96, 32, None), (1, 'exec', False, 0, 500, None), (2, 'exit', False, 0, 0, 9)]\n");
+  EXPECT_EQ(python(json, "d['recording']['command'], d['untracked'][0]['reason'], d['peak_live_bytes']"),
+            "['sh', '-c', \"env /bin/echo 'hi there'\"] setuid 596\n");  // sh's 96 + env's 500
+}
+
+TEST(StatsRender, VersionOneArtifactsSayNoContextAndCompleteFollowsTheIndex) {
+  const auto events = generate_trace(9000, 41);
+  const auto indexed = build_artifact(events, 4096, true);
+  write_bytes(tmp("r-indexed.zst"), indexed.bytes);
+  // Cut at a frame boundary: the writer's end (the index) is gone with the last frame.
+  write_bytes(tmp("r-cut.zst"), std::span<const std::byte>(indexed.bytes).first(indexed.frame_offsets[2]));
+
+  for (const std::string& cmd : {mt() + " stats --json " + tmp("r-indexed.zst"),
+                                 "cat " + tmp("r-indexed.zst") + " | " + mt() + " stats --json -"}) {
+    const auto r = run(cmd);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(python(r.out, "d['context'], d['complete'], d['events']"), "False True 9000\n") << cmd;
+  }
+  for (const std::string& cmd :
+       {mt() + " stats --json " + tmp("r-cut.zst"), "cat " + tmp("r-cut.zst") + " | " + mt() + " stats --json -"}) {
+    const auto r = run(cmd);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(python(r.out, "d['context'], d['complete'], d['events']"), "False None 8192\n") << cmd;
+  }
+  const auto table = run(mt() + " stats " + tmp("r-cut.zst"));
+  ASSERT_EQ(table.status, 0) << table.err;
+  const std::string notes =
+      "\n\nnote: no context section (version 1 artifact): every pid counts as alive to the end, exec and fork are "
+      "not seen; numbers as before\n"
+      "note: complete: unknown (no frame index and no End record: this writer leaves no mark of the end)\n";
+  ASSERT_GT(table.out.size(), notes.size());
+  EXPECT_EQ(table.out.substr(table.out.size() - notes.size()), notes);
+  EXPECT_EQ(table.out.find("by process image"), std::string::npos);
+  const auto whole = run(mt() + " stats " + tmp("r-indexed.zst"));
+  EXPECT_EQ(whole.out.find("complete: unknown"), std::string::npos) << whole.out;
+}
+
+}  // namespace
+}  // namespace memtrack::testing
