@@ -119,6 +119,7 @@ void TimelineBuilder::add_context(const codec::ContextRecord& record) {
   } else {
     return;
   }
+  if (!origin_set_) m.t_ns = 0;  // before the first event: at the origin (the chart starts there)
   sync_images();
   recount_mapped();
   if (!pid_ || m.pid == *pid_) {

@@ -108,9 +108,13 @@ struct Json {
   }
 };
 
+// Milliseconds below a second (a short test program's whole run is a few), seconds above.
 std::string seconds(std::uint64_t ns) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
+  if (ns < 1000000000u)
+    std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
   return buf;
 }
 
