@@ -145,9 +145,9 @@ codec::Status read_artifact(std::span<const std::byte> file, const std::string& 
       const std::size_t start = off;
       const codec::ParseResult r = codec::parse_event(content.data(), content.size(), off, e, error);
       if (r != codec::ParseResult::ok)
-        return fail({codec::Errc::bad_msgpack, where + ": event at byte " + std::to_string(start) +
-                                                   " of the frame's content: " +
-                                                   (r == codec::ParseResult::error ? error : "truncated")});
+        return fail({codec::Errc::bad_msgpack,
+                     where + ": event at byte " + std::to_string(start) +
+                         " of the frame's content: " + (r == codec::ParseResult::error ? error : "truncated")});
       events.push_back(e);
     }
     pos += size;

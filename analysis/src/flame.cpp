@@ -8,10 +8,14 @@ namespace memtrack::analysis {
 
 std::uint64_t site_value(const SiteTotals& t, FlameValue v) {
   switch (v) {
-    case FlameValue::peak: return t.peak_bytes;
-    case FlameValue::allocated: return t.allocated_bytes;
-    case FlameValue::count: return t.allocations;
-    case FlameValue::leaked: return t.leaked_bytes;
+    case FlameValue::peak:
+      return t.peak_bytes;
+    case FlameValue::allocated:
+      return t.allocated_bytes;
+    case FlameValue::count:
+      return t.allocations;
+    case FlameValue::leaked:
+      return t.leaked_bytes;
   }
   return 0;
 }
@@ -49,7 +53,13 @@ void add_path(std::vector<Flat>& nodes, std::unordered_map<std::string, std::siz
   std::string key;
   for (const SiteFrame* f : path) {
     const std::string name = frame_name(*f);
-    key.assign(std::to_string(at)).append(1, '\0').append(name).append(1, '\0').append(f->module).append(1, '\0').append(f->file);
+    key.assign(std::to_string(at))
+        .append(1, '\0')
+        .append(name)
+        .append(1, '\0')
+        .append(f->module)
+        .append(1, '\0')
+        .append(f->file);
     auto [it, fresh] = index.try_emplace(key, nodes.size());
     if (fresh) {
       Flat n;

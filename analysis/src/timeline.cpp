@@ -112,7 +112,7 @@ void TimelineBuilder::add_context(const codec::ContextRecord& record) {
     for (const std::string& a : x->argv) cmd += (cmd.empty() ? "" : " ") + a;
     m = {rel(x->timestamp), TimelineMarker::Kind::exec, x->pid, cmd.empty() ? x->executable : cmd};
   } else if (const auto* e = std::get_if<codec::ProcessExit>(&record)) {
-    std::string how = e->signal ? "killed by signal " + std::to_string(*e->signal)
+    std::string how = e->signal   ? "killed by signal " + std::to_string(*e->signal)
                       : e->status ? "exit status " + std::to_string(*e->status)
                                   : std::string("exit");
     m = {rel(e->timestamp), TimelineMarker::Kind::exit, e->pid, std::move(how)};

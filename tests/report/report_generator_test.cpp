@@ -55,10 +55,8 @@ std::vector<std::byte> known_chains_artifact() {
       codec::EventStacks{0, {4, 3, 0, 2, 4, 0, 3, 0}},
   };
   const std::vector<codec::ContextRecord> after_second = {
-      codec::ProcessStart{11, 10, 8, 9},
-      codec::StackNodes{11, 8, 5, {1}, {0x7000200}},
-      codec::EventStacks{8, {4, 5}},
-      codec::ProcessExit{11, 10, 11, 0, std::nullopt},
+      codec::ProcessStart{11, 10, 8, 9}, codec::StackNodes{11, 8, 5, {1}, {0x7000200}},
+      codec::EventStacks{8, {4, 5}},     codec::ProcessExit{11, 10, 11, 0, std::nullopt},
       codec::StreamEnd{10, 2, true},
   };
   codec::FrameCompressor compressor(3);
@@ -79,8 +77,8 @@ std::vector<std::byte> known_chains_artifact() {
 std::string write_known_chains() {
   const std::string path = mt::scratch_dir() + "/chains.mt";
   const std::vector<std::byte> bytes = known_chains_artifact();
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   return path;
 }
 
@@ -120,8 +118,8 @@ TEST(Export, UsageAndMissingStacks) {
   const std::vector<codec::Event> plain = {make_event(EventKind::Malloc, 1, 1, 1, 0x10, 8)};
   const mt::Artifact a = mt::build_artifact(plain, 1, true);
   const std::string path = mt::scratch_dir() + "/plain.mt";
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(a.bytes.data()),
-                                              static_cast<std::streamsize>(a.bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
   const mt::RunResult r = mt::run(mt::memtrack_bin() + " export " + path + " --format pprof -o /dev/null");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("has no call stacks"), std::string::npos) << r.err;
@@ -222,17 +220,17 @@ std::string embedded_json(const std::string& page) {
   return page.substr(begin, page.find("</script>", begin) - begin);
 }
 
-#define SKIP_WITHOUT_CHROMIUM()                                                                            \
-  if (!mt::have_chromium())                                                                                \
-  GTEST_SKIP() << mt::kChromium << " is absent: install Debian's chromium package (ci/install-deps.sh) " \
-                                   "to run the report's browser tests"
+#define SKIP_WITHOUT_CHROMIUM()                                                         \
+  if (!mt::have_chromium())                                                             \
+  GTEST_SKIP() << mt::kChromium                                                         \
+               << " is absent: install Debian's chromium package (ci/install-deps.sh) " \
+                  "to run the report's browser tests"
 
 mt::BrowserResult load_report(const std::string& html, const std::string& tag) {
   mt::BrowserResult r = mt::load_in_chromium(html, tag, true);
   EXPECT_EQ(r.status, 0) << r.log.substr(0, 4000);
   EXPECT_EQ(r.console_lines, "") << "the page logged to the console";
-  EXPECT_EQ(mt::html_attribute(r.dom, "data-errors"), "0")
-      << mt::html_attribute(r.dom, "data-error-messages");
+  EXPECT_EQ(mt::html_attribute(r.dom, "data-errors"), "0") << mt::html_attribute(r.dom, "data-error-messages");
   EXPECT_EQ(mt::html_attribute(r.dom, "data-rendered"), "yes");
   EXPECT_NE(r.dom.find("id=\"mt-chart\""), std::string::npos);
   EXPECT_NE(r.dom.find("data-series=\"live heap\""), std::string::npos);
@@ -279,8 +277,8 @@ TEST(ReportGenerator, KnownChainsReportDrawsTheNamesChartAndMarkers) {
 
 TEST(ReportGenerator, RecordedProgramReportLoadsInTheBrowser) {
   const std::string artifact = mt::scratch_dir() + "/report_calls.mt", html = mt::scratch_dir() + "/calls.html";
-  const mt::RunResult rec = mt::run(mt::memtrack_bin() + " record -o " + artifact + " -- " +
-                                    MEMTRACK_PROGRAMS_DIR "/report_calls");
+  const mt::RunResult rec =
+      mt::run(mt::memtrack_bin() + " record -o " + artifact + " -- " + MEMTRACK_PROGRAMS_DIR "/report_calls");
   ASSERT_EQ(rec.status, 0) << rec.err;
   // Default output: the artifact's name + .html in the current directory.
   const mt::RunResult r = mt::run("cd " + mt::scratch_dir() + " && " + mt::memtrack_bin() + " report " + artifact);

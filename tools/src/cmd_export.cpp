@@ -6,12 +6,12 @@
 #include "args.h"
 #include "artifact_bytes.h"
 #include "commands.h"
+#include "export_format.h"
 #include "file_symbolizer.h"
 #include "io.h"
 #include "output_checks.h"
 #include "progress.h"
 #include "report_data.h"
-#include "export_format.h"
 
 namespace memtrack::tools {
 namespace {
@@ -42,7 +42,8 @@ int run_export(int argc, char** argv) {
   }
   const std::optional<std::string> format = args.value("format");
   if (!format) throw UsageError("missing --format folded|pprof");
-  if (*format != "folded" && *format != "pprof") throw UsageError("--format '" + *format + "': expected folded or pprof");
+  if (*format != "folded" && *format != "pprof")
+    throw UsageError("--format '" + *format + "': expected folded or pprof");
   analysis::FlameValue value = analysis::FlameValue::peak;
   analysis::SiteOrder order = analysis::SiteOrder::peak;
   if (const auto by = args.value("by")) {
@@ -61,8 +62,7 @@ int run_export(int argc, char** argv) {
     }
   }
   std::optional<std::int32_t> pid;
-  if (const auto p = args.value("pid"))
-    pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
+  if (const auto p = args.value("pid")) pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
   const std::string output = args.value("output", "o").value_or("-");
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
@@ -74,8 +74,7 @@ int run_export(int argc, char** argv) {
   close_fd(fd);
   ProgressMeter meter(file.bytes().size());
   const ExportSites sites = read_export_sites(
-      file.bytes(), name, order, pid, [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); },
-      file_symbolizer());
+      file.bytes(), name, order, pid, [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); }, file_symbolizer());
   meter.finish();
   if (!sites.has_stacks) {
     if (!sites.status.is_ok()) {

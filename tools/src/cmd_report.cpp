@@ -61,8 +61,7 @@ int run_report(int argc, char** argv) {
   close_fd(fd);
   ProgressMeter meter(file.bytes().size());
   const ReportData data = build_report(
-      file.bytes(), name, options, [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); },
-      file_symbolizer());
+      file.bytes(), name, options, [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); }, file_symbolizer());
   meter.finish();
   const std::string page = render_report_html(report_json(data));
 

@@ -169,10 +169,10 @@ void site_json(Json& j, const analysis::Site& s) {
     j.out += '}';
   });
   const analysis::SiteTotals& t = s.totals;
-  j.out += ",\"peak_bytes\":" + std::to_string(t.peak_bytes) + ",\"allocated_bytes\":" +
-           std::to_string(t.allocated_bytes) + ",\"allocations\":" + std::to_string(t.allocations) +
-           ",\"leaked_bytes\":" + std::to_string(t.leaked_bytes) + ",\"leaked_blocks\":" +
-           std::to_string(t.leaked_blocks) + ",\"temporary\":" + std::to_string(t.temporary) + "}";
+  j.out +=
+      ",\"peak_bytes\":" + std::to_string(t.peak_bytes) + ",\"allocated_bytes\":" + std::to_string(t.allocated_bytes) +
+      ",\"allocations\":" + std::to_string(t.allocations) + ",\"leaked_bytes\":" + std::to_string(t.leaked_bytes) +
+      ",\"leaked_blocks\":" + std::to_string(t.leaked_blocks) + ",\"temporary\":" + std::to_string(t.temporary) + "}";
 }
 
 // The summary table: what `memtrack stats` says first, as label/value pairs.
@@ -211,16 +211,15 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& 
   if (s.heap.has_lifecycle()) rows.emplace_back("freed by exec", human_bytes(by_exec));
   rows.emplace_back("largest mapped (one process)", human_bytes(peak_mapped));
   rows.emplace_back("unmatched frees", std::to_string(unmatched));
-  rows.emplace_back("processes", std::to_string(c.by_pid.size()) + " pids, " +
-                                     std::to_string(s.heap.images().size()) + " images");
+  rows.emplace_back("processes",
+                    std::to_string(c.by_pid.size()) + " pids, " + std::to_string(s.heap.images().size()) + " images");
   if (!s.context.untracked.empty())
     rows.emplace_back("untracked", std::to_string(s.context.untracked.size()) + " (see memtrack stats)");
   if (d.has_stacks) rows.emplace_back("allocation sites", std::to_string(d.sites));
-  rows.emplace_back("frames", std::to_string(d.pass.data_frames) + " data, " + std::to_string(d.pass.context_frames) +
-                                  " context");
+  rows.emplace_back(
+      "frames", std::to_string(d.pass.data_frames) + " data, " + std::to_string(d.pass.context_frames) + " context");
   rows.emplace_back("file size", human_bytes(d.pass.compressed_bytes));
-  if (d.pass.compressed_bytes)
-    rows.emplace_back("msgpack bytes", human_bytes(d.pass.decompressed_bytes));
+  if (d.pass.compressed_bytes) rows.emplace_back("msgpack bytes", human_bytes(d.pass.decompressed_bytes));
   const std::optional<bool> complete = s.complete();
   rows.emplace_back("complete", !complete ? "unknown (no end mark)" : *complete ? "yes" : "no (cut short or damaged)");
   if (!s.heap.has_lifecycle())
@@ -371,8 +370,8 @@ std::string report_json(const ReportData& d) {
       char threshold[32];
       std::snprintf(threshold, sizeof threshold, "%g", (*g)->threshold);
       j.key(key);
-      j.out += "{\"nodes\":" + std::to_string((*g)->pruned_nodes) + ",\"bytes\":" +
-               std::to_string((*g)->pruned_value) + ",\"threshold\":" + threshold + "}";
+      j.out += "{\"nodes\":" + std::to_string((*g)->pruned_nodes) + ",\"bytes\":" + std::to_string((*g)->pruned_value) +
+               ",\"threshold\":" + threshold + "}";
     }
     j.out += "}}";
     j.out += ",\"top\":{";

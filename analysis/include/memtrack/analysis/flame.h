@@ -28,8 +28,8 @@ struct FlameNode {
   std::string module;  // empty: unknown
   std::string file;    // empty: unknown
   std::uint32_t line = 0;
-  std::uint64_t value = 0;  // bytes (count: allocations)
-  std::uint64_t count = 0;  // allocations (leaked: blocks)
+  std::uint64_t value = 0;          // bytes (count: allocations)
+  std::uint64_t count = 0;          // allocations (leaked: blocks)
   std::vector<FlameNode> children;  // in the order first seen
 };
 

@@ -104,8 +104,8 @@ class TimelineBuilder {
   bool origin_set_ = false;
   std::uint64_t origin_ = 0;  // the first event's timestamp; records before it are at 0
   MaxSeries total_;
-  std::uint64_t total_mapped_ = 0;  // over alive images (of pid_ when set)
-  std::vector<ImageTrack> tracks_;  // by image index
+  std::uint64_t total_mapped_ = 0;                         // over alive images (of pid_ when set)
+  std::vector<ImageTrack> tracks_;                         // by image index
   std::unordered_map<std::int32_t, std::size_t> current_;  // pid -> its current image's index
   std::size_t images_seen_ = 0;
   std::vector<TimelineMarker> markers_;
