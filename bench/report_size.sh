@@ -7,7 +7,7 @@
 # usage: bench/report_size.sh [BUILD_DIR] [TSV_OUT]
 #   BUILD_DIR default build/release (needs bin/memtrack and bin/memtrack-gen-events)
 #   TSV_OUT   if given, one line per run: events artifact_bytes page_bytes wall_s user_s max_rss_kib
-#             (for bench/render_performance.py: see the "report" rows in the README of this script's output)
+#             (the columns bench/render_performance.py would read, from run_suite.sh's results directory)
 set -euo pipefail
 build=${1:-build/release}
 tsv=${2:-}
