@@ -21,6 +21,8 @@ constexpr Command kCommands[] = {
     {"record", memtrack::tools::run_record, "run a command and record its allocation events into an artifact"},
     {"stats", memtrack::tools::run_stats, "artifact -> counts, peak live heap, leaks, size histogram"},
     {"top", memtrack::tools::run_top, "artifact with stacks -> allocation sites by peak, bytes, count, leaks"},
+    {"report", memtrack::tools::run_report, "artifact -> one HTML page: memory over time, flame graphs, top sites"},
+    {"export", memtrack::tools::run_export, "artifact with stacks -> folded stacks or a pprof profile"},
 };
 
 void print_usage(std::FILE* out) {

@@ -1,0 +1,54 @@
+// Flame graphs of allocation sites (sites.h), what `memtrack report` draws and `memtrack export` writes:
+// every site's stack merged into one tree from the outermost frame (main, or the thread's start) to the
+// innermost (the call that allocated), a node's value the sum of its sites' values.
+//
+// A node is a function in its caller: frames are merged by (name, module, file), so two calls from the same
+// function on different lines are one node (its line is kept when they agree, else 0). Inlined frames are
+// nodes of their own, like the functions they were inlined into. Allocations without a stack are one child
+// of the root, "[no stack]".
+//
+// Pruning keeps a graph small whatever the recording: a node whose value is below `prune_fraction` of the
+// root's is dropped with its subtree; its bytes stay in its parent's value (a node's value includes its
+// children's, so the parent is as wide as before), and the graph counts what it dropped.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memtrack/analysis/sites.h"
+
+namespace memtrack::analysis {
+
+enum class FlameValue { peak, allocated, count, leaked };
+
+struct FlameNode {
+  std::string name;    // frame_name()
+  std::string module;  // empty: unknown
+  std::string file;    // empty: unknown
+  std::uint32_t line = 0;
+  std::uint64_t value = 0;          // bytes (count: allocations)
+  std::uint64_t count = 0;          // allocations (leaked: blocks)
+  std::vector<FlameNode> children;  // in the order first seen
+};
+
+struct FlameGraph {
+  FlameNode root;  // name "all"
+  std::uint64_t pruned_nodes = 0, pruned_value = 0;
+  double threshold = 0;  // the fraction of the root's value below which nodes were pruned
+};
+
+// A site's value for `v`, and its count (allocations; leaked blocks for leaked).
+std::uint64_t site_value(const SiteTotals& t, FlameValue v);
+std::uint64_t site_count(const SiteTotals& t, FlameValue v);
+
+// How a frame is named: its function; else "module+0x<relative address>" (the module's file name); else
+// "0x<address>"; a truncated stack's marker is "[truncated]".
+std::string frame_name(const SiteFrame& frame);
+
+// The tree of every site with a non-zero value for `v` (sites in any order), pruned as described above
+// (prune_fraction 0: nothing pruned).
+FlameGraph build_flame_graph(const SitesResult& sites, FlameValue v, double prune_fraction = 0.001);
+
+}  // namespace memtrack::analysis

@@ -1,0 +1,113 @@
+// memtrack export: allocation sites as folded stacks or a pprof profile (export_format.h).
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "args.h"
+#include "artifact_bytes.h"
+#include "commands.h"
+#include "export_format.h"
+#include "file_symbolizer.h"
+#include "io.h"
+#include "output_checks.h"
+#include "progress.h"
+#include "report_data.h"
+
+namespace memtrack::tools {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: memtrack export FILE --format folded|pprof [--by peak|allocated|count|leaked] [--pid P] [-o OUT]\n\n"
+    "Writes the allocation sites of an artifact recorded with call stacks for other viewers:\n"
+    "  --format folded  collapsed stacks, one line per stack: 'outermost;...;innermost VALUE'\n"
+    "                   (flamegraph.pl, inferno, speedscope)\n"
+    "  --format pprof   a gzipped profile.proto (go tool pprof, Pyroscope, Parca, speedscope) with the\n"
+    "                   sample types peak_space, alloc_space, alloc_objects, leaked_space, leaked_objects;\n"
+    "                   functions, files, lines (inlined calls as lines of one location), module mappings\n"
+    "  --by peak        bytes live at the peak of the live heap (default)\n"
+    "  --by allocated   bytes allocated\n"
+    "  --by count       number of allocations\n"
+    "  --by leaked      bytes still live at the end\n"
+    "                   (folded: the VALUE; pprof: the default sample type, all types are in the file)\n"
+    "  --pid P          only the allocations of process P\n"
+    "  -o, --output OUT where to write (default: - for stdout)\n";
+
+}  // namespace
+
+int run_export(int argc, char** argv) {
+  Args args(argc, argv, 2);
+  if (args.flag("help", "h")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  const std::optional<std::string> format = args.value("format");
+  if (!format) throw UsageError("missing --format folded|pprof");
+  if (*format != "folded" && *format != "pprof")
+    throw UsageError("--format '" + *format + "': expected folded or pprof");
+  analysis::FlameValue value = analysis::FlameValue::peak;
+  analysis::SiteOrder order = analysis::SiteOrder::peak;
+  if (const auto by = args.value("by")) {
+    if (*by == "peak") {
+    } else if (*by == "allocated") {
+      value = analysis::FlameValue::allocated;
+      order = analysis::SiteOrder::allocated;
+    } else if (*by == "count") {
+      value = analysis::FlameValue::count;
+      order = analysis::SiteOrder::count;
+    } else if (*by == "leaked") {
+      value = analysis::FlameValue::leaked;
+      order = analysis::SiteOrder::leaked;
+    } else {
+      throw UsageError("--by '" + *by + "': expected peak, allocated, count or leaked");
+    }
+  }
+  std::optional<std::int32_t> pid;
+  if (const auto p = args.value("pid")) pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
+  const std::string output = args.value("output", "o").value_or("-");
+  const auto files = args.positionals();
+  if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
+  refuse_output_is_input(files[0], output);
+
+  const int fd = open_input(files[0]);
+  const std::string name = files[0] == "-" ? "stdin" : files[0];
+  const ArtifactBytes file(fd, name);
+  close_fd(fd);
+  ProgressMeter meter(file.bytes().size());
+  const ExportSites sites = read_export_sites(
+      file.bytes(), name, order, pid, [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); }, file_symbolizer());
+  meter.finish();
+  if (!sites.has_stacks) {
+    if (!sites.status.is_ok()) {
+      std::fprintf(stderr, "memtrack export: %s\n", sites.status.message().c_str());
+      return exit_status(sites.status);
+    }
+    std::fprintf(stderr,
+                 "memtrack export: %s has no call stacks (recorded with --no-stacks, or by a writer without them)\n",
+                 name.c_str());
+    return 1;
+  }
+  std::string bytes;
+  if (*format == "folded") {
+    bytes = format_folded(sites.sites, value);
+  } else if (const codec::Status s = format_pprof(sites.sites, sites.modules, value, bytes); !s) {
+    std::fprintf(stderr, "memtrack export: %s: %s\n", name.c_str(), s.message().c_str());
+    return 1;
+  }
+  const int out_fd = open_output(output);
+  BufferedOutput out(out_fd, output == "-" ? "stdout" : output, 0);
+  out.buffer() = std::move(bytes);
+  const codec::Status written = out.flush();
+  if (out_fd != 1) close_fd(out_fd);
+  if (!written) {
+    std::fprintf(stderr, "memtrack export: %s\n", written.message().c_str());
+    return 1;
+  }
+  if (!sites.status.is_ok()) {
+    std::fprintf(stderr, "memtrack export: %s (the output covers the events before it)\n",
+                 sites.status.message().c_str());
+    return exit_status(sites.status);
+  }
+  return 0;
+}
+
+}  // namespace memtrack::tools

@@ -1,0 +1,86 @@
+// memtrack report: one self-contained HTML page of an artifact (tools/report/report_html.h).
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "args.h"
+#include "artifact_bytes.h"
+#include "commands.h"
+#include "file_symbolizer.h"
+#include "io.h"
+#include "output_checks.h"
+#include "progress.h"
+#include "report_data.h"
+#include "report_html.h"
+
+namespace memtrack::tools {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: memtrack report FILE [-o OUT.html] [--pid P]\n\n"
+    "Writes one self-contained HTML page of an artifact (every script and style inline, nothing loaded from\n"
+    "the network: it opens offline and as a CI artifact):\n"
+    "  - memory over time: the live heap and mapped bytes of the whole recording and of each process, the\n"
+    "    peak marked, process starts, execs and exits (from the artifact's lifecycle records);\n"
+    "  - flame graphs of the heap live at the peak, of all bytes allocated and of the leaks (artifacts\n"
+    "    recorded with call stacks); click to zoom, search by function name;\n"
+    "  - the top allocation sites of `memtrack top` for each ranking, and the summary of `memtrack stats`.\n"
+    "What the artifact cannot give (no stacks, no lifecycle records) the page says is missing, and why.\n"
+    "Series are downsampled to about 2,000 points (each point its bucket's maximum) and flame-graph frames\n"
+    "below 0.1% of the whole are pruned (the page says how many), so a page stays a few MiB.\n\n"
+    "  -o, --output OUT  where to write (default: FILE's name + .html in the current directory; - stdout)\n"
+    "  --pid P           only process P's memory and allocation sites (the summary stays whole)\n\n"
+    "A damaged artifact gives the page of what was read before the damage, one line on stderr and exit 1.\n";
+
+std::string default_output(const std::string& input) {
+  if (input == "-") return "stdin.html";
+  const std::size_t slash = input.rfind('/');
+  return (slash == std::string::npos ? input : input.substr(slash + 1)) + ".html";
+}
+
+}  // namespace
+
+int run_report(int argc, char** argv) {
+  Args args(argc, argv, 2);
+  if (args.flag("help", "h")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  ReportOptions options;
+  if (const auto p = args.value("pid"))
+    options.pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
+  const std::optional<std::string> out_arg = args.value("output", "o");
+  const auto files = args.positionals();
+  if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
+  const std::string output = out_arg.value_or(default_output(files[0]));
+  refuse_output_is_input(files[0], output);
+
+  const int fd = open_input(files[0]);
+  const std::string name = files[0] == "-" ? "stdin" : files[0];
+  const ArtifactBytes file(fd, name);
+  close_fd(fd);
+  ProgressMeter meter(file.bytes().size());
+  const ReportData data = build_report(
+      file.bytes(), name, options, [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); }, file_symbolizer());
+  meter.finish();
+  const std::string page = render_report_html(report_json(data));
+
+  const int out_fd = open_output(output);
+  BufferedOutput out(out_fd, output == "-" ? "stdout" : output, 0);
+  out.buffer() = page;
+  const codec::Status written = out.flush();
+  if (out_fd != 1) close_fd(out_fd);
+  if (!written) {
+    std::fprintf(stderr, "memtrack report: %s\n", written.message().c_str());
+    return 1;
+  }
+  if (!data.status.is_ok()) {
+    std::fprintf(stderr, "memtrack report: %s (the report covers the events before it)\n",
+                 data.status.message().c_str());
+    return exit_status(data.status);
+  }
+  if (output != "-") std::fprintf(stderr, "memtrack report: wrote %s\n", output.c_str());
+  return 0;
+}
+
+}  // namespace memtrack::tools

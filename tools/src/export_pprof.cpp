@@ -1,0 +1,164 @@
+#include <google/protobuf/io/gzip_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "export_format.h"
+#include "profile.pb.h"
+
+namespace memtrack::tools {
+namespace {
+
+namespace pb = perftools::profiles;
+
+class Builder {
+ public:
+  explicit Builder(const std::vector<codec::Module>& modules) : modules_(modules) { string_id(""); }
+
+  std::int64_t string_id(const std::string& s) {
+    auto [it, fresh] = strings_.try_emplace(s, static_cast<std::int64_t>(strings_.size()));
+    if (fresh) profile.add_string_table(s);
+    return it->second;
+  }
+
+  std::uint64_t function_id(const std::string& name, const std::string& file) {
+    auto [it, fresh] = functions_.try_emplace({name, file}, functions_.size() + 1);
+    if (fresh) {
+      pb::Function* f = profile.add_function();
+      f->set_id(it->second);
+      f->set_name(string_id(name));
+      f->set_system_name(string_id(name));
+      f->set_filename(string_id(file));
+    }
+    return it->second;
+  }
+
+  // The mapping of a module path (0: no module); `bias` receives the address the module-relative addresses
+  // are shifted by (the first Module record's).
+  std::uint64_t mapping_id(const std::string& path, std::uint64_t& bias) {
+    bias = 0;
+    if (path.empty()) return 0;
+    const codec::Module* record = nullptr;
+    for (const codec::Module& m : modules_)
+      if (m.path == path) {
+        record = &m;
+        break;
+      }
+    if (record) bias = record->bias;
+    auto [it, fresh] = mappings_.try_emplace(path, mappings_.size() + 1);
+    if (fresh) {
+      pb::Mapping* m = profile.add_mapping();
+      m->set_id(it->second);
+      m->set_filename(string_id(path));
+      if (record) {
+        m->set_memory_start(record->start);
+        m->set_memory_limit(record->end);
+        // The mapping's start is at file offset start - bias (the module's first segment at vaddr = offset,
+        // as ld.so maps ELF files), so pprof's address - start + offset is the module-relative address.
+        m->set_file_offset(record->start >= record->bias ? record->start - record->bias : 0);
+        std::string hex;
+        for (const std::uint8_t b : record->build_id) {
+          static constexpr char kDigits[] = "0123456789abcdef";
+          hex += kDigits[b >> 4];
+          hex += kDigits[b & 15];
+        }
+        m->set_build_id(string_id(hex));
+      }
+      m->set_has_functions(true);
+      m->set_has_filenames(true);
+      m->set_has_line_numbers(true);
+      m->set_has_inline_frames(true);
+    }
+    return it->second;
+  }
+
+  // The locations of a stack, innermost first: frames sharing an address (inlined calls, then their caller)
+  // are one location.
+  void locations(const std::vector<analysis::SiteFrame>& stack, pb::Sample* sample) {
+    for (std::size_t i = 0; i < stack.size();) {
+      std::size_t end = i;
+      while (end + 1 < stack.size() && stack[end].inlined && !stack[end].truncated_marker &&
+             stack[end + 1].address == stack[i].address && stack[end + 1].module == stack[i].module)
+        ++end;
+      const analysis::SiteFrame& f = stack[i];
+      std::string key = f.truncated_marker ? "\x01" : f.module;
+      key += '\0';
+      key += std::to_string(f.address.value_or(0));
+      key += '\0';
+      for (std::size_t k = i; k <= end; ++k) key += analysis::frame_name(stack[k]) + '\0';
+      auto [it, fresh] = locations_.try_emplace(key, locations_.size() + 1);
+      if (fresh) {
+        pb::Location* loc = profile.add_location();
+        loc->set_id(it->second);
+        std::uint64_t bias = 0;
+        if (!f.truncated_marker) {
+          loc->set_mapping_id(mapping_id(f.module, bias));
+          if (f.address) loc->set_address(*f.address + bias);
+        }
+        for (std::size_t k = i; k <= end; ++k) {
+          pb::Line* line = loc->add_line();
+          line->set_function_id(function_id(analysis::frame_name(stack[k]), stack[k].file));
+          line->set_line(stack[k].line);
+        }
+      }
+      sample->add_location_id(it->second);
+      i = end + 1;
+    }
+  }
+
+  void sample(const std::vector<analysis::SiteFrame>& stack, const analysis::SiteTotals& t) {
+    if (t.peak_bytes == 0 && t.allocated_bytes == 0 && t.allocations == 0 && t.leaked_bytes == 0) return;
+    pb::Sample* s = profile.add_sample();
+    locations(stack, s);
+    for (const std::uint64_t v : {t.peak_bytes, t.allocated_bytes, t.allocations, t.leaked_bytes, t.leaked_blocks})
+      s->add_value(static_cast<std::int64_t>(v));
+  }
+
+  pb::Profile profile;
+
+ private:
+  const std::vector<codec::Module>& modules_;
+  std::unordered_map<std::string, std::int64_t> strings_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> functions_;
+  std::unordered_map<std::string, std::uint64_t> mappings_, locations_;
+};
+
+}  // namespace
+
+codec::Status format_pprof(const analysis::SitesResult& sites, const std::vector<codec::Module>& modules,
+                           analysis::FlameValue default_value, std::string& out) {
+  Builder b(modules);
+  static constexpr std::pair<const char*, const char*> kTypes[] = {{"peak_space", "bytes"},
+                                                                   {"alloc_space", "bytes"},
+                                                                   {"alloc_objects", "count"},
+                                                                   {"leaked_space", "bytes"},
+                                                                   {"leaked_objects", "count"}};
+  for (const auto& [type, unit] : kTypes) {
+    pb::ValueType* vt = b.profile.add_sample_type();
+    vt->set_type(b.string_id(type));
+    vt->set_unit(b.string_id(unit));
+  }
+  const char* chosen = default_value == analysis::FlameValue::peak        ? "peak_space"
+                       : default_value == analysis::FlameValue::allocated ? "alloc_space"
+                       : default_value == analysis::FlameValue::count     ? "alloc_objects"
+                                                                          : "leaked_space";
+  b.profile.set_default_sample_type(b.string_id(chosen));
+  for (const analysis::Site& s : sites.sites) b.sample(s.stack, s.totals);
+  {
+    analysis::SiteFrame none;
+    none.function = "[no stack]";
+    b.sample({none}, sites.unknown);
+  }
+  out.clear();
+  google::protobuf::io::StringOutputStream sink(&out);
+  google::protobuf::io::GzipOutputStream::Options options;
+  options.format = google::protobuf::io::GzipOutputStream::GZIP;
+  google::protobuf::io::GzipOutputStream gz(&sink, options);
+  if (!b.profile.SerializeToZeroCopyStream(&gz) || !gz.Close())
+    return {codec::Errc::too_large, "the profile could not be serialized (larger than protobuf's 2 GiB limit)"};
+  return {};
+}
+
+}  // namespace memtrack::tools

@@ -1,0 +1,403 @@
+#include "report_data.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <string_view>
+
+#include "top_format.h"
+#include "units.h"
+
+namespace memtrack::tools {
+
+using analysis::FlameGraph;
+using analysis::FlameNode;
+using analysis::FlameValue;
+using analysis::ProcessImage;
+using analysis::SiteOrder;
+
+namespace {
+
+constexpr SiteOrder kOrders[] = {SiteOrder::peak, SiteOrder::allocated, SiteOrder::count, SiteOrder::leaked,
+                                 SiteOrder::temporary};
+
+// Feeds the timeline (which drives the live heap), the counts and the sites from one pass.
+class ReportConsumer final : public analysis::ArtifactConsumer {
+ public:
+  ReportConsumer(analysis::Stats& stats, analysis::TimelineBuilder& timeline, analysis::SiteAccumulator& sites)
+      : stats_(stats), timeline_(timeline), sites_(sites) {}
+  void add_context(const codec::ContextRecord& r) override {
+    if (std::holds_alternative<codec::RecordingInfo>(r) || std::holds_alternative<codec::Untracked>(r) ||
+        std::holds_alternative<codec::StreamEnd>(r)) {
+      stats_.add_context(r);  // kept in stats.context; not the heap's
+    } else {
+      ++stats_.context.records;
+      timeline_.add_context(r);  // the lifecycle records reach the heap through the timeline
+    }
+    sites_.add_context(r);
+  }
+  void add(std::span<const codec::Event> events) override {
+    stats_.counts.add(events);
+    timeline_.add(events);
+    sites_.add(events);
+  }
+
+ private:
+  analysis::Stats& stats_;
+  analysis::TimelineBuilder& timeline_;
+  analysis::SiteAccumulator& sites_;
+};
+
+class SitesConsumer final : public analysis::ArtifactConsumer {
+ public:
+  SitesConsumer(analysis::SiteAccumulator& sites, std::vector<codec::Module>& modules)
+      : sites_(sites), modules_(modules) {}
+  void add_context(const codec::ContextRecord& r) override {
+    if (const auto* m = std::get_if<codec::Module>(&r); m && m->loaded) {
+      bool known = false;
+      for (const codec::Module& k : modules_) known = known || k.path == m->path;
+      if (!known) modules_.push_back(*m);
+    }
+    sites_.add_context(r);
+  }
+  void add(std::span<const codec::Event> events) override { sites_.add(events); }
+
+ private:
+  analysis::SiteAccumulator& sites_;
+  std::vector<codec::Module>& modules_;
+};
+
+// A small JSON writer: values appended in order, the caller places commas with sep().
+struct Json {
+  std::string out;
+  void str(std::string_view s) {
+    out += '"';
+    for (const char ch : s) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += ch;
+      } else if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out += ch;  // UTF-8 passes through; escape_json() replaces invalid bytes when the page is made
+      }
+    }
+    out += '"';
+  }
+  void str_or_null(const std::string& s) {
+    if (s.empty())
+      out += "null";
+    else
+      str(s);
+  }
+  void num(std::uint64_t v) { out += std::to_string(v); }
+  void key(std::string_view k) {
+    str(k);
+    out += ':';
+  }
+  template <class T>
+  void array(const std::vector<T>& v, auto&& each) {
+    out += '[';
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i) out += ',';
+      each(v[i]);
+    }
+    out += ']';
+  }
+};
+
+// Milliseconds below a second (a short test program's whole run is a few), seconds above.
+std::string seconds(std::uint64_t ns) {
+  char buf[32];
+  if (ns < 1000000000u)
+    std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+void flame_node(Json& j, const FlameNode& n) {
+  j.out += "{\"name\":";
+  j.str(n.name);
+  j.out += ",\"value\":";
+  j.num(n.value);
+  j.out += ",\"count\":";
+  j.num(n.count);
+  j.out += ",\"module\":";
+  j.str_or_null(n.module);
+  j.out += ",\"file\":";
+  j.str_or_null(n.file);
+  j.out += ",\"line\":";
+  if (n.line)
+    j.num(n.line);
+  else
+    j.out += "null";
+  if (!n.children.empty()) {
+    j.out += ",\"children\":";
+    j.array(n.children, [&](const FlameNode& c) { flame_node(j, c); });
+  }
+  j.out += '}';
+}
+
+void site_json(Json& j, const analysis::Site& s) {
+  j.out += "{\"stack\":";
+  j.array(s.stack, [&](const analysis::SiteFrame& f) {
+    j.out += "{\"function\":";
+    if (f.truncated_marker)
+      j.str("[truncated]");
+    else
+      j.str_or_null(f.function);
+    j.out += ",\"module\":";
+    j.str_or_null(f.module);
+    j.out += ",\"file\":";
+    j.str_or_null(f.file);
+    j.out += ",\"line\":";
+    if (f.line)
+      j.num(f.line);
+    else
+      j.out += "null";
+    j.out += ",\"address\":";
+    if (f.address) {
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "0x%" PRIx64, *f.address);
+      j.str(buf);
+    } else {
+      j.out += "null";
+    }
+    j.out += '}';
+  });
+  const analysis::SiteTotals& t = s.totals;
+  j.out +=
+      ",\"peak_bytes\":" + std::to_string(t.peak_bytes) + ",\"allocated_bytes\":" + std::to_string(t.allocated_bytes) +
+      ",\"allocations\":" + std::to_string(t.allocations) + ",\"leaked_bytes\":" + std::to_string(t.leaked_bytes) +
+      ",\"leaked_blocks\":" + std::to_string(t.leaked_blocks) + ",\"temporary\":" + std::to_string(t.temporary) + "}";
+}
+
+// The summary table: what `memtrack stats` says first, as label/value pairs.
+std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& d) {
+  const analysis::Stats& s = d.stats;
+  const analysis::EventCounts& c = s.counts;
+  std::vector<std::pair<std::string, std::string>> rows;
+  const auto kind = [&](codec::EventKind k) { return c.by_kind[static_cast<std::size_t>(k)]; };
+  if (s.context.recording && !s.context.recording->command.empty()) {
+    std::string cmd;
+    for (const std::string& a : s.context.recording->command) cmd += (cmd.empty() ? "" : " ") + a;
+    rows.emplace_back("command", cmd);
+  }
+  rows.emplace_back("events", std::to_string(c.events));
+  rows.emplace_back("duration", seconds(c.events ? c.last_timestamp - c.first_timestamp : 0));
+  const std::uint64_t allocations = kind(codec::EventKind::Malloc) + kind(codec::EventKind::Calloc) +
+                                    kind(codec::EventKind::Realloc) + kind(codec::EventKind::AlignedAlloc);
+  rows.emplace_back("allocations", std::to_string(allocations));
+  rows.emplace_back("frees", std::to_string(kind(codec::EventKind::Free)));
+  rows.emplace_back("bytes allocated", human_bytes(c.bytes_allocated));
+  rows.emplace_back("peak live heap", human_bytes(s.heap.total_peak_bytes()) + " at " +
+                                          seconds(s.heap.total_peak_timestamp() > c.first_timestamp
+                                                      ? s.heap.total_peak_timestamp() - c.first_timestamp
+                                                      : 0));
+  std::uint64_t leaked = 0, leaked_blocks = 0, by_exec = 0, unmatched = 0, peak_mapped = 0;
+  for (const ProcessImage& img : s.heap.images()) {
+    if (img.end != ProcessImage::End::exec) {
+      leaked += img.heap.live_bytes;
+      leaked_blocks += img.heap.live_count;
+    }
+    by_exec += img.freed_by_exec_bytes;
+    unmatched += img.heap.unmatched_frees;
+    peak_mapped = std::max(peak_mapped, img.heap.peak_mapped_bytes);
+  }
+  rows.emplace_back("leaked at end", human_bytes(leaked) + " in " + std::to_string(leaked_blocks) + " blocks");
+  if (s.heap.has_lifecycle()) rows.emplace_back("freed by exec", human_bytes(by_exec));
+  rows.emplace_back("largest mapped (one process)", human_bytes(peak_mapped));
+  rows.emplace_back("unmatched frees", std::to_string(unmatched));
+  rows.emplace_back("processes",
+                    std::to_string(c.by_pid.size()) + " pids, " + std::to_string(s.heap.images().size()) + " images");
+  if (!s.context.untracked.empty())
+    rows.emplace_back("untracked", std::to_string(s.context.untracked.size()) + " (see memtrack stats)");
+  if (d.has_stacks) rows.emplace_back("allocation sites", std::to_string(d.sites));
+  rows.emplace_back(
+      "frames", std::to_string(d.pass.data_frames) + " data, " + std::to_string(d.pass.context_frames) + " context");
+  rows.emplace_back("file size", human_bytes(d.pass.compressed_bytes));
+  if (d.pass.compressed_bytes) rows.emplace_back("msgpack bytes", human_bytes(d.pass.decompressed_bytes));
+  const std::optional<bool> complete = s.complete();
+  rows.emplace_back("complete", !complete ? "unknown (no end mark)" : *complete ? "yes" : "no (cut short or damaged)");
+  if (!s.heap.has_lifecycle())
+    rows.emplace_back("note", "no lifecycle records: every pid is one process alive to the end");
+  if (d.options.pid) rows.emplace_back("charts and sites", "pid " + std::to_string(*d.options.pid) + " only");
+  return rows;
+}
+
+}  // namespace
+
+ReportData build_report(std::span<const std::byte> file, const std::string& name, const ReportOptions& options,
+                        const analysis::PassProgressFn& progress, const analysis::ModuleSymbolizer& symbolizer) {
+  ReportData d;
+  d.artifact = name;
+  d.options = options;
+  analysis::TimelineBuilder timeline(d.stats.heap, options.max_points, options.max_images, options.pid);
+  analysis::SiteAccumulator sites(options.pid);
+  ReportConsumer consumer(d.stats, timeline, sites);
+  analysis::ArtifactConsumer* consumers[] = {&consumer};
+  d.status = analysis::read_artifact(file, name, consumers, d.pass, progress);
+  d.stats.status = d.status;
+  d.stats.file.frames = d.pass.data_frames;
+  d.stats.file.compressed_bytes = d.pass.compressed_bytes;
+  d.stats.file.decompressed_bytes = d.pass.decompressed_bytes;
+  d.timeline = timeline.result();
+  d.has_stacks = sites.has_stacks();
+  if (d.has_stacks) {
+    const analysis::SitesResult all = sites.result(SiteOrder::allocated, 0, symbolizer);
+    d.sites = all.sites.size();
+    d.flame_peak = build_flame_graph(all, FlameValue::peak, options.prune_fraction);
+    d.flame_allocated = build_flame_graph(all, FlameValue::allocated, options.prune_fraction);
+    d.flame_leaked = build_flame_graph(all, FlameValue::leaked, options.prune_fraction);
+    for (const SiteOrder o : kOrders) d.top.emplace_back(o, sites.result(o, options.top_sites, symbolizer));
+  }
+  return d;
+}
+
+std::string report_json(const ReportData& d) {
+  Json j;
+  const analysis::Stats& s = d.stats;
+  const analysis::EventCounts& c = s.counts;
+  j.out += "{\"version\":1,\"meta\":{\"command\":";
+  const std::vector<std::string> none;
+  j.array(s.context.recording ? s.context.recording->command : none, [&](const std::string& a) { j.str(a); });
+  j.out += ",\"memtrack\":";
+  j.str(s.context.recording ? s.context.recording->memtrack_version : "");
+  j.out += ",\"events\":";
+  j.num(c.events);
+  j.out += ",\"duration_ns\":";
+  j.num(c.events ? c.last_timestamp - c.first_timestamp : 0);
+  j.out += ",\"artifact\":";
+  j.str(d.artifact);
+  j.out += '}';
+
+  std::vector<std::pair<std::string, std::string>> missing;
+  if (!d.status.is_ok()) missing.emplace_back("summary", "the artifact is damaged: " + d.status.message());
+  if (c.events == 0) missing.emplace_back("timeline", "the artifact has no events");
+  if (!d.timeline.has_lifecycle)
+    missing.emplace_back("timeline.markers",
+                         "the artifact has no lifecycle records (recorded before memtrack wrote them, or by "
+                         "another writer): no process starts, execs or exits to mark");
+  if (d.timeline.images_total > d.timeline.images.size())
+    missing.emplace_back("timeline.processes", "showing the " + std::to_string(d.timeline.images.size()) +
+                                                   " processes with the highest peaks of " +
+                                                   std::to_string(d.timeline.images_total));
+  if (!d.has_stacks) {
+    const std::string why =
+        "the artifact has no call stacks (recorded with --no-stacks, or by a memtrack or writer without them)";
+    missing.emplace_back("flame", why);
+    missing.emplace_back("top", why);
+  } else if (d.flame_leaked && d.flame_leaked->root.value == 0) {
+    missing.emplace_back("flame.leaked", "nothing leaked: every block was freed (or went with an exec)");
+  }
+  if (d.has_stacks && d.flame_peak && d.flame_peak->root.value == 0)
+    missing.emplace_back("flame.peak", "nothing was live at the peak");
+  if (!missing.empty()) {
+    j.out += ",\"missing\":{";
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      if (i) j.out += ',';
+      j.key(missing[i].first);
+      j.str(missing[i].second);
+    }
+    j.out += '}';
+  }
+
+  j.out += ",\"summary\":";
+  j.array(summary_rows(d), [&](const std::pair<std::string, std::string>& r) {
+    j.out += '[';
+    j.str(r.first);
+    j.out += ',';
+    j.str(r.second);
+    j.out += ']';
+  });
+
+  if (c.events != 0) {
+    const analysis::Timeline& t = d.timeline;
+    j.out += ",\"timeline\":{\"t_ns\":";
+    j.array(t.total, [&](const auto& p) { j.num(p.t); });
+    j.out += ",\"heap\":";
+    j.array(t.total, [&](const auto& p) { j.num(p.value); });
+    j.out += ",\"mapped\":";
+    j.array(t.total, [&](const auto& p) { j.num(p.value2); });
+    j.out += ",\"peak\":{\"t_ns\":" + std::to_string(t.peak_t_ns) + ",\"bytes\":" + std::to_string(t.peak_bytes) + "}";
+    j.out += ",\"processes\":";
+    j.array(t.images, [&](const analysis::ImageSeries& img) {
+      j.out += "{\"pid\":" + std::to_string(img.pid) + ",\"label\":";
+      j.str(img.label);
+      j.out += ",\"t_ns\":";
+      j.array(img.points, [&](const auto& p) { j.num(p.t); });
+      j.out += ",\"heap\":";
+      j.array(img.points, [&](const auto& p) { j.num(p.value); });
+      j.out += '}';
+    });
+    if (t.has_lifecycle) {
+      j.out += ",\"markers\":";
+      j.array(t.markers, [&](const analysis::TimelineMarker& m) {
+        static constexpr const char* kKinds[] = {"start", "exec", "exit"};
+        j.out += "{\"t_ns\":" + std::to_string(m.t_ns) + ",\"kind\":\"" + kKinds[static_cast<int>(m.kind)] +
+                 "\",\"pid\":" + std::to_string(m.pid) + ",\"label\":";
+        j.str(m.label);
+        j.out += '}';
+      });
+    }
+    j.out += ",\"downsampled_from\":";
+    j.num(t.samples);
+    j.out += '}';
+  }
+
+  if (d.has_stacks) {
+    j.out += ",\"flame\":{";
+    const std::pair<const char*, const std::optional<FlameGraph>*> graphs[] = {
+        {"peak", &d.flame_peak}, {"allocated", &d.flame_allocated}, {"leaked", &d.flame_leaked}};
+    bool first = true;
+    for (const auto& [key, g] : graphs) {
+      if (!*g || (*g)->root.value == 0) continue;
+      if (!first) j.out += ',';
+      first = false;
+      j.key(key);
+      flame_node(j, (*g)->root);
+    }
+    if (!first) j.out += ',';
+    j.out += "\"pruned\":{";
+    first = true;
+    for (const auto& [key, g] : graphs) {
+      if (!*g) continue;
+      if (!first) j.out += ',';
+      first = false;
+      char threshold[32];
+      std::snprintf(threshold, sizeof threshold, "%g", (*g)->threshold);
+      j.key(key);
+      j.out += "{\"nodes\":" + std::to_string((*g)->pruned_nodes) + ",\"bytes\":" + std::to_string((*g)->pruned_value) +
+               ",\"threshold\":" + threshold + "}";
+    }
+    j.out += "}}";
+    j.out += ",\"top\":{";
+    for (std::size_t i = 0; i < d.top.size(); ++i) {
+      if (i) j.out += ',';
+      j.key(order_name(d.top[i].first));
+      j.array(d.top[i].second.sites, [&](const analysis::Site& site) { site_json(j, site); });
+    }
+    j.out += '}';
+  }
+  j.out += '}';
+  return std::move(j.out);
+}
+
+ExportSites read_export_sites(std::span<const std::byte> file, const std::string& name, SiteOrder order,
+                              std::optional<std::int32_t> pid, const analysis::PassProgressFn& progress,
+                              const analysis::ModuleSymbolizer& symbolizer) {
+  ExportSites out;
+  analysis::SiteAccumulator sites(pid);
+  SitesConsumer consumer(sites, out.modules);
+  analysis::ArtifactConsumer* consumers[] = {&consumer};
+  analysis::PassSummary pass;
+  out.status = analysis::read_artifact(file, name, consumers, pass, progress);
+  out.has_stacks = sites.has_stacks();
+  if (out.has_stacks) out.sites = sites.result(order, 0, symbolizer);
+  return out;
+}
+
+}  // namespace memtrack::tools

@@ -1,0 +1,65 @@
+// `memtrack report`'s data: one pass over an artifact (analysis::read_artifact) into the live heap and its
+// timeline, the counts, and the allocation sites, then the page's JSON (tools/report/report_html.h documents
+// the schema). `memtrack export` reads the sites the same way (read_export_sites).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "memtrack/analysis/artifact_pass.h"
+#include "memtrack/analysis/flame.h"
+#include "memtrack/analysis/sites.h"
+#include "memtrack/analysis/stats.h"
+#include "memtrack/analysis/timeline.h"
+#include "memtrack/codec/status.h"
+
+namespace memtrack::tools {
+
+struct ReportOptions {
+  std::optional<std::int32_t> pid;  // only this process (timeline, sites); the summary stays whole
+  std::size_t max_points = 2000;    // per time series
+  std::size_t max_images = 32;      // per-process series charted
+  std::size_t top_sites = 50;       // rows per ranking
+  double prune_fraction = 0.001;    // flame-graph frames below this fraction of the root are dropped
+};
+
+struct ReportData {
+  std::string artifact;  // the name shown (the file's name)
+  ReportOptions options;
+  analysis::Stats stats;  // counts, the live heap (driven by the timeline), context records, file summary
+  analysis::PassSummary pass;
+  analysis::Timeline timeline;
+  bool has_stacks = false;
+  std::size_t sites = 0;  // distinct stacks
+  std::optional<analysis::FlameGraph> flame_peak, flame_allocated, flame_leaked;
+  std::vector<std::pair<analysis::SiteOrder, analysis::SitesResult>> top;  // every ranking, its first rows
+  codec::Status status;  // not ok: damaged input, the report covers what was read before the damage
+};
+
+// Reads `file` and computes everything the page shows. `symbolizer` names frames of modules the artifact has
+// no Symbols for (tools/src/file_symbolizer.h; empty: module + offset).
+ReportData build_report(std::span<const std::byte> file, const std::string& name, const ReportOptions& options,
+                        const analysis::PassProgressFn& progress = {},
+                        const analysis::ModuleSymbolizer& symbolizer = {});
+
+// The page's JSON document (schema version 1, report_html.h).
+std::string report_json(const ReportData& data);
+
+// For `memtrack export`: the sites of `file` (every site, ordered by `order`) and the Module records seen
+// (the first record of each path, for pprof's mappings), with the read's status.
+struct ExportSites {
+  analysis::SitesResult sites;
+  std::vector<codec::Module> modules;
+  bool has_stacks = false;
+  codec::Status status;
+};
+ExportSites read_export_sites(std::span<const std::byte> file, const std::string& name, analysis::SiteOrder order,
+                              std::optional<std::int32_t> pid, const analysis::PassProgressFn& progress = {},
+                              const analysis::ModuleSymbolizer& symbolizer = {});
+
+}  // namespace memtrack::tools
