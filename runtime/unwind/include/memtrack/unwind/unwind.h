@@ -1,0 +1,64 @@
+// memtrack-unwind: call-stack capture for the preload library, x86_64 Linux only.
+//
+// A DWARF call-frame-information unwinder with a per-address cache of compact unwind rules. On a cache hit an
+// unwind step is one hash probe and two or three loads (the return address, the saved rbp); on a miss the
+// rule is computed from the .eh_frame_hdr / .eh_frame of the module holding the address (found with
+// dl_iterate_phdr), from memory that is already mapped, without allocating. Frames whose rule is not compact
+// (a CFA or register given by a general DWARF expression) are stepped by libunwind if memtrack_unwind_init()
+// loaded it, otherwise the stack ends there. Signal frames (glibc's __restore_rt) are stepped through the
+// kernel's ucontext on the stack.
+//
+// Contracts:
+// - No malloc, no exceptions, no locks taken by this code on any path. The cached path is async-signal-safe.
+//   A miss calls dl_iterate_phdr (which takes the loader's recursive lock, so a miss in a signal handler
+//   that interrupted dlopen in another thread waits for it), and a libunwind fallback step is whatever
+//   libunwind's local unwinding is (it does not call malloc, but it is not documented async-signal-safe).
+// - Thread-safe: the cache is one global table, written under a per-slot sequence lock, read lock-free.
+// - dlopen/dlclose: every miss compares dl_iterate_phdr's adds/subs counters with the last ones seen and
+//   invalidates the cache when they moved; call memtrack_unwind_invalidate() after dlclose to drop rules
+//   of an unloaded module before the next miss would notice (a new module mapped at the same addresses
+//   would otherwise be unwound with the old one's rules).
+// - Not reentrant into the allocator: safe to call with the preload's reentrancy guard held.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+// Writes the return addresses of the calling thread's stack into out[0..returned), innermost first:
+// out[0] is the address in the caller of memtrack_unwind_capture just after the call, out[1] the caller's
+// return address, and so on. The first `skip` frames are dropped before anything is written. The frame
+// of a function interrupted by a signal holds its exact interrupted address, not a return address (the
+// frame before it is glibc's __restore_rt). *truncated (if not null) is set to true when the stack had
+// more than `max` frames after skipping, false otherwise. Returns the number of addresses written.
+std::size_t memtrack_unwind_capture(std::uintptr_t* out, std::size_t max, unsigned skip, bool* truncated);
+
+// Drops every cached rule (a generation counter is bumped; entries of older generations never match).
+// Async-signal-safe. Call it after dlclose.
+void memtrack_unwind_invalidate(void);
+
+// Loads libunwind (libunwind.so.8) with RTLD_LOCAL, for frames whose rule is not compact. Its symbols stay
+// out of the global scope, so a preloaded memtrack does not interpose the program's _Unwind_* (C++
+// exceptions) or backtrace(). It allocates (dlopen): call it once at startup, outside any allocator hook.
+// Returns false if libunwind is not installed (then such frames end the stack). Idempotent.
+bool memtrack_unwind_init(void);
+
+// Counters since the start, for tests and the recorder's summary (relaxed reads; not on the hot path).
+struct memtrack_unwind_stats {
+  std::uint64_t misses;          // rules computed (each a dl_iterate_phdr + FDE search + CFI run)
+  std::uint64_t fallback_steps;  // steps taken by libunwind
+  std::uint64_t invalidations;   // generation bumps (explicit or seen through dl_iterate_phdr)
+  std::uint64_t cache_bytes;     // size of the rule cache (static, in .bss)
+};
+memtrack_unwind_stats memtrack_unwind_get_stats(void);
+
+// Prefix reuse (on by default): each thread keeps its last complete stack (up to 128 frames, 8 KiB of
+// initial-exec TLS) and a capture that reaches one of its frames checks the rest with one load per frame
+// instead of unwinding it. Off: every frame is unwound through the rule cache (for benchmarks and tests).
+void memtrack_unwind_set_prefix_reuse(bool on);
+
+// Test hook: when on, every frame is stepped by libunwind (to check the fallback path against the cached
+// one). Not for production use.
+void memtrack_unwind_test_force_fallback(bool on);
+}

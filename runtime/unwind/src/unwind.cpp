@@ -1,0 +1,477 @@
+// The capture loop, the rule cache and the slow paths (dl_iterate_phdr, signal frames, libunwind).
+// See memtrack/unwind/unwind.h for the contracts.
+#include "memtrack/unwind/unwind.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "cfi.h"
+
+#if !defined(__x86_64__) || !defined(__linux__)
+#error "memtrack-unwind supports x86_64 Linux only"
+#endif
+
+#define MEMTRACK_HIDDEN __attribute__((visibility("hidden")))
+
+extern "C" MEMTRACK_HIDDEN std::size_t memtrack_unwind_capture_from(std::uintptr_t* out, std::size_t max, unsigned skip,
+                                                                    bool* truncated, std::uintptr_t ip,
+                                                                    std::uintptr_t sp, std::uintptr_t rbp);
+
+// The entry point is assembly so that it starts from exactly the caller's registers, without unwinding its
+// own frame: at entry, [rsp] is the return address into the caller, rsp + 8 the caller's stack pointer and
+// rbp the caller's rbp. It passes them as arguments 5-7 (the 7th on the stack, which keeps the call's
+// 16-byte alignment) to the C++ loop.
+asm(R"(
+  .text
+  .globl memtrack_unwind_capture
+  .hidden memtrack_unwind_capture
+  .type memtrack_unwind_capture, @function
+  .p2align 4
+memtrack_unwind_capture:
+  .cfi_startproc
+  movq (%rsp), %r8
+  leaq 8(%rsp), %r9
+  pushq %rbp
+  .cfi_adjust_cfa_offset 8
+  call memtrack_unwind_capture_from
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  ret
+  .cfi_endproc
+  .size memtrack_unwind_capture, .-memtrack_unwind_capture
+)");
+
+namespace memtrack::unwind {
+namespace {
+
+// The cache: a direct-mapped table of 2^16 slots (1 MiB of .bss, touched only where used). Each slot is a
+// sequence-locked pair: `tag` holds the address in its upper 48 bits and a sequence number in its lower 16
+// (odd while a writer owns the slot); `value` holds the packed rule in its lower 48 bits and the generation
+// it was computed in in its upper 16. Readers never write; a writer that finds the slot owned gives up
+// (the rule is recomputed on a later miss), so no one waits.
+constexpr unsigned kCacheBits = 16;
+struct alignas(16) Slot {
+  std::atomic<std::uint64_t> tag{0};
+  std::atomic<std::uint64_t> value{0};
+};
+Slot g_cache[std::size_t{1} << kCacheBits];
+
+std::atomic<std::uint32_t> g_generation{1};
+std::atomic<std::uint64_t> g_dl_adds{0}, g_dl_subs{0};
+std::atomic<std::uint64_t> g_misses{0}, g_fallback_steps{0}, g_invalidations{0};
+std::atomic<bool> g_force_fallback{false};
+
+// libunwind, loaded by memtrack_unwind_init with RTLD_LOCAL. Its local-only entry points (_UL prefix):
+// the types come from its header, the functions through these pointers only.
+struct Libunwind {
+  int (*init_local2)(void* cursor, void* context, int flags);
+  int (*step)(void* cursor);
+  int (*get_reg)(void* cursor, int reg, std::uint64_t* value);
+};
+std::atomic<const Libunwind*> g_libunwind{nullptr};
+Libunwind g_libunwind_storage;
+
+// Register numbers of libunwind's x86_64 API (libunwind-x86_64.h: UNW_X86_64_RBP = 6, RSP = 7, RIP = 16).
+constexpr int kUnwRbp = 6, kUnwRsp = 7, kUnwRip = 16;
+constexpr int kUnwInitSignalFrame = 1;  // UNW_INIT_SIGNAL_FRAME: the context's ip is exact
+
+constexpr std::uintptr_t kAddressLimit = std::uintptr_t{1} << 48;
+
+inline std::size_t slot_index(std::uintptr_t key) {
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits));
+}
+
+// Returns the packed rule of `key` if cached in the current generation, or 0 (kEmpty) otherwise.
+inline std::uint64_t cache_lookup(std::uintptr_t key, std::uint32_t generation) {
+  const Slot& slot = g_cache[slot_index(key)];
+  const std::uint64_t tag = slot.tag.load(std::memory_order_acquire);
+  if ((tag >> 16) != key || (tag & 1)) return 0;
+  const std::uint64_t value = slot.value.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (slot.tag.load(std::memory_order_relaxed) != tag) return 0;
+  if ((value >> 48) != (generation & 0xffff)) return 0;
+  return value & 0xffffffffffffull;
+}
+
+void cache_store(std::uintptr_t key, std::uint32_t generation, std::uint64_t rule_bits) {
+  Slot& slot = g_cache[slot_index(key)];
+  std::uint64_t tag = slot.tag.load(std::memory_order_relaxed);
+  if (tag & 1) return;
+  if (!slot.tag.compare_exchange_strong(tag, tag | 1, std::memory_order_acquire, std::memory_order_relaxed)) return;
+  std::atomic_thread_fence(std::memory_order_release);
+  slot.value.store(rule_bits | static_cast<std::uint64_t>(generation & 0xffff) << 48, std::memory_order_relaxed);
+  const std::uint64_t seq = ((tag & 0xffff) + 2) & 0xfffe;
+  slot.tag.store(key << 16 | seq, std::memory_order_release);
+}
+
+// glibc's x86_64 sigreturn trampoline, __restore_rt: "mov $15, %rax; syscall" (what libunwind and gdb
+// recognise too). The handler returns to its first byte. The caller checks that the 9 bytes are inside
+// the segment.
+bool is_sigreturn(std::uintptr_t ip) {
+  static constexpr std::uint8_t kCode[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+  return std::memcmp(reinterpret_cast<const void*>(ip), kCode, sizeof(kCode)) == 0;
+}
+
+struct FindModule {
+  std::uintptr_t address = 0;
+  bool first = true;
+  bool found = false;
+  bool executable = false;
+  std::uintptr_t segment_end = 0;  // end of the PT_LOAD segment holding the address
+  ModuleCfi cfi;
+};
+
+int find_module(dl_phdr_info* info, std::size_t, void* data) {
+  auto* find = static_cast<FindModule*>(data);
+  if (find->first) {
+    find->first = false;
+    // A module was loaded or unloaded since the last miss: every cached rule may describe memory that now
+    // belongs to another module.
+    if (info->dlpi_adds != g_dl_adds.load(std::memory_order_relaxed) ||
+        info->dlpi_subs != g_dl_subs.load(std::memory_order_relaxed)) {
+      g_dl_adds.store(info->dlpi_adds, std::memory_order_relaxed);
+      g_dl_subs.store(info->dlpi_subs, std::memory_order_relaxed);
+      memtrack_unwind_invalidate();
+    }
+  }
+  bool contains = false, executable = false;
+  std::uintptr_t hdr = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD) {
+      const std::uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+      if (find->address >= start && find->address - start < ph.p_memsz) {
+        contains = true;
+        executable = (ph.p_flags & PF_X) != 0;
+        find->segment_end = start + ph.p_memsz;
+      }
+    } else if (ph.p_type == PT_GNU_EH_FRAME) {
+      hdr = info->dlpi_addr + ph.p_vaddr;
+    }
+  }
+  if (!contains) return 0;
+  find->found = true;
+  find->executable = executable;
+  find->cfi.eh_frame_hdr = hdr;
+  return 1;
+}
+
+// The slow path: computes, caches and returns the rule for `key` (a return address minus one, or an exact
+// address if !is_return).
+__attribute__((noinline)) std::uint64_t compute_rule(std::uintptr_t key, bool is_return) {
+  g_misses.fetch_add(1, std::memory_order_relaxed);
+  // For a return address, the module lookup and the trampoline check use the address itself: the
+  // trampoline is entered at its first byte, which may be the first byte of its module's mapping.
+  FindModule find{};
+  find.address = is_return ? key + 1 : key;
+  dl_iterate_phdr(find_module, &find);
+  // Read after dl_iterate_phdr, which may have bumped it: a rule is never stored in a generation older
+  // than the module list it was computed from.
+  const std::uint32_t generation = g_generation.load(std::memory_order_acquire);
+  Rule rule;
+  if (!find.found || !find.executable)
+    rule.kind = RuleKind::kNoInfo;
+  else if (is_return && find.segment_end - (key + 1) >= 9 && is_sigreturn(key + 1))
+    rule.kind = RuleKind::kSignal;
+  else
+    rule = rule_for(find.cfi, key);
+  std::uint64_t bits = 0;
+  if (!pack_rule(rule, &bits)) {
+    Rule fallback;
+    fallback.kind = RuleKind::kFallback;
+    pack_rule(fallback, &bits);
+  }
+  if (key < kAddressLimit) cache_store(key, generation, bits);
+  return bits;
+}
+
+struct Regs {
+  std::uintptr_t ip, sp, rbp;
+  bool exact;  // ip is an interrupted address, not a return address
+};
+
+// One step with libunwind from a context holding only ip, sp and rbp (the only registers a compact rule
+// needs, and the only ones this unwinder tracks; a CFA computed from another register fails here).
+__attribute__((noinline)) bool fallback_step(Regs* regs) {
+  const Libunwind* lib = g_libunwind.load(std::memory_order_acquire);
+  if (lib == nullptr) return false;
+  g_fallback_steps.fetch_add(1, std::memory_order_relaxed);
+  ucontext_t context;
+  std::memset(&context, 0, sizeof(context));
+  context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(regs->ip);
+  context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(regs->sp);
+  context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(regs->rbp);
+  // unw_cursor_t is 127 words on x86_64 (libunwind-x86_64.h, UNW_TDEP_CURSOR_LEN); a little headroom.
+  alignas(16) std::uint64_t cursor[160];
+  if (lib->init_local2(cursor, &context, regs->exact ? kUnwInitSignalFrame : 0) < 0) return false;
+  if (lib->step(cursor) <= 0) return false;
+  std::uint64_t ip = 0, sp = 0, rbp = 0;
+  if (lib->get_reg(cursor, kUnwRip, &ip) < 0 || lib->get_reg(cursor, kUnwRsp, &sp) < 0 ||
+      lib->get_reg(cursor, kUnwRbp, &rbp) < 0)
+    return false;
+  if (sp <= regs->sp) return false;
+  regs->ip = ip;
+  regs->sp = sp;
+  regs->rbp = rbp;
+  regs->exact = false;
+  return true;
+}
+
+inline std::uintptr_t load(std::uintptr_t address) { return *reinterpret_cast<const std::uintptr_t*>(address); }
+
+// The steps that leave the compact path: a signal frame, libunwind, or the test hook. Returns false when
+// the stack ends.
+__attribute__((noinline)) bool slow_step(std::uint64_t bits, Regs* regs) {
+  const RuleKind kind = packed_kind(bits);
+  if (kind == RuleKind::kEnd || kind == RuleKind::kNoInfo) return false;
+  if (kind == RuleKind::kSignal && !g_force_fallback.load(std::memory_order_relaxed)) {
+    // The handler's CFA, where the handler returned to __restore_rt, is the kernel's ucontext
+    // (struct rt_sigframe without its pretcode): the interrupted registers are there.
+    const auto* uc = reinterpret_cast<const ucontext_t*>(regs->sp);
+    regs->ip = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+    regs->sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+    regs->rbp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
+    regs->exact = true;
+    return regs->ip != 0;
+  }
+  return fallback_step(regs);
+}
+
+}  // namespace
+}  // namespace memtrack::unwind
+
+using namespace memtrack::unwind;
+
+namespace memtrack::unwind {
+namespace {
+
+// The prefix record: the last complete stack this thread captured, innermost first, with what each step
+// read. A new capture unwinds fresh frames until one has the same (ip, sp, rbp) as a recorded frame; if
+// every value the recorded steps read from there outwards is still in memory (each return address at
+// its slot, each saved rbp at its slot), the rest of the stack is the recorded one: unwinding is a
+// function of (ip, sp, rbp), the rules (same generation) and those values. The check is one load and
+// compare per frame with no dependency between frames, where an unwind step is a chain of dependent
+// loads; in a loop that allocates from the same place it is the whole capture.
+constexpr std::size_t kRecordFrames = 128;
+constexpr std::size_t kNoJunction = ~std::size_t{0};
+// Arrays rather than an array of frames: the reuse path copies ip[] to the output and compares strided
+// loads against it, both tight loops over contiguous words.
+struct Frames {
+  std::uintptr_t ip[kRecordFrames];
+  std::uintptr_t sp[kRecordFrames];
+  std::uintptr_t rbp[kRecordFrames];
+  std::uintptr_t rbp_slot[kRecordFrames];  // where the step to the caller read its rbp; 0: rbp unchanged
+};
+struct ThreadRecord {
+  std::uint32_t count;       // frames in `frames`; 0: none
+  std::uint32_t generation;  // the rule generation they were unwound in
+  bool busy;                 // a capture is running on this thread (a signal handler's then ignores the record)
+  std::uint32_t current;     // buffers[current] is the record, the other one the capture in progress
+  Frames buffers[2];
+};
+// Zero-initialised and trivially destructible: no TLS constructor or destructor, and initial-exec, so an
+// access is one %fs-relative address and is async-signal-safe (the library must be loaded at startup, as
+// LD_PRELOAD does, not dlopened).
+__attribute__((tls_model("initial-exec"))) thread_local ThreadRecord t_record;
+std::atomic<bool> g_prefix_reuse{true};
+
+// The innermost frame from which the record still holds: the values every recorded step from there
+// outwards read (each return address at its slot, each saved rbp at its slot) are still in memory. A
+// junction at frame p is valid iff p >= the result. Scans from the outermost frame inwards and stops at
+// the first difference, so it costs one load and compare per frame of the part that is reused.
+__attribute__((no_sanitize("address"))) inline std::size_t record_holds_from(const Frames& f, std::size_t count) {
+  std::size_t from = count - 1;  // the outermost frame's step ended the stack without reading anything
+  while (from > 0) {
+    const std::size_t q = from - 1;  // the step from frame q to frame q + 1
+    if (load(f.sp[q + 1] - 8) != f.ip[q + 1]) break;
+    if (f.rbp_slot[q] != 0 && load(f.rbp_slot[q]) != f.rbp[q + 1]) break;
+    from = q;
+  }
+  return from;
+}
+
+}  // namespace
+}  // namespace memtrack::unwind
+
+// The hot loop. Per fresh frame on a rule hit: a multiply for the slot, the slot's three loads, the return
+// address and possibly the saved rbp. Registers stay in locals (not in a struct whose address escapes) so
+// they stay in machine registers. Not instrumented by ASan: it reads other frames' saved registers, which
+// are not locals but may sit next to their redzones.
+extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_capture_from(
+    std::uintptr_t* out, std::size_t max, unsigned skip, bool* truncated, std::uintptr_t ip, std::uintptr_t sp,
+    std::uintptr_t rbp) {
+  const std::uint32_t generation = g_generation.load(std::memory_order_acquire);
+  const bool force_fallback = g_force_fallback.load(std::memory_order_relaxed);
+  ThreadRecord& rec = t_record;
+  const bool use_record = !rec.busy && !force_fallback && g_prefix_reuse.load(std::memory_order_relaxed);
+  if (use_record) {
+    rec.busy = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  std::size_t p = use_record && rec.count != 0 && rec.generation == generation ? 0 : kNoJunction;
+  Frames& frames = rec.buffers[rec.current & 1];
+  Frames& fresh = rec.buffers[(rec.current & 1) ^ 1];
+  std::size_t holds_from = kNoJunction;  // record_holds_from, computed at the first candidate junction
+  bool recordable = use_record;          // every step so far compact and recorded in fresh[0..nf)
+  bool complete = false;                 // the stack ended on a rule saying so (not on a failed check or max)
+  bool outputting = true;                // false once `max` frames are out: unwinding goes on only to record
+  std::size_t nf = 0;
+  std::uintptr_t exact = 0;  // 1 when ip is an interrupted address rather than a return address
+  std::size_t n = 0;
+  bool more = false;
+  for (;;) {
+    if (ip == 0) {
+      recordable = false;
+      break;
+    }
+    if (p != kNoJunction && !exact) {
+      while (p < rec.count && frames.sp[p] < sp) ++p;
+      if (p == rec.count) {
+        p = kNoJunction;
+      } else if (frames.sp[p] == sp && frames.ip[p] == ip && frames.rbp[p] == rbp) {
+        if (holds_from == kNoJunction) holds_from = record_holds_from(frames, rec.count);
+        if (p >= holds_from) {
+          if (outputting) {
+            std::size_t from = p;
+            const std::size_t skipped = std::min<std::size_t>(skip, rec.count - from);
+            from += skipped;
+            skip -= static_cast<unsigned>(skipped);
+            const std::size_t k = std::min(rec.count - from, max - n);
+            std::memcpy(out + n, &frames.ip[from], k * sizeof(std::uintptr_t));
+            n += k;
+            more = from + k < rec.count;
+          }
+          const std::size_t tail = rec.count - p;
+          if (recordable && nf + tail <= kRecordFrames) {
+            if (nf != p) {
+              for (std::uintptr_t* a : {frames.ip, frames.sp, frames.rbp, frames.rbp_slot})
+                std::memmove(a + nf, a + p, tail * sizeof(std::uintptr_t));
+            }
+            if (nf != 0) {
+              std::memcpy(frames.ip, fresh.ip, nf * sizeof(std::uintptr_t));
+              std::memcpy(frames.sp, fresh.sp, nf * sizeof(std::uintptr_t));
+              std::memcpy(frames.rbp, fresh.rbp, nf * sizeof(std::uintptr_t));
+              std::memcpy(frames.rbp_slot, fresh.rbp_slot, nf * sizeof(std::uintptr_t));
+            }
+            rec.count = static_cast<std::uint32_t>(nf + tail);
+          }
+          recordable = false;  // done: the record is already updated
+          break;
+        }
+        // Otherwise the stack changed further out than here: a junction further out may still hold.
+      }
+    }
+    if (outputting) {
+      if (skip > 0) {
+        --skip;
+      } else if (n == max) {
+        more = true;
+        outputting = false;
+        if (!recordable) break;
+      } else {
+        out[n++] = ip;
+      }
+    }
+    if (recordable) {
+      if (nf == kRecordFrames) {
+        recordable = false;
+        if (!outputting) break;
+      } else {
+        fresh.ip[nf] = ip;
+        fresh.sp[nf] = sp;
+        fresh.rbp[nf] = rbp;
+      }
+    }
+    const std::uintptr_t key = ip - 1 + exact;
+    std::uint64_t bits = cache_lookup(key, generation);
+    if (__builtin_expect(bits == 0, 0)) bits = compute_rule(key, exact == 0);
+    const RuleKind kind = packed_kind(bits);
+    std::uintptr_t cfa;
+    if (__builtin_expect(kind == RuleKind::kCfaRsp && !force_fallback, 1)) {
+      cfa = sp + static_cast<std::intptr_t>(packed_cfa_offset(bits));
+    } else if (kind == RuleKind::kCfaRbp && !force_fallback) {
+      cfa = rbp + static_cast<std::intptr_t>(packed_cfa_offset(bits));
+    } else {
+      if (kind == RuleKind::kEnd || kind == RuleKind::kNoInfo) {
+        if (recordable) ++nf;
+        complete = true;
+        break;
+      }
+      recordable = false;  // the record holds compact steps only
+      if (!outputting) break;
+      if (kind == RuleKind::kCfaDerefRbp && !force_fallback) {
+        cfa = load(rbp + static_cast<std::intptr_t>(packed_cfa_offset(bits)));
+      } else {
+        Regs regs{ip, sp, rbp, exact != 0};
+        if (!slow_step(bits, &regs)) break;
+        ip = regs.ip;
+        sp = regs.sp;
+        rbp = regs.rbp;
+        exact = regs.exact ? 1 : 0;
+        continue;
+      }
+    }
+    // The caller's frame is above this one; anything else is a wrong rule or a corrupt stack, and reading
+    // on would follow garbage.
+    if (__builtin_expect(cfa <= sp || (cfa & 7) != 0, 0)) {
+      recordable = false;
+      break;
+    }
+    const RbpRule rbp_rule = packed_rbp(bits);
+    std::uintptr_t rbp_slot = 0;
+    if (rbp_rule == RbpRule::kAtCfa)
+      rbp_slot = cfa + static_cast<std::intptr_t>(packed_rbp_offset(bits));
+    else if (rbp_rule == RbpRule::kAtRbp)
+      rbp_slot = rbp + static_cast<std::intptr_t>(packed_rbp_offset(bits));
+    if (rbp_slot != 0) rbp = load(rbp_slot);
+    if (recordable) fresh.rbp_slot[nf++] = rbp_slot;
+    ip = load(cfa - 8);
+    sp = cfa;
+    exact = 0;
+  }
+  if (recordable && complete) {
+    rec.current ^= 1;  // the capture becomes the record
+    rec.count = static_cast<std::uint32_t>(nf);
+    rec.generation = generation;
+  }
+  if (use_record) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    rec.busy = false;
+  }
+  if (truncated != nullptr) *truncated = more;
+  return n;
+}
+
+extern "C" void memtrack_unwind_set_prefix_reuse(bool on) { g_prefix_reuse.store(on, std::memory_order_relaxed); }
+
+extern "C" void memtrack_unwind_invalidate(void) {
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
+  g_invalidations.fetch_add(1, std::memory_order_relaxed);
+}
+
+extern "C" bool memtrack_unwind_init(void) {
+  if (g_libunwind.load(std::memory_order_acquire) != nullptr) return true;
+  void* handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return false;
+  Libunwind lib;
+  lib.init_local2 = reinterpret_cast<decltype(lib.init_local2)>(dlsym(handle, "_ULx86_64_init_local2"));
+  lib.step = reinterpret_cast<decltype(lib.step)>(dlsym(handle, "_ULx86_64_step"));
+  lib.get_reg = reinterpret_cast<decltype(lib.get_reg)>(dlsym(handle, "_ULx86_64_get_reg"));
+  if (lib.init_local2 == nullptr || lib.step == nullptr || lib.get_reg == nullptr) return false;
+  // Racing initialisers store the same pointers.
+  g_libunwind_storage = lib;
+  g_libunwind.store(&g_libunwind_storage, std::memory_order_release);
+  return true;
+}
+
+extern "C" memtrack_unwind_stats memtrack_unwind_get_stats(void) {
+  return {g_misses.load(std::memory_order_relaxed), g_fallback_steps.load(std::memory_order_relaxed),
+          g_invalidations.load(std::memory_order_relaxed), sizeof(g_cache)};
+}
+
+extern "C" void memtrack_unwind_test_force_fallback(bool on) { g_force_fallback.store(on, std::memory_order_relaxed); }
