@@ -29,6 +29,64 @@ void after_fork_in_child() {
   g_pid = static_cast<int>(syscall(SYS_getpid));
   t_tid = 0;  // only the forking thread survives, and its tid changed
   t_pending = kNoTicket;
+  if (g_state.load(std::memory_order_acquire) == kRecording)
+    write_note(RingEventKind::NoteStart, g_pid, static_cast<uint64_t>(syscall(SYS_getppid)), nullptr, 0);
+}
+
+bool write_note(RingEventKind kind, int32_t pid, uint64_t addr, const char* payload, size_t len, uint8_t flags) {
+  if (g_ring->detached.load(std::memory_order_relaxed) != 0) return false;
+  const uint64_t max_slots = runtime::note_max_data_slots(g_mask + 1);
+  uint64_t k = (len + runtime::kNoteDataBytes - 1) / runtime::kNoteDataBytes;
+  if (k > max_slots) {
+    k = max_slots;
+    len = k * runtime::kNoteDataBytes;
+    flags |= runtime::kRingNoteTruncated;
+  }
+  // Events of a signal handler running while we hold the block are not recorded: they would take tickets
+  // after the block, whose slots may need the reader to pass the block first.
+  const bool was_busy = t_busy;
+  t_busy = true;
+  if (t_tid == 0) t_tid = static_cast<int>(syscall(SYS_gettid));
+  const uint64_t t = g_ring->head.fetch_add(1 + k, std::memory_order_relaxed);
+  const uint64_t timestamp = timestamp_now();
+  bool ok = true;
+  for (uint64_t j = 0; j <= k && ok; ++j) {
+    RingSlot* slot = &g_slots[(t + j) & g_mask];
+    const uint64_t owner = runtime::slot_owner(t + j, t_tid);
+    if (slot->seq.load(std::memory_order_acquire) != t + j) {
+      g_owners[(t + j) & g_owner_mask].store(owner, std::memory_order_release);
+      if (!wait_for_slot(slot, t + j)) {
+        ok = false;  // detached or the recorder is gone: nobody reads the rest
+        break;
+      }
+    }
+    slot->owner.store(owner, std::memory_order_release);
+    if (j == 0) {
+      RingEvent& e = slot->event;
+      e.timestamp = timestamp;
+      e.addr = addr;
+      e.size = len;
+      e.old_addr = k;
+      e.pid = pid;
+      e.tid = t_tid;
+      e.kind = kind;
+      e.flags = flags;
+      memset(e.reserved, 0, sizeof e.reserved);
+    } else {
+      runtime::RingNoteData d;
+      const size_t off = (j - 1) * runtime::kNoteDataBytes;
+      const size_t n = len - off < runtime::kNoteDataBytes ? len - off : runtime::kNoteDataBytes;
+      memset(&d, 0, sizeof d);
+      memcpy(d.bytes, payload + off, n);
+      d.kind = RingEventKind::NoteData;
+      d.length = static_cast<uint8_t>(n);
+      memcpy(&slot->event, &d, sizeof d);
+    }
+    slot->seq.store(t + j + 1, std::memory_order_release);
+  }
+  t_last_ticket = t + k;
+  t_busy = was_busy;
+  return ok;
 }
 
 void attach() {
@@ -41,10 +99,14 @@ void attach() {
   t_busy = true;  // anything allocated while attaching (pthread_atfork's list) is not ours to record
   int next = kOff;
   const char* path = getenv(runtime::kEnvRing);
+  bool quiet = false;  // the recording ended while this process ran (a daemon left running): say nothing
   if (path == nullptr || *path == '\0') {
     write_stderr("memtrack: MEMTRACK_RING is not set; this process is not recorded (run it under 'memtrack record')\n");
   } else {
     const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC));
+    // The recorder's fd is gone with the recorder: an image started by a process left running after the
+    // recording ended (its environment still named the ring). Nothing to say to it.
+    if (fd < 0 && errno == ENOENT) quiet = true;
     RingHeader probe;
     if (fd >= 0 && syscall(SYS_pread64, fd, &probe, sizeof probe, 0) == static_cast<long>(sizeof probe) &&
         probe.magic == runtime::kRingMagic && probe.version == runtime::kRingVersion && probe.capacity != 0 &&
@@ -63,11 +125,14 @@ void attach() {
         const uint32_t i = g_ring->exec_count.fetch_add(1, std::memory_order_relaxed);
         g_ring->exec_notices[i % runtime::kExecNotices].store(
             runtime::exec_notice(g_ring->head.load(std::memory_order_relaxed), g_pid), std::memory_order_release);
-        next = g_ring->detached.load(std::memory_order_relaxed) ? kOff : kRecording;
+        const uint32_t detached = g_ring->detached.load(std::memory_order_relaxed);
+        quiet = detached == runtime::kDetachedQuiet;
+        next = detached == 0 && begin_image() ? kRecording : kOff;
+        if (g_ring->detached.load(std::memory_order_relaxed) == runtime::kDetachedQuiet) quiet = true;
       }
     }
     if (fd >= 0) syscall(SYS_close, fd);
-    if (next != kRecording)
+    if (next != kRecording && !quiet)
       write_stderr("memtrack: cannot attach to the recorder's ring; this process is not recorded\n");
   }
   if (next == kRecording) pthread_atfork(nullptr, nullptr, after_fork_in_child);

@@ -54,7 +54,25 @@ void attach();
 bool wait_for_slot(RingSlot* slot, uint64_t t);
 
 // In a child after fork or _Fork: the pid changed, and only the forking thread survives, with a new tid.
+// Writes the child's NoteStart.
 void after_fork_in_child();
+
+// Writes one lifecycle note (ring.h, "Lifecycle notes"): a block of 1 + k tickets for `payload` of `len`
+// bytes (cut to note_max_data_slots). The head slot carries `pid`, `addr`, the payload's kept length and k.
+// Returns false when nothing was written (the ring is detached or the recorder gone). The caller checks that
+// this image is attached (g_ring set). Per process or image, never per event; not async-signal-reentrant on
+// one thread (events of a signal handler that interrupts it are passed through unrecorded).
+bool write_note(RingEventKind kind, int32_t pid, uint64_t addr, const char* payload, size_t len, uint8_t flags = 0);
+
+// True when this image records and the recording has not ended: its children should be tracked too.
+inline bool recording_now() {
+  return g_state.load(std::memory_order_acquire) == kRecording && g_ring->detached.load(std::memory_order_relaxed) == 0;
+}
+
+// process_hooks.cpp: at attach, before this image records: takes LD_PRELOAD's first entry and MEMTRACK_RING
+// out of environ (kept for the children's environments) and notes the new image (NoteExec), and registers the
+// exit note. Returns false when the image must not record (the note could not be written).
+bool begin_image();
 
 // The event's time: the raw TSC when the recorder converts it (ring.h, timestamp_tsc), else CLOCK_MONOTONIC.
 inline uint64_t timestamp_now() {

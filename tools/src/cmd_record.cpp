@@ -32,12 +32,11 @@ constexpr const char* kHelp =
     "  -q, --quiet         no summary line (and no notes) on stderr; errors are still reported\n"
     "  --python-malloc     run CMD with PYTHONMALLOC=malloc, so CPython's small objects, which its pymalloc\n"
     "                      serves without calling malloc, are recorded too\n\n"
-    "The recorder finishes the artifact when CMD and all its descendants have exited, however they exited,\n"
-    "and exits with CMD's exit status (128+N when signal N killed it; 127 when CMD is not found, 126 when it\n"
-    "cannot be executed). Signals: SIGINT and SIGQUIT from the terminal reach CMD (its process group) and the\n"
-    "recorder ignores them; SIGTERM and SIGHUP sent to the recorder are passed on to CMD. Either way the\n"
-    "recorder waits for CMD to end and then finishes the artifact. A recorder killed with SIGKILL leaves\n"
-    "FILE.<pid>.partial: every whole frame in it is a valid artifact (decode reads it up to the cut).\n"
+    "The recorder finishes the artifact when CMD and every process of its session have exited; daemons\n"
+    "(another session) are left running, untracked, and named in the summary. SIGTERM, SIGHUP or SIGINT end\n"
+    "the recording at once. It exits with CMD's exit status (128+N when signal N killed it; 127 when CMD is\n"
+    "not found, 126 when it cannot be executed). A recorder killed with SIGKILL leaves FILE.<pid>.partial:\n"
+    "every whole frame in it is a valid artifact (decode reads it up to the cut).\n"
     "The library is found at <dir of memtrack>/../lib/libmemtrack-preload.so unless MEMTRACK_PRELOAD names\n"
     "another.\n";
 
@@ -146,6 +145,21 @@ int run_record(int argc, char** argv) {
       std::fprintf(stderr, ", %llu ring slots skipped (their threads died before filling them)",
                    static_cast<unsigned long long>(r.abandoned_slots));
     std::fputc('\n', stderr);
+    auto list = [](const std::vector<runtime::ProcessNote>& processes, bool with_reason) {
+      std::string out;
+      for (const runtime::ProcessNote& p : processes) {
+        if (!out.empty()) out += ", ";
+        out += (p.pid != 0 ? std::to_string(p.pid) : std::string("?")) + " (" + p.executable + ")";
+        if (with_reason) out += ": " + p.reason;
+      }
+      return out;
+    };
+    if (r.ended_by_signal != 0)
+      std::fprintf(stderr, "memtrack record: the recording was ended by signal %d\n", r.ended_by_signal);
+    if (!r.left_running.empty())
+      std::fprintf(stderr, "memtrack record: left running (not waited for, untracked from here on): %s\n",
+                   list(r.left_running, false).c_str());
+    if (!r.untracked.empty()) std::fprintf(stderr, "memtrack record: not tracked: %s\n", list(r.untracked, true).c_str());
     if (python_note) {
       std::fprintf(stderr,
                    "memtrack record: note: %s looks like CPython, whose pymalloc serves small objects without "

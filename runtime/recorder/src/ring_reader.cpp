@@ -101,13 +101,20 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
     while (n < out.size()) {
       RingSlot& s = ring_.slot(pos_);
       if (s.seq.load(std::memory_order_acquire) != pos_ + 1) break;
-      // A committed slot of kind None carries no event (a realloc that failed after taking its ticket).
-      const bool is_event = s.event.kind != RingEventKind::None;
-      if (is_event) out[n] = to_event(s.event);
+      // Kinds 1..8 are events. A committed slot of kind None carries no event (a realloc that failed after
+      // taking its ticket); a note (per process, not per event) goes to the lifecycle books, at the position
+      // of the events before it.
+      const auto kind = static_cast<std::uint8_t>(s.event.kind);
+      const bool is_event = static_cast<std::uint8_t>(kind - 1u) < 8u;
+      if (is_event) [[likely]]
+        out[n] = to_event(s.event);
+      else if (kind != 0 && lifecycle_ != nullptr)
+        lifecycle_->on_slot(s.event, events_ + n);
       ring_.release(pos_);  // after the slot was read: the producer of ticket pos_ + capacity overwrites it
       ++pos_;
       n += is_event;
     }
+    read_up_to_.store(pos_, std::memory_order_release);
     if (n != 0 || idle_rounds_ == 0) ring_.wake_waiters();
     if (n != 0) {
       idle_rounds_ = 0;
@@ -145,6 +152,7 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
         last_check_ = now;  // ask again later, not on every idle round
       }
       if (abandon) {
+        if (lifecycle_ != nullptr) lifecycle_->on_abandoned(events_);
         ring_.release(pos_);
         ++pos_;
         ++abandoned_;

@@ -11,6 +11,7 @@
 #include <span>
 
 #include "memtrack/analysis/live_heap.h"
+#include "lifecycle.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/pipeline/stream_encoder.h"
 #include "processes.h"
@@ -39,6 +40,12 @@ class RingReader final : public pipeline::EventSource {
   std::size_t read(std::span<codec::Event> out) override;
   [[nodiscard]] codec::Status status() const override { return {}; }
 
+  // Lifecycle notes met in the ring go to `lifecycle` (set before the first read()); without one they are
+  // skipped.
+  void set_lifecycle(Lifecycle* lifecycle) { lifecycle_ = lifecycle; }
+  // Tickets read so far (any thread): every note and event of a ticket below it has been handed on.
+  [[nodiscard]] std::uint64_t position() const { return read_up_to_.load(std::memory_order_acquire); }
+
   [[nodiscard]] std::uint64_t events() const { return events_; }
   [[nodiscard]] std::uint64_t abandoned() const { return abandoned_; }
 
@@ -54,7 +61,9 @@ class RingReader final : public pipeline::EventSource {
   SeenProcesses& processes_;
   analysis::LiveHeap& heap_;
   TscClock* tsc_;
-  std::uint64_t pos_ = 0;  // the next ticket to read
+  Lifecycle* lifecycle_ = nullptr;
+  std::atomic<std::uint64_t> read_up_to_{0};  // pos_, published after each batch
+  std::uint64_t pos_ = 0;                     // the next ticket to read
   std::uint64_t events_ = 0;
   std::uint64_t abandoned_ = 0;
   int idle_rounds_ = 0;

@@ -3,11 +3,15 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
+#include <cstring>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 #include "sys_error.h"
 
@@ -54,9 +58,7 @@ SharedRing::~SharedRing() {
   ::close(fd_);
 }
 
-std::string SharedRing::path() const {
-  return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd_);
-}
+std::string SharedRing::path() const { return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd_); }
 
 // A Dekker handshake with the producer, which increments `waiters` and then re-reads its slot: this
 // read-modify-write reads the latest `waiters`, and if it comes before the producer's increment, it
@@ -67,6 +69,65 @@ void SharedRing::wake_waiters() {
     header_->wake_futex.fetch_add(1, std::memory_order_seq_cst);
     ::syscall(SYS_futex, &header_->wake_futex, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
   }
+}
+
+namespace {
+
+std::uint64_t note_timestamp(bool tsc) {
+#if defined(__x86_64__)
+  if (tsc) return __builtin_ia32_rdtsc();
+#endif
+  (void)tsc;
+  struct timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+bool SharedRing::write_note(RingEventKind kind, std::int32_t pid, std::uint64_t addr, std::uint8_t flags,
+                            std::string_view payload) {
+  if (header_->detached.load(std::memory_order_relaxed) != 0) return false;
+  const std::uint64_t max_slots = note_max_data_slots(slots_);
+  std::uint64_t k = (payload.size() + kNoteDataBytes - 1) / kNoteDataBytes;
+  if (k > max_slots) {
+    k = max_slots;
+    payload = payload.substr(0, k * kNoteDataBytes);
+    flags |= kRingNoteTruncated;
+  }
+  const auto tid = static_cast<std::int32_t>(::syscall(SYS_gettid));
+  const std::uint64_t t = header_->head.fetch_add(1 + k, std::memory_order_relaxed);
+  const std::uint64_t timestamp = note_timestamp(header_->timestamp_tsc == 1);
+  for (std::uint64_t j = 0; j <= k; ++j) {
+    RingSlot& s = slot(t + j);
+    const std::uint64_t owner = slot_owner(t + j, tid);
+    if (s.seq.load(std::memory_order_acquire) != t + j) {
+      owners_[(t + j) & (2 * slots_ - 1)].store(owner, std::memory_order_release);
+      while (s.seq.load(std::memory_order_acquire) != t + j) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    s.owner.store(owner, std::memory_order_release);
+    if (j == 0) {
+      RingEvent e{};
+      e.timestamp = timestamp;
+      e.addr = addr;
+      e.size = payload.size();
+      e.old_addr = k;
+      e.pid = pid;
+      e.tid = tid;
+      e.kind = kind;
+      e.flags = flags;
+      s.event = e;
+    } else {
+      RingNoteData d{};
+      const std::string_view part = payload.substr((j - 1) * kNoteDataBytes, kNoteDataBytes);
+      std::memcpy(d.bytes, part.data(), part.size());
+      d.kind = RingEventKind::NoteData;
+      d.length = static_cast<std::uint8_t>(part.size());
+      std::memcpy(&s.event, &d, sizeof d);
+    }
+    s.seq.store(t + j + 1, std::memory_order_release);
+  }
+  return true;
 }
 
 }  // namespace memtrack::runtime

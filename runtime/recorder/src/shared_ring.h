@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "memtrack/runtime/ring.h"
 
@@ -44,6 +45,13 @@ class SharedRing {
 
   // After freeing slots: wake producers sleeping on a full ring.
   void wake_waiters();
+
+  // The recorder as a producer (ring.h, "Lifecycle notes"): writes one note, with `payload` in its data slots,
+  // in ticket order among the events, so its position is causal. Called by the recorder's main thread, never
+  // by the reader (which would wait on itself). Waits while the ring is full (the reader drains it, even after
+  // an encoder failure). Writes nothing and returns false when the ring is detached.
+  bool write_note(RingEventKind kind, std::int32_t pid, std::uint64_t addr, std::uint8_t flags = 0,
+                  std::string_view payload = {});
 
  private:
   std::uint64_t slots_;

@@ -31,8 +31,8 @@ class TscClock {
   static Pair now();
   void refresh();
   Pair origin_;
-  Pair ref_{};                      // the latest reference pair
-  std::int64_t mult_ = 0;           // ns per tick, 32.32 fixed point; 0 until the first refresh
+  Pair ref_{};                       // the latest reference pair
+  std::int64_t mult_ = 0;            // ns per tick, 32.32 fixed point; 0 until the first refresh
   std::uint64_t refresh_ticks_ = 0;  // TSC ticks after which ref_ is renewed
 };
 

@@ -38,7 +38,8 @@ namespace memtrack::runtime {
 
 inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 // 6: the slot's payload is RingEvent (until 5 it was codec::Event, the same 48 bytes).
-inline constexpr std::uint32_t kRingVersion = 6;
+// 7: lifecycle notes (RingEventKind::Note*, RingNoteData) and RingHeader::detached == kDetachedQuiet.
+inline constexpr std::uint32_t kRingVersion = 7;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -58,7 +59,44 @@ enum class RingEventKind : std::uint8_t {
   Mmap = 6,
   Munmap = 7,
   Brk = 8,
+  // Lifecycle notes: not events. A slot of one of these kinds carries a note about a process (the "Lifecycle
+  // notes" section below); the recorder turns it into a context record positioned at the number of events
+  // before it, and it takes no place in the event stream.
+  NoteStart = 32,      // a fork child's first words: pid, addr = ppid
+  NoteExec = 33,       // a new image attached: pid, addr = ppid, size = payload bytes, old_addr = data slots k
+  NoteExit = 34,       // exit() ran (on_exit): pid, addr = exit status
+  NoteUntracked = 35,  // an image that will not be tracked: pid (0: not known), addr = RingUntrackedReason,
+                       // size = payload bytes, old_addr = data slots k; the payload is the executable's path
+  NoteData = 36,       // a continuation slot of the note k tickets before it: RingNoteData
 };
+
+// Lifecycle notes. A note that carries strings (NoteExec: the executable's path, NUL, then every argv
+// string followed by NUL; NoteUntracked: the executable's path) takes 1 + k consecutive tickets in one
+// fetch_add(1 + k): the head slot, then k NoteData slots holding up to kNoteDataBytes of payload each, in
+// order. So the note is one block in ticket order, causal like the events, and no string area needs to be
+// allocated, reclaimed or bounded separately. Each slot of the block is waited for, signed and published like
+// an event's; a block whose owner died midway leaves abandoned slots the recorder reads as a truncated
+// payload. The payload is capped at note_max_data_slots(capacity) slots (flags kRingNoteTruncated when it was
+// cut), so a block is far shorter than the nested-ticket bound (capacity / 2) with any ring size.
+// Notes are written once per process or image (fork, attach, exit, exec of an untrackable image), never per
+// event.
+inline constexpr std::size_t kNoteDataBytes = 40;
+[[nodiscard]] inline constexpr std::uint64_t note_max_data_slots(std::uint64_t capacity) {
+  return capacity / 8 < 256 ? capacity / 8 : 256;  // at most 10 KiB of path and argv
+}
+inline constexpr std::uint8_t kRingNoteTruncated = 0x02;  // RingEvent::flags of a note: payload was cut
+inline constexpr std::uint8_t kRingNoteHasStatus = 0x04;  // NoteExit: addr holds the exit status
+inline constexpr std::uint8_t kRingNoteSignal = 0x08;     // NoteExit: addr holds the signal that killed it
+
+// NoteUntracked::addr. Setuid and Static come from a tracked process about an image it starts; LeftRunning
+// from the recorder (a process still running when the recording ended).
+enum class RingUntrackedReason : std::uint8_t { Setuid = 1, Static = 2, LeftRunning = 3 };
+
+// Notes are written by tracked processes (NoteStart, NoteExec, NoteExit from exit(), NoteUntracked before an
+// exec or after a spawn) and by the recorder itself, which takes tickets like a producer: NoteExit for a
+// process it reaped (with the wait status) or found gone (exit status unknown: _exit, a signal), and
+// NoteUntracked(LeftRunning) when the recording ends. A process's exit can thus be noted twice (exit() and
+// then its reaping); the first note in ticket order counts.
 
 inline constexpr std::uint8_t kRingFlagHasOldAddr = 0x01;  // RingEvent::flags: Realloc with an old address
 
@@ -77,6 +115,17 @@ struct RingEvent {
 };
 static_assert(std::is_trivially_copyable_v<RingEvent> && std::is_standard_layout_v<RingEvent>);
 static_assert(sizeof(RingEvent) == 48 && alignof(RingEvent) == 8, "RingEvent fills a 64-byte slot with seq and owner");
+
+// A NoteData slot: the RingEvent's bytes reinterpreted (copied in and out with memcpy), with `kind` where
+// RingEvent has it, so the recorder tells it from an event by the same byte.
+struct RingNoteData {
+  char bytes[kNoteDataBytes];
+  RingEventKind kind;   // NoteData
+  std::uint8_t length;  // payload bytes in `bytes`, 0..40
+  std::uint8_t reserved[6];
+};
+static_assert(std::is_trivially_copyable_v<RingNoteData> && sizeof(RingNoteData) == sizeof(RingEvent) &&
+              offsetof(RingNoteData, kind) == offsetof(RingEvent, kind));
 
 // Who took a ticket: slot_owner(ticket, tid), stored by the producer in its slot (RingSlot::owner) when the
 // slot is free at once, else in owners[ticket % (2 * capacity)] before it waits for the slot. The recorder
@@ -110,6 +159,9 @@ inline constexpr std::uint32_t kExecNotices = 64;
   return slot_owner(head, pid);
 }
 
+inline constexpr std::uint32_t kDetachedFailed = 1;
+inline constexpr std::uint32_t kDetachedQuiet = 2;
+
 struct alignas(64) RingHeader {
   std::uint32_t magic;
   std::uint32_t version;
@@ -120,9 +172,12 @@ struct alignas(64) RingHeader {
   // program with and without MEMTRACK_CLOCK=monotonic, which forces clock_gettime).
   // Set only where the kernel itself derives CLOCK_MONOTONIC from an invariant TSC. 0: clock_gettime.
   std::uint32_t timestamp_tsc;
-  // Set by a producer that found the recorder gone, or by the recorder when it cannot encode: every process
-  // stops recording (one warning each). Read on every event, so it shares the line of the fields above,
-  // which nobody writes after set-up, and not the line of `waiters`, which the recorder writes all the time.
+  // Set by a producer that found the recorder gone, or by the recorder when it cannot encode
+  // (kDetachedFailed): every process stops recording, a process attaching says so on stderr. Set by the
+  // recorder when the recording ended while processes still run (kDetachedQuiet: daemons left running):
+  // they stop recording silently, and their new images do not attach. Read on every event, so it shares the line of the
+  // fields above, which nobody writes after set-up, and not the line of `waiters`, which the recorder writes all the
+  // time.
   std::atomic<std::uint32_t> detached;
   // Next ticket. On its own cache line: every producer writes it.
   alignas(64) std::atomic<std::uint64_t> head;
@@ -177,6 +232,11 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
   MEMTRACK_RING_FIELD(RingHeader, wake_futex);
   MEMTRACK_RING_FIELD(RingHeader, exec_count);
   MEMTRACK_RING_FIELD(RingHeader, exec_notices);
+  add(sizeof(RingNoteData));
+  MEMTRACK_RING_FIELD(RingNoteData, bytes);
+  MEMTRACK_RING_FIELD(RingNoteData, kind);
+  MEMTRACK_RING_FIELD(RingNoteData, length);
+  add(kNoteDataBytes);
 #undef MEMTRACK_RING_FIELD
   add(ring_bytes(1));
   add(kOwnerTidBits);
@@ -191,6 +251,8 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
   switch (version) {
     case 6:
       return 0x955f5a330e446607u;
+    case 7:
+      return 0xf384e526542bb216u;
     default:
       return 0;
   }

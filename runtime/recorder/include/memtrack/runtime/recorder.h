@@ -1,10 +1,13 @@
 // The recorder: runs a command with the preload library, drains the shared event ring and encodes the
 // events into an artifact. Used by `memtrack record`.
 //
-// Process model: the recorder makes itself a child subreaper, so every process the command starts (forks,
-// `sh -c` chains, daemons that double-fork) stays its descendant; it finishes the artifact when the last of
-// them has exited, however they exited (exit, _exit, SIGKILL). The recorder itself never runs the preload
-// library: LD_PRELOAD is set only in the command's environment.
+// Process model (docs/RUNTIME.md, "Which processes the recording waits for"): the recorder makes itself a
+// child subreaper, so orphans of the command are re-parented to it. It finishes the artifact when the command
+// has exited and no process of the command's session is left: a daemon (a process in another session, e.g.
+// after setsid) does not hold the recording; it is left running, untracked from then on without a word, and
+// reported in RecordResult::left_running. SIGTERM, SIGHUP or SIGINT to the recorder end the recording
+// promptly (forwarded to the command while it runs). The recorder itself never runs the preload library:
+// LD_PRELOAD is set only in the command's environment, and the command's images take it out of their own.
 #pragma once
 
 #include <cerrno>
@@ -34,15 +37,25 @@ struct RecordOptions {
   std::uint64_t ring_slots = kDefaultRingSlots;
 };
 
+struct ProcessNote {
+  std::int32_t pid = 0;  // 0: not known
+  std::string executable;
+  std::string reason;  // untracked: "setuid", "static", "left-running"
+};
+
 struct RecordResult {
   int exit_status = 0;  // the command's exit status, or 128 + signal number when a signal killed it
   std::string output_path;
   std::uint64_t events = 0;
   std::uint64_t artifact_bytes = 0;
-  std::uint64_t peak_heap_bytes = 0;  // peak of live malloc-family bytes across all recorded processes
-  std::uint64_t processes = 0;        // distinct pids in the recorded events
-  std::uint64_t abandoned_slots = 0;  // tickets whose thread died (killed, or replaced by exec) unfilled
-  codec::Status status;               // artifact write failures
+  std::uint64_t peak_heap_bytes = 0;      // peak of live malloc-family bytes across all recorded processes
+  std::uint64_t processes = 0;            // distinct pids in the recorded events
+  std::uint64_t abandoned_slots = 0;      // tickets whose thread died (killed, or replaced by exec) unfilled
+  codec::Status status;                   // artifact write failures
+  std::vector<ProcessNote> left_running;  // still running when the recording ended (not waited for)
+  std::vector<ProcessNote> untracked;     // images that could not be tracked (setuid, static)
+  std::uint64_t context_records = 0;      // lifecycle records produced (docs/FORMAT.md, Context section)
+  int ended_by_signal = 0;                // the signal that ended the recording early, or 0
 };
 
 // The command could not be started. exit_status is what shells, env and timeout exit with then: 127 when

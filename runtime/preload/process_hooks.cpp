@@ -1,0 +1,457 @@
+// Processes and images (docs/RUNTIME.md, "Processes, exec, threads, signals" and "The program's environment"):
+// the lifecycle notes a tracked image writes (NoteExec when it attaches, NoteExit from exit(), NoteUntracked
+// for an image it starts that cannot be tracked), and the environment: the program's view of it has no
+// LD_PRELOAD entry of ours and no MEMTRACK_RING, and every child gets both back through the hooks of the exec
+// family, posix_spawn, system and popen. Nothing here runs per event.
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "memtrack/runtime/image_check.h"
+#include "ring_client.h"
+
+extern char** environ;
+
+namespace memtrack::preload {
+namespace {
+
+// "MEMTRACK_RING=<path>" and "LD_PRELOAD=<this library>", as the recorder (or the parent image) gave them,
+// for the children's environments. Static: set once per image in begin_image, before it records.
+constexpr size_t kEnvBytes = PATH_MAX + 32;
+constinit char g_env_ring[kEnvBytes];
+constinit char g_env_preload[kEnvBytes];
+// The program's own LD_PRELOAD ("LD_PRELOAD=<the rest>"), when it had entries besides ours.
+constinit char g_env_user_preload[kEnvBytes];
+constinit bool g_env_ready = false;
+
+// The image's executable and command line, the NoteExec payload. Static: written once per image at attach.
+constexpr size_t kNoteBytes = 10 * 1024 + PATH_MAX;
+constinit char g_note[kNoteBytes];
+
+bool starts_with(const char* s, const char* prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+bool copy_env(char* dst, const char* prefix, const char* value, size_t value_len) {
+  const size_t p = strlen(prefix);
+  if (p + value_len + 1 > kEnvBytes) return false;
+  memcpy(dst, prefix, p);
+  memcpy(dst + p, value, value_len);
+  dst[p + value_len] = '\0';
+  return true;
+}
+
+// Takes our two variables out of environ (in place: no allocation, the array keeps its storage).
+void take_environment() {
+  if (environ == nullptr) return;
+  const char* ring = nullptr;
+  const char* preload = nullptr;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (starts_with(*e, "MEMTRACK_RING=")) ring = *e + 14;
+    if (starts_with(*e, "LD_PRELOAD=")) preload = *e + 11;
+  }
+  if (ring == nullptr || preload == nullptr) return;
+  // Ours is LD_PRELOAD's first entry (the recorder and child_environment() below put it first); the loader
+  // separates entries with ':' or ' '.
+  const size_t first = strcspn(preload, ": ");
+  const char* rest = preload + first;
+  while (*rest == ':' || *rest == ' ') ++rest;
+  if (!copy_env(g_env_ring, "MEMTRACK_RING=", ring, strlen(ring)) ||
+      !copy_env(g_env_preload, "LD_PRELOAD=", preload, first))
+    return;  // too long to keep: leave the environment as it is (children still inherit it)
+  const bool user_preload = *rest != '\0' && copy_env(g_env_user_preload, "LD_PRELOAD=", rest, strlen(rest));
+  char** out = environ;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (starts_with(*e, "MEMTRACK_RING=")) continue;
+    if (starts_with(*e, "LD_PRELOAD=")) {
+      if (user_preload) *out++ = g_env_user_preload;
+      continue;
+    }
+    *out++ = *e;
+  }
+  *out = nullptr;
+  g_env_ready = true;
+}
+
+// Reads a whole small file with raw system calls; returns the bytes read (0 on error).
+size_t read_file(const char* path, char* buf, size_t cap) {
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return 0;
+  size_t n = 0;
+  while (n < cap) {
+    const long r = syscall(SYS_read, fd, buf + n, cap - n);
+    if (r <= 0) break;
+    n += static_cast<size_t>(r);
+  }
+  syscall(SYS_close, fd);
+  return n;
+}
+
+// exit() and return from main: the last exit handler to run (registered before __libc_start_main registers
+// the loader's destructors, so it runs after them), so events of destructors and atexit handlers come
+// before the note. Later events of this process (other threads still running while exit() runs) are not
+// recorded: the process has ended in the stream.
+void exit_note(int status, void*) {
+  if (!recording_now()) return;
+  write_note(RingEventKind::NoteExit, g_pid, static_cast<uint64_t>(static_cast<uint32_t>(status)), nullptr, 0,
+             runtime::kRingNoteHasStatus);
+  g_state.store(kOff, std::memory_order_release);
+}
+
+// The real process functions, looked up with dlsym(RTLD_NEXT) at attach (resolve_process_functions, from
+// begin_image), so an exec hook in a vfork child does not call dlsym; a process that never attached looks
+// them up on first use. dlsym's answer does not change, so a race only repeats the lookup.
+enum ProcessFn { kExecve, kExecvpe, kExecveat, kFexecve, kPosixSpawn, kPosixSpawnp, kSystem, kPopen, kProcessFns };
+constexpr const char* kProcessFnNames[kProcessFns] = {"execve",      "execvpe",      "execveat", "fexecve",
+                                                      "posix_spawn", "posix_spawnp", "system",   "popen"};
+constinit std::atomic<void*> g_process_fns[kProcessFns];
+
+template <typename Fn>
+Fn real(ProcessFn which) {
+  void* f = g_process_fns[which].load(std::memory_order_acquire);
+  if (f == nullptr) {
+    f = dlsym(RTLD_NEXT, kProcessFnNames[which]);
+    g_process_fns[which].store(f, std::memory_order_release);
+  }
+  return reinterpret_cast<Fn>(f);
+}
+
+void resolve_process_functions() {
+  for (int i = 0; i < kProcessFns; ++i) (void)real<void*>(static_cast<ProcessFn>(i));
+}
+
+// Memory for an exec hook's arrays without malloc (a vfork child shares its parent's heap and locks): a
+// buffer in the hook's own stack frame when the arrays fit (a vfork child's stack frames are gone with it),
+// else an anonymous mapping, unmapped by the destructor after a failed call (a successful exec replaces the
+// address space; only a vfork child's exec leaves the mapping in its parent).
+template <size_t kInline>
+class HookBuffer {
+ public:
+  HookBuffer() = default;
+  HookBuffer(const HookBuffer&) = delete;
+  HookBuffer& operator=(const HookBuffer&) = delete;
+  ~HookBuffer() {
+    if (map_ != nullptr) syscall(SYS_munmap, map_, bytes_);
+  }
+  void* get(size_t bytes) {
+    if (bytes <= kInline) return inline_;
+    void* map = reinterpret_cast<void*>(
+        syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (map == MAP_FAILED) return nullptr;
+    map_ = map;
+    bytes_ = bytes;
+    return map;
+  }
+
+ private:
+  alignas(16) char inline_[kInline];
+  void* map_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// A child's environment: `envp` (environ if the caller passed that) without our variables, plus
+// MEMTRACK_RING and LD_PRELOAD=<ours>[:<the child's LD_PRELOAD>].
+class ChildEnv {
+ public:
+  explicit ChildEnv(char* const* envp) : envp_(const_cast<char**>(envp)) {
+    if (!g_env_ready || !recording_now()) return;  // not recording: the child is not tracked (and not told)
+    size_t n = 0;
+    const char* user_preload = nullptr;
+    if (envp != nullptr)
+      for (; envp[n] != nullptr; ++n)
+        if (starts_with(envp[n], "LD_PRELOAD=")) user_preload = envp[n] + 11;
+    const size_t ours = strlen(g_env_preload);
+    const size_t preload_bytes = ours + (user_preload != nullptr ? 1 + strlen(user_preload) : 0) + 1;
+    void* mem = buffer_.get((n + 3) * sizeof(char*) + preload_bytes);
+    if (mem == nullptr) return;  // the child starts untracked rather than not at all
+    char** out = static_cast<char**>(mem);
+    char* preload = reinterpret_cast<char*>(out + n + 3);
+    memcpy(preload, g_env_preload, ours);
+    if (user_preload != nullptr && *user_preload != '\0') {
+      preload[ours] = ':';
+      memcpy(preload + ours + 1, user_preload, strlen(user_preload) + 1);
+    } else {
+      preload[ours] = '\0';
+    }
+    char** o = out;
+    for (size_t i = 0; i < n; ++i) {
+      if (starts_with(envp[i], "LD_PRELOAD=") || starts_with(envp[i], "MEMTRACK_RING=")) continue;
+      *o++ = envp[i];
+    }
+    *o++ = preload;
+    *o++ = g_env_ring;
+    *o = nullptr;
+    envp_ = out;
+    adds_ = true;
+  }
+  ChildEnv(const ChildEnv&) = delete;
+  ChildEnv& operator=(const ChildEnv&) = delete;
+  char** get() const { return envp_; }
+  bool adds() const { return adds_; }
+
+ private:
+  char** envp_;
+  bool adds_ = false;
+  HookBuffer<4096> buffer_;  // 500 variables in the frame; more in a mapping
+};
+
+// The path an execvp-style call runs (PATH search as glibc does it, for the untrackable check only), written
+// to `buf`; false when none is found.
+bool find_in_path(const char* file, char* buf, size_t cap) {
+  if (strchr(file, '/') != nullptr) {
+    if (strlen(file) >= cap) return false;
+    memcpy(buf, file, strlen(file) + 1);
+    return true;
+  }
+  const char* path = getenv("PATH");
+  if (path == nullptr) path = "/bin:/usr/bin";
+  const size_t flen = strlen(file);
+  for (const char* p = path;; ++p) {
+    const char* end = strchrnul(p, ':');
+    const size_t dlen = static_cast<size_t>(end - p);
+    if (dlen + 1 + flen + 1 <= cap) {
+      size_t i = 0;
+      if (dlen == 0) {
+        buf[i++] = '.';
+      } else {
+        memcpy(buf, p, dlen);
+        i = dlen;
+      }
+      buf[i++] = '/';
+      memcpy(buf + i, file, flen + 1);
+      if (syscall(SYS_faccessat, AT_FDCWD, buf, X_OK) == 0) return true;
+    }
+    if (*end == '\0') return false;
+    p = end;
+  }
+}
+
+// Before an exec (pid = ours) or after a spawn (pid = the child's): if the image cannot be tracked, say so.
+void note_if_untrackable(int32_t pid, int dirfd, const char* path, int at_flags = 0) {
+  if (!g_env_ready || !recording_now()) return;
+  // A vfork child shares its parent's memory, pid cache and thread-locals: a note written from it would carry
+  // the parent's identity. Its exec goes unreported (posix_spawn, system and popen report from the parent).
+  if (static_cast<int>(syscall(SYS_getpid)) != g_pid) return;
+  const int reason = runtime::image_untrackable(dirfd, path, at_flags);
+  if (reason == 0) return;
+  char exe[PATH_MAX];
+  size_t len = 0;
+  if (at_flags & AT_EMPTY_PATH) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);  // snprintf of ints does not allocate
+    const long r = syscall(SYS_readlinkat, AT_FDCWD, link, exe, sizeof exe);
+    len = r > 0 ? static_cast<size_t>(r) : 0;
+  } else {
+    len = strnlen(path, sizeof exe);
+    memcpy(exe, path, len);
+  }
+  write_note(RingEventKind::NoteUntracked, pid, static_cast<uint64_t>(reason), exe, len);
+}
+
+bool executable(int dirfd, const char* path, int at_flags = 0) {
+  return syscall(SYS_faccessat, dirfd, path, X_OK, at_flags & AT_EMPTY_PATH) == 0;
+}
+
+// system() and popen() spawn with glibc's internal posix_spawn and the current environ, out of our hooks'
+// reach: for the duration of the call, environ is a copy with our variables added (another thread reading the
+// environment meanwhile sees them: docs/RUNTIME.md, Limits).
+class EnvironWithOurs {
+ public:
+  EnvironWithOurs() : env_(environ) {
+    if (env_.adds()) {
+      saved_ = environ;
+      environ = env_.get();
+    }
+  }
+  ~EnvironWithOurs() {
+    if (saved_ != nullptr && environ == env_.get()) environ = saved_;
+  }
+  EnvironWithOurs(const EnvironWithOurs&) = delete;
+  EnvironWithOurs& operator=(const EnvironWithOurs&) = delete;
+
+ private:
+  ChildEnv env_;
+  char** saved_ = nullptr;
+};
+
+// argv of an execl-style call (memory: HookBuffer).
+class VarArgv {
+ public:
+  VarArgv(const char* arg0, va_list ap, char*** envp_out) {
+    va_list count;
+    va_copy(count, ap);
+    size_t n = 1;
+    while (va_arg(count, const char*) != nullptr) ++n;
+    va_end(count);
+    argv_ = static_cast<char**>(buffer_.get((n + 1) * sizeof(char*)));
+    if (argv_ == nullptr) return;
+    argv_[0] = const_cast<char*>(arg0);
+    for (size_t i = 1; i <= n; ++i) argv_[i] = va_arg(ap, char*);  // ends with the NULL
+    if (envp_out != nullptr) *envp_out = va_arg(ap, char**);
+  }
+  VarArgv(const VarArgv&) = delete;
+  VarArgv& operator=(const VarArgv&) = delete;
+  char** get() const { return argv_; }
+
+ private:
+  char** argv_ = nullptr;
+  HookBuffer<1024> buffer_;  // 127 arguments in the frame; more in a mapping
+};
+
+using execve_fn = int (*)(const char*, char* const*, char* const*);
+using execveat_fn = int (*)(int, const char*, char* const*, char* const*, int);
+using fexecve_fn = int (*)(int, char* const*, char* const*);
+using spawn_fn = int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*, char* const*,
+                         char* const*);
+using system_fn = int (*)(const char*);
+using popen_fn = FILE* (*)(const char*, const char*);
+
+int do_execve(const char* path, char* const* argv, char* const* envp) {
+  if (executable(AT_FDCWD, path)) note_if_untrackable(g_pid, AT_FDCWD, path);
+  ChildEnv env(envp);
+  return real<execve_fn>(kExecve)(path, argv, env.get());
+}
+
+int do_execvpe(const char* file, char* const* argv, char* const* envp) {
+  char path[PATH_MAX];
+  if (recording_now() && find_in_path(file, path, sizeof path) && executable(AT_FDCWD, path))
+    note_if_untrackable(g_pid, AT_FDCWD, path);
+  ChildEnv env(envp);
+  return real<execve_fn>(kExecvpe)(file, argv, env.get());
+}
+
+}  // namespace
+
+bool begin_image() {
+  take_environment();
+  resolve_process_functions();
+  size_t len = 0;
+  const long r = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", g_note, PATH_MAX);
+  if (r > 0) len = static_cast<size_t>(r);
+  g_note[len++] = '\0';
+  len += read_file("/proc/self/cmdline", g_note + len, kNoteBytes - len);
+  if (!write_note(RingEventKind::NoteExec, g_pid, static_cast<uint64_t>(syscall(SYS_getppid)), g_note, len))
+    return false;
+  on_exit(exit_note, nullptr);  // inherited by fork children, which share the handler list's copy
+  return true;
+}
+
+}  // namespace memtrack::preload
+
+// -------------------------------------------------------------------------------------------------------------
+// The interposed process functions. glibc's exec family calls its internal __execve, not through the PLT, so
+// every member is interposed, not execve alone.
+
+using memtrack::preload::ChildEnv;
+using memtrack::preload::do_execve;
+using memtrack::preload::do_execvpe;
+using memtrack::preload::EnvironWithOurs;
+using memtrack::preload::VarArgv;
+
+MEMTRACK_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  return do_execve(path, argv, envp);
+}
+
+MEMTRACK_EXPORT int execv(const char* path, char* const argv[]) { return do_execve(path, argv, environ); }
+
+MEMTRACK_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  return do_execvpe(file, argv, envp);
+}
+
+MEMTRACK_EXPORT int execvp(const char* file, char* const argv[]) { return do_execvpe(file, argv, environ); }
+
+MEMTRACK_EXPORT int execl(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  VarArgv argv(arg, ap, nullptr);
+  va_end(ap);
+  if (argv.get() == nullptr) {
+    errno = ENOMEM;
+    return -1;
+  }
+  return do_execve(path, argv.get(), environ);
+}
+
+MEMTRACK_EXPORT int execlp(const char* file, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  VarArgv argv(arg, ap, nullptr);
+  va_end(ap);
+  if (argv.get() == nullptr) {
+    errno = ENOMEM;
+    return -1;
+  }
+  return do_execvpe(file, argv.get(), environ);
+}
+
+MEMTRACK_EXPORT int execle(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  char** envp = nullptr;
+  VarArgv argv(arg, ap, &envp);
+  va_end(ap);
+  if (argv.get() == nullptr) {
+    errno = ENOMEM;
+    return -1;
+  }
+  return do_execve(path, argv.get(), envp);
+}
+
+MEMTRACK_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  using namespace memtrack::preload;
+  if (executable(dirfd, path, flags)) note_if_untrackable(g_pid, dirfd, path, flags);
+  ChildEnv env(envp);
+  return real<execveat_fn>(kExecveat)(dirfd, path, argv, env.get(), flags);
+}
+
+MEMTRACK_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  using namespace memtrack::preload;
+  if (executable(fd, "", AT_EMPTY_PATH)) note_if_untrackable(g_pid, fd, "", AT_EMPTY_PATH);
+  ChildEnv env(envp);
+  return real<fexecve_fn>(kFexecve)(fd, argv, env.get());
+}
+
+MEMTRACK_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
+                                const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  using namespace memtrack::preload;
+  pid_t child = 0;
+  int r;
+  {
+    ChildEnv env(envp);
+    r = real<spawn_fn>(kPosixSpawn)(&child, path, actions, attr, argv, env.get());
+  }
+  if (pid != nullptr) *pid = child;
+  if (r == 0) note_if_untrackable(child, AT_FDCWD, path);
+  return r;
+}
+
+MEMTRACK_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
+                                 const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  using namespace memtrack::preload;
+  pid_t child = 0;
+  int r;
+  {
+    ChildEnv env(envp);
+    r = real<spawn_fn>(kPosixSpawnp)(&child, file, actions, attr, argv, env.get());
+  }
+  if (pid != nullptr) *pid = child;
+  char path[PATH_MAX];
+  if (r == 0 && recording_now() && find_in_path(file, path, sizeof path)) note_if_untrackable(child, AT_FDCWD, path);
+  return r;
+}
+
+MEMTRACK_EXPORT int system(const char* command) {
+  using namespace memtrack::preload;
+  if (command == nullptr) return real<system_fn>(kSystem)(nullptr);
+  EnvironWithOurs env;
+  return real<system_fn>(kSystem)(command);
+}
+
+MEMTRACK_EXPORT FILE* popen(const char* command, const char* mode) {
+  using namespace memtrack::preload;
+  EnvironWithOurs env;
+  return real<popen_fn>(kPopen)(command, mode);
+}

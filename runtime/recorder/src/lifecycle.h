@@ -1,0 +1,78 @@
+// The processes of a recording, from the lifecycle notes in the ring (ring.h, "Lifecycle notes"): the reader
+// thread hands every note slot to on_slot() as it meets it in ticket order, with the number of events before
+// it (its position, docs/FORMAT.md "Context section: positions"), and Lifecycle turns the notes into context
+// records (ProcessStart, ProcessExec, ProcessExit, Untracked) added to the ContextChannel in that order. The
+// recorder's main thread asks it which tracked processes are alive (the descendant policy, recorder.cpp) and,
+// at the end, what went untracked (the summary).
+//
+// Thread safety: on_slot() and on_abandoned() from the reader only; the queries from any thread. A mutex
+// guards the books: notes are per process or image, never per event.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "memtrack/codec/context.h"
+#include "memtrack/pipeline/context_channel.h"
+#include "memtrack/runtime/ring.h"
+#include "tsc_clock.h"
+
+namespace memtrack::runtime {
+
+struct TrackedProcess {
+  std::int32_t pid = 0;
+  std::int32_t ppid = 0;
+  std::string executable;  // of its current image (a fork child that did not exec: its parent's)
+};
+
+struct UntrackedProcess {
+  std::int32_t pid = 0;  // 0: not known
+  std::string executable;
+  std::string reason;  // as in the Untracked record
+};
+
+class Lifecycle {
+ public:
+  // `tsc` may be null (the notes' timestamps are CLOCK_MONOTONIC nanoseconds already).
+  Lifecycle(pipeline::ContextChannel& channel, TscClock* tsc) : channel_(channel), tsc_(tsc) {}
+
+  // Reader thread: a committed slot whose kind is a note (RingEventKind::Note*), at event position
+  // `position`.
+  void on_slot(const RingEvent& slot, std::uint64_t position);
+  // Reader thread: a slot skipped unfilled (its owner died). If it belonged to a note's block, the note's
+  // payload is cut there.
+  void on_abandoned(std::uint64_t position);
+
+  // Tracked processes that started and have not exited, in pid order.
+  [[nodiscard]] std::vector<TrackedProcess> alive() const;
+  [[nodiscard]] bool is_alive(std::int32_t pid) const;
+  // What was reported untracked (Untracked records), in record order.
+  [[nodiscard]] std::vector<UntrackedProcess> untracked() const;
+  // Records added to the channel so far.
+  [[nodiscard]] std::uint64_t records() const;
+
+ private:
+  struct Note {
+    RingEvent head;
+    std::uint64_t position = 0;
+    std::uint64_t missing = 0;  // data slots still to come
+    bool truncated = false;
+    std::string payload;
+  };
+  void finish_note();
+  void add(codec::ContextRecord record);
+  std::uint64_t timestamp(std::uint64_t raw) const;
+
+  pipeline::ContextChannel& channel_;
+  TscClock* tsc_;
+  Note note_;  // the note whose data slots are being read (note_.missing != 0)
+  mutable std::mutex mutex_;
+  std::map<std::int32_t, TrackedProcess> alive_;
+  std::vector<UntrackedProcess> untracked_;
+  std::uint64_t records_ = 0;
+};
+
+}  // namespace memtrack::runtime

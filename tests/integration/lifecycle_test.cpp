@@ -1,0 +1,486 @@
+// Process lifecycle under `memtrack record` (docs/RUNTIME.md, "Processes" and "The program's environment"):
+// the context records the recorder produces for real programs (tests/integration/programs/lifecycle.c and the
+// others), the descendant policy (daemons left running, SIGTERM while waiting) and the program's own
+// environment. The context records are read from the recorder's ContextChannel through its test accessor
+// (MEMTRACK_RECORD_CONTEXT_DUMP, runtime/recorder/src/recorder_internal.h); the events from the artifact with
+// python3-zstandard + python3-msgpack (read_artifact.py).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "memtrack/codec/context.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace memtrack::codec;
+
+const std::string kMemtrack = MEMTRACK_BIN_DIR "/memtrack";
+const std::string kPrograms = MEMTRACK_PROGRAMS_DIR;
+const std::string kLifecycle = kPrograms + "/lifecycle";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path scratch_dir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir =
+      fs::path(testing::TempDir()) / (std::string("memtrack_life_") + info->name() + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::all, fs::perm_options::add);  // a setuid child of another user runs here
+  return dir;
+}
+
+std::uint64_t monotonic_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (std::string& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// The test's environment plus `extra`.
+std::vector<std::string> environment(const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+// Starts `argv` with `env`, stdout and stderr to dir/<name>.out and .err.
+pid_t start(const fs::path& dir, const std::string& name, std::vector<std::string> argv, std::vector<std::string> env) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, (dir / (name + ".out")).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, (dir / (name + ".err")).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  std::vector<char*> a = c_strings(argv), e = c_strings(env);
+  const int r = posix_spawn(&pid, a[0], &fa, nullptr, a.data(), e.data());
+  posix_spawn_file_actions_destroy(&fa);
+  EXPECT_EQ(r, 0) << argv[0];
+  return pid;
+}
+
+int wait_code(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+struct Ev {
+  int pid = 0;
+  std::string type;
+  std::uint64_t size = 0;
+};
+
+struct Recorded {
+  pid_t recorder = 0;
+  int exit_code = -1;
+  std::string out, err;
+  std::vector<Ev> events;
+  std::vector<ContextRecord> context;
+  fs::path dir;
+};
+
+std::vector<Ev> read_events(const fs::path& artifact) {
+  const fs::path text = artifact.string() + ".txt";
+  const std::string cmd = std::string(MEMTRACK_SYSTEM_PYTHON) + " " MEMTRACK_INTEGRATION_DIR "/read_artifact.py '" +
+                          artifact.string() + "' > '" + text.string() + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << "python3-zstandard/msgpack could not read " << artifact;
+  std::vector<Ev> events;
+  std::ifstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    Ev e;
+    std::string tid, ts, addr, size;
+    ls >> e.pid >> tid >> ts >> addr >> e.type >> size;
+    e.size = size == "-" ? 0 : std::stoull(size);
+    events.push_back(e);
+  }
+  return events;
+}
+
+std::vector<ContextRecord> read_context(const fs::path& dump) {
+  const std::string bytes = slurp(dump);
+  std::vector<ContextRecord> out;
+  if (bytes.empty()) return out;
+  const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
+  const Status st = decode_context_frame({p, bytes.size()}, 0, out);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  return out;
+}
+
+void finish(Recorded& run) {
+  run.out = slurp(run.dir / "record.out");
+  run.err = slurp(run.dir / "record.err");
+  run.events = read_events(run.dir / "artifact.msgpack");
+  run.context = read_context(run.dir / "context.bin");
+}
+
+std::vector<std::string> record_argv(const fs::path& dir, const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {kMemtrack, "record", "-o", (dir / "artifact.msgpack").string(), "--"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+std::vector<std::string> record_env(const fs::path& dir, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> env = environment(extra);
+  env.push_back("MEMTRACK_RECORD_CONTEXT_DUMP=" + (dir / "context.bin").string());
+  return env;
+}
+
+Recorded record(const std::vector<std::string>& command, fs::path dir = {}) {
+  Recorded run;
+  run.dir = dir.empty() ? scratch_dir() : dir;
+  run.recorder = start(run.dir, "record", record_argv(run.dir, command), record_env(run.dir));
+  run.exit_code = wait_code(run.recorder);
+  finish(run);
+  return run;
+}
+
+// "name value" lines of a program's output, in order.
+using Lines = std::vector<std::pair<std::string, std::string>>;
+Lines lines(const std::string& out) {
+  Lines m;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t sp = line.find(' ');
+    if (sp != std::string::npos) m.emplace_back(line.substr(0, sp), line.substr(sp + 1));
+  }
+  return m;
+}
+
+// The leading integer of the first line named `key`, or -1.
+long long value_int(const Lines& m, const std::string& key) {
+  for (const auto& [k, v] : m)
+    if (k == key) return std::stoll(v);
+  return -1;
+}
+
+template <typename T>
+std::vector<T> all_of(const std::vector<ContextRecord>& records) {
+  std::vector<T> out;
+  for (const ContextRecord& r : records)
+    if (const T* t = std::get_if<T>(&r)) out.push_back(*t);
+  return out;
+}
+
+template <typename T>
+std::optional<T> first_of(const std::vector<ContextRecord>& records, std::int32_t pid) {
+  for (const ContextRecord& r : records)
+    if (const T* t = std::get_if<T>(&r); t != nullptr && t->pid == pid) return *t;
+  return std::nullopt;
+}
+
+std::size_t events_of(const std::vector<Ev>& events, int pid, const std::string& type = "", std::uint64_t size = 0) {
+  std::size_t n = 0;
+  for (const Ev& e : events) n += e.pid == pid && (type.empty() || (e.type == type && e.size == size));
+  return n;
+}
+
+std::uint64_t position_of(const ContextRecord& r) {
+  return std::visit(
+      [](const auto& x) -> std::uint64_t {
+        if constexpr (requires { x.event; })
+          return x.event;
+        else
+          return 0;
+      },
+      r);
+}
+
+// Every event of a pid lies between its ProcessStart and its ProcessExit (when it has one), and the records'
+// positions never go back.
+void expect_positions_consistent(const Recorded& run) {
+  std::uint64_t last = 0;
+  for (const ContextRecord& r : run.context) {
+    EXPECT_GE(position_of(r), last) << "record positions go back";
+    last = position_of(r);
+    EXPECT_LE(position_of(r), run.events.size());
+  }
+  for (const ProcessStart& s : all_of<ProcessStart>(run.context)) {
+    const std::optional<ProcessExit> exit = first_of<ProcessExit>(run.context, s.pid);
+    for (std::size_t i = 0; i < run.events.size(); ++i) {
+      if (run.events[i].pid != s.pid) continue;
+      EXPECT_GE(i, s.event) << "event " << i << " of pid " << s.pid << " before its ProcessStart";
+      if (exit) {
+        EXPECT_LT(i, exit->event) << "event " << i << " of pid " << s.pid << " after its ProcessExit";
+      }
+    }
+  }
+}
+
+std::string canonical(const std::string& p) { return fs::canonical(p).string(); }
+
+TEST(Lifecycle, ForkChildRecordsStartExecAndExit) {
+  const Recorded run = record({kPrograms + "/fork_child"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto out = lines(run.out);
+  const auto parent = static_cast<int>(value_int(out, "parent"));
+  const auto child = static_cast<int>(value_int(out, "child"));
+  ASSERT_FALSE(run.context.empty());
+  const auto* info = std::get_if<RecordingInfo>(&run.context.front());
+  ASSERT_NE(info, nullptr) << "the Recording record comes first";
+  EXPECT_EQ(info->command, std::vector<std::string>{kPrograms + "/fork_child"});
+  EXPECT_EQ(info->sections, std::vector<std::string>{"lifecycle"});
+  EXPECT_EQ(info->pid, run.recorder);
+  EXPECT_FALSE(info->memtrack_version.empty());
+
+  const auto pstart = first_of<ProcessStart>(run.context, parent);
+  ASSERT_TRUE(pstart) << "no ProcessStart for the command";
+  EXPECT_EQ(pstart->ppid, run.recorder);
+  EXPECT_EQ(pstart->event, 0u);
+  const auto pexec = first_of<ProcessExec>(run.context, parent);
+  ASSERT_TRUE(pexec);
+  EXPECT_EQ(pexec->executable, canonical(kPrograms + "/fork_child"));
+  EXPECT_EQ(pexec->argv, std::vector<std::string>{kPrograms + "/fork_child"});
+  const auto cstart = first_of<ProcessStart>(run.context, child);
+  ASSERT_TRUE(cstart) << "no ProcessStart for the fork child";
+  EXPECT_EQ(cstart->ppid, parent);
+  EXPECT_FALSE(first_of<ProcessExec>(run.context, child)) << "a fork child that does not exec has no Exec";
+  // The child's first event (its own malloc) is after its start, and the parent's malloc before the fork is
+  // before it.
+  const auto pexit = first_of<ProcessExit>(run.context, parent);
+  ASSERT_TRUE(pexit);
+  EXPECT_EQ(pexit->status, std::optional<std::int32_t>(0));
+  EXPECT_EQ(pexit->event, run.events.size()) << "the parent's exit is after every event";
+  const auto cexit = first_of<ProcessExit>(run.context, child);
+  ASSERT_TRUE(cexit) << "the child's _exit is noticed";
+  EXPECT_FALSE(cexit->status) << "_exit: no exit() ran, status unknown to the recorder (its parent reaped it)";
+  EXPECT_LT(cstart->event, cexit->event);
+  EXPECT_GE(events_of(run.events, child), 3u);  // malloc, free, free of the inherited block
+  expect_positions_consistent(run);
+}
+
+TEST(Lifecycle, ExecChainHasOneExecPerImage) {
+  const Recorded run = record({kPrograms + "/exec_chain"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto out = lines(run.out);
+  const auto start_pid = static_cast<int>(value_int(out, "start"));
+  std::vector<ProcessExec> start_images;
+  for (const ProcessExec& e : all_of<ProcessExec>(run.context))
+    if (e.pid == start_pid) start_images.push_back(e);
+  // exec_chain (start), then /bin/sh, then exec_chain final in place of sh.
+  ASSERT_EQ(start_images.size(), 3u);
+  EXPECT_EQ(start_images[0].executable, canonical(kPrograms + "/exec_chain"));
+  EXPECT_EQ(start_images[1].executable, canonical("/bin/sh"));
+  EXPECT_EQ(start_images[1].argv.at(0), "sh");
+  EXPECT_EQ(start_images[2].argv, (std::vector<std::string>{kPrograms + "/exec_chain", "final"}));
+  EXPECT_EQ(value_int(out, "final"), start_pid);
+  for (const char* stage : {"middle", "spawned", "vforked"}) {
+    const auto pid = static_cast<int>(value_int(out, stage));
+    const auto exec = first_of<ProcessExec>(run.context, pid);
+    ASSERT_TRUE(exec) << stage;
+    EXPECT_EQ(exec->argv.back(), stage);
+    const auto st = first_of<ProcessStart>(run.context, pid);
+    ASSERT_TRUE(st) << stage;
+    const auto exit = first_of<ProcessExit>(run.context, pid);
+    ASSERT_TRUE(exit) << stage;
+    EXPECT_EQ(exit->status, std::optional<std::int32_t>(0)) << stage;
+  }
+  // The final image's malloc comes after its Exec.
+  std::size_t final_malloc = SIZE_MAX;
+  for (std::size_t i = 0; i < run.events.size(); ++i)
+    if (run.events[i].type == "Malloc" && run.events[i].size == 1000187) final_malloc = i;
+  EXPECT_GE(final_malloc, start_images[2].event);
+  EXPECT_LT(start_images[1].event, start_images[2].event);
+  expect_positions_consistent(run);
+}
+
+// A daemon (setsid) started by the command does not hold the recording: record returns within a second of
+// the command's exit with a valid artifact, the daemon keeps running, finishes its work, and says nothing.
+TEST(Lifecycle, DaemonIsLeftRunningAndUnaffected) {
+  Recorded run;
+  run.dir = scratch_dir();
+  const fs::path marker = run.dir / "daemon.done";
+  run.recorder =
+      start(run.dir, "record", record_argv(run.dir, {kLifecycle, "daemon", marker.string()}), record_env(run.dir));
+  run.exit_code = wait_code(run.recorder);
+  const std::uint64_t returned_ns = monotonic_ns();
+  finish(run);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto out = lines(run.out);
+  const auto daemon = static_cast<int>(value_int(out, "daemon"));
+  const auto exit_ns = static_cast<std::uint64_t>(value_int(out, "exit_ns"));
+  ASSERT_GT(daemon, 0) << run.out;
+  EXPECT_LT(returned_ns - exit_ns, 1'000'000'000u)
+      << "record returned " << (returned_ns - exit_ns) / 1000000 << " ms after the command exited";
+  EXPECT_EQ(::kill(daemon, 0), 0) << "the daemon is still running when record returns";
+  EXPECT_FALSE(fs::exists(marker)) << "the daemon had not finished yet (20 x 50 ms)";
+  EXPECT_NE(run.err.find("left running"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find(std::to_string(daemon)), std::string::npos) << run.err;
+  // Its first block was allocated before the command exited (the command waited for it).
+  EXPECT_GE(events_of(run.events, daemon, "Malloc", 1000003), 1u);
+  bool reported = false;
+  for (const Untracked& u : all_of<Untracked>(run.context))
+    if (u.pid == daemon && u.reason == "left-running") reported = true;
+  EXPECT_TRUE(reported) << "an Untracked record says the daemon was left running";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!fs::exists(marker) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(slurp(marker), "done 20\n") << "the daemon did all its work";
+  EXPECT_EQ(slurp(run.dir / "daemon.done.err"), "") << "the daemon saw no warning";
+  expect_positions_consistent(run);
+}
+
+// While it waits for a process of the command's session, record says which; SIGTERM ends it promptly with a
+// valid artifact.
+TEST(Lifecycle, SigtermWhileWaitingEndsTheRecordingPromptly) {
+  Recorded run;
+  run.dir = scratch_dir();
+  run.recorder = start(run.dir, "record", record_argv(run.dir, {kLifecycle, "linger", "30"}), record_env(run.dir));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (slurp(run.dir / "record.err").find("waiting for") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string waiting = slurp(run.dir / "record.err");
+  const auto child = static_cast<int>(value_int(lines(slurp(run.dir / "record.out")), "child"));
+  EXPECT_NE(waiting.find("waiting for 1 process of its session: " + std::to_string(child)), std::string::npos)
+      << waiting;
+  const auto sent = std::chrono::steady_clock::now();
+  ::kill(run.recorder, SIGTERM);
+  run.exit_code = wait_code(run.recorder);
+  const auto took = std::chrono::steady_clock::now() - sent;
+  finish(run);
+  EXPECT_LT(took, std::chrono::seconds(1));
+  EXPECT_EQ(run.exit_code, 0) << "the command's own status";
+  EXPECT_EQ(::kill(child, 0), 0) << "the lingering child is not killed";
+  EXPECT_EQ(events_of(run.events, child, "Malloc", 1000007), 1u);
+  EXPECT_NE(run.err.find("left running"), std::string::npos) << run.err;
+  bool reported = false;
+  for (const Untracked& u : all_of<Untracked>(run.context))
+    if (u.pid == child && u.reason == "left-running") reported = true;
+  EXPECT_TRUE(reported);
+  ::kill(child, SIGKILL);
+  expect_positions_consistent(run);
+}
+
+// `env` under record prints exactly what it prints natively.
+TEST(Lifecycle, EnvPrintsTheNativeEnvironment) {
+  const fs::path dir = scratch_dir();
+  const std::vector<std::string> extra = {"MEMTRACK_LIFE_TEST=a b"};
+  std::vector<std::string> env = environment(extra);
+  const pid_t native = start(dir, "native", {"/usr/bin/env"}, env);
+  ASSERT_EQ(wait_code(native), 0);
+  std::vector<std::string> renv = record_env(dir, extra);
+  renv.pop_back();  // no context dump: the recorder's own environment must not matter either
+  const pid_t rec = start(dir, "record", record_argv(dir, {"/usr/bin/env"}), renv);
+  ASSERT_EQ(wait_code(rec), 0) << slurp(dir / "record.err");
+  const std::string want = slurp(dir / "native.out");
+  EXPECT_NE(want.find("MEMTRACK_LIFE_TEST=a b\n"), std::string::npos);
+  EXPECT_EQ(slurp(dir / "record.out"), want);
+  EXPECT_GT(read_events(dir / "artifact.msgpack").size(), 0u) << "env itself was recorded";
+}
+
+// Children started with an explicit environment are tracked, and see exactly that environment; a child of
+// system() sees the program's environment; all of them are recorded.
+TEST(Lifecycle, ChildrenWithExplicitEnvironmentsAreTrackedAndSeeTheirOwn) {
+  const Recorded run = record({kLifecycle, "spawn_env", kLifecycle});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // Two envdumps: the spawned child, then the program itself after execve.
+  std::vector<int> pids;
+  std::vector<std::vector<std::string>> envs;
+  for (const auto& [k, v] : lines(run.out)) {
+    if (k == "pid") {
+      pids.push_back(std::stoi(v));
+      envs.emplace_back();
+    } else if (k == "env" && !envs.empty()) {
+      envs.back().push_back(v);
+    }
+  }
+  ASSERT_EQ(pids.size(), 2u) << run.out;
+  EXPECT_EQ(envs[0], std::vector<std::string>{"ONLY=1"});
+  EXPECT_EQ(envs[1], std::vector<std::string>{"ONLY=2"});
+  EXPECT_EQ(events_of(run.events, pids[0], "Malloc", 1000033), 1u);
+  EXPECT_EQ(events_of(run.events, pids[1], "Malloc", 1000037), 1u);
+  const auto exec = first_of<ProcessExec>(run.context, pids[0]);
+  ASSERT_TRUE(exec);
+  EXPECT_EQ(exec->argv, (std::vector<std::string>{kLifecycle, "envdump", "1000033"}));
+}
+
+TEST(Lifecycle, SystemChildSeesTheProgramsEnvironmentAndIsTracked) {
+  // The same environment natively as the recorder gets (and passes on to the command).
+  const fs::path dir = scratch_dir();
+  const pid_t native = start(dir, "native", {kLifecycle, "system_env", kLifecycle}, record_env(dir));
+  ASSERT_EQ(wait_code(native), 0);
+  std::string want;
+  for (const auto& [k, v] : lines(slurp(dir / "native.out")))
+    if (k == "env") want += v + "\n";
+  const Recorded run = record({kLifecycle, "system_env", kLifecycle}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string got;
+  int pid = -1;
+  for (const auto& [k, v] : lines(run.out)) {
+    if (k == "env") got += v + "\n";
+    if (k == "pid") pid = std::stoi(v);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got.find("MEMTRACK_RING"), std::string::npos);
+  EXPECT_EQ(events_of(run.events, pid, "Malloc", 1000039), 1u) << "the grandchild (under sh) is recorded";
+}
+
+void expect_untracked_child(const Recorded& run, const std::string& path, const std::string& reason) {
+  const auto child = static_cast<int>(value_int(lines(run.out), "child"));
+  ASSERT_GT(child, 0) << run.out;
+  bool reported = false;
+  for (const Untracked& u : all_of<Untracked>(run.context))
+    if (u.pid == child && u.reason == reason && u.executable == path) reported = true;
+  EXPECT_TRUE(reported) << "no Untracked record for " << child << " (" << reason << ")";
+  EXPECT_FALSE(first_of<ProcessExec>(run.context, child)) << "the child's image did attach";
+  EXPECT_EQ(events_of(run.events, child), 0u);
+  EXPECT_NE(run.err.find("not tracked: " + std::to_string(child) + " (" + path + "): " + reason), std::string::npos)
+      << run.err;
+}
+
+TEST(Lifecycle, StaticChildIsReportedUntracked) {
+  const std::string path = kPrograms + "/static_alloc";
+  const Recorded run = record({kLifecycle, "spawn", path});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  expect_untracked_child(run, path, "static");
+  EXPECT_NE(run.out.find("static " + std::to_string(value_int(lines(run.out), "child"))), std::string::npos);
+}
+
+TEST(Lifecycle, SetuidChildIsReportedUntracked) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a copy of a program to another user";
+  const fs::path dir = scratch_dir();
+  const std::string path = (dir / "true_setuid").string();
+  fs::copy_file("/bin/true", path);
+  ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(path.c_str(), 04755), 0);
+  const Recorded run = record({kLifecycle, "spawn", path}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  expect_untracked_child(run, path, "setuid");
+}
+
+}  // namespace
