@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "heap_tracker.h"
+#include "memtrack/analysis/live_heap.h"
+#include "processes.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/pipeline/context_channel.h"
 #include "ring_reader.h"
@@ -37,8 +38,9 @@ void put_event(SharedRing& ring, std::int32_t pid, std::uint64_t addr, std::uint
 std::vector<codec::ContextRecord> drain(SharedRing& ring, pipeline::ContextChannel& channel, std::uint64_t* events) {
   ProcessWatch watch;
   watch.all_exited.store(true);
-  HeapTracker heap;
-  RingReader reader(ring, watch, heap, nullptr);
+  analysis::LiveHeap heap;
+  SeenProcesses processes;
+  RingReader reader(ring, watch, processes, heap, nullptr);
   Lifecycle lifecycle(channel, nullptr);
   reader.set_lifecycle(&lifecycle);
   std::vector<codec::Event> buf(16);

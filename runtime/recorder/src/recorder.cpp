@@ -509,9 +509,9 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   if (!internal.context_dump.empty()) {
     std::vector<std::byte> frame;
     const codec::Status st = channel.take_frame(frame);
-    std::ofstream out(internal.context_dump, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(frame.data()), static_cast<std::streamsize>(frame.size()));
-    if ((!st || !out) && result.status.is_ok())
+    std::ofstream dump(internal.context_dump, std::ios::binary);
+    dump.write(reinterpret_cast<const char*>(frame.data()), static_cast<std::streamsize>(frame.size()));
+    if ((!st || !dump) && result.status.is_ok())
       result.status = {codec::Errc::io, internal.context_dump + ": cannot write the context records"};
   }
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
