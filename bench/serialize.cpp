@@ -1,4 +1,6 @@
 // Serialization of one 65,536-event realistic frame to msgpack, beside memcpy of the same output bytes.
+// BM_Serialize_Frame runs codec::FrameSerializer, the serializer the pipeline's encode stage runs on every
+// frame (pipeline/src/stream_encoder.cpp, FrameSlot::serializer), so the row is the product's cost.
 #include <benchmark/benchmark.h>
 
 #include <cstring>

@@ -1,11 +1,5 @@
 #include "memtrack/codec/artifact_decoder.h"
 
-// ZSTD_getFrameHeader (content size, frame type) is in zstd's static-linking section; Debian's libzstd.so
-// exports it, and it has been stable since zstd 1.3.
-#define ZSTD_STATIC_LINKING_ONLY
-#include <zstd.h>
-#include <zstd_errors.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +7,7 @@
 #include <vector>
 
 #include "memtrack/codec/msgpack_decoder.h"
+#include "zstd_internal.h"  // ZSTD_getFrameHeader: the content size, and a truncated header told from a bad one
 
 namespace memtrack::codec {
 namespace {
@@ -72,7 +67,8 @@ struct ArtifactDecoder::Impl {
     dctx = ZSTD_createDCtx();
     if (dctx == nullptr) throw std::runtime_error("ZSTD_createDCtx failed");
     // Never let a frame header decide how much we allocate: the window is capped, and a frame's declared
-    // content size is only used to choose buffered mode, never to size a buffer.
+    // content size only chooses buffered mode and is checked against what the frame produced; it never
+    // sizes a buffer.
     ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, limits.window_log_max);
   }
   ~Impl() { ZSTD_freeDCtx(dctx); }
@@ -192,6 +188,9 @@ struct ArtifactDecoder::Impl {
     if (done) return;
     ZSTD_frameHeader header;
     const size_t r = ZSTD_getFrameHeader(&header, in.data() + in_pos, available());
+    // A window above 2^ZSTD_WINDOWLOG_MAX, which zstd never decodes, fails here as a bad header
+    // (bad_zstd); a window zstd allows but above window_log_max fails in decompress_step as too_large.
+    // (FrameDecoder leaves the header to ZSTD_decompressStream and reports both as too_large.)
     if (ZSTD_isError(r)) {
       fail(Errc::bad_zstd, offset(), std::string("bad frame header: ") + ZSTD_getErrorName(r));
       return;
@@ -203,6 +202,8 @@ struct ArtifactDecoder::Impl {
     frame_content_pos = 0;
     declared_content_size = header.frameContentSize;
     frame_content_bytes = 0;
+    // The declared content size alone decides buffering (the checksum, when the frame has one, is verified
+    // by zstd on the frame's last block either way).
     buffered = header.frameContentSize != ZSTD_CONTENTSIZE_UNKNOWN &&
                header.frameContentSize <= limits.max_buffered_frame_bytes;
   }
@@ -276,6 +277,7 @@ struct ArtifactDecoder::Impl {
     frame_content_bytes += output.pos - mp_end;
     mp_end = output.pos;
     if (ZSTD_isError(r)) {
+      // A window above our limit (but one zstd allows) is a limit, too_large; everything else is bad data.
       const std::string reason =
           ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge
               ? "window larger than the 2^" + std::to_string(limits.window_log_max) + "-byte limit"

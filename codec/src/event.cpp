@@ -1,27 +1,12 @@
 #include "memtrack/codec/event.h"
 
+#include "memtrack/codec/schema.h"
+
 namespace memtrack::codec {
 
 std::string_view kind_name(EventKind kind) {
-  switch (kind) {
-    case EventKind::Malloc:
-      return "Malloc";
-    case EventKind::Free:
-      return "Free";
-    case EventKind::Calloc:
-      return "Calloc";
-    case EventKind::Realloc:
-      return "Realloc";
-    case EventKind::AlignedAlloc:
-      return "AlignedAlloc";
-    case EventKind::Mmap:
-      return "Mmap";
-    case EventKind::Munmap:
-      return "Munmap";
-    case EventKind::Brk:
-      return "Brk";
-  }
-  return "Unknown";
+  const auto k = static_cast<std::uint8_t>(kind);
+  return is_valid_kind(k) ? schema::kVariants[k].name : "Unknown";
 }
 
 }  // namespace memtrack::codec

@@ -1,10 +1,10 @@
 #include "memtrack/codec/frame_compressor.h"
 
-#include <zstd.h>
-
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "zstd_internal.h"  // ZSTD_getCParams, ZSTD_estimateCCtxSize_usingCParams: context_bytes()
 
 namespace memtrack::codec {
 
@@ -45,6 +45,10 @@ FrameCompressor& FrameCompressor::operator=(FrameCompressor&& other) noexcept {
 }
 
 std::size_t FrameCompressor::bound(std::size_t input_size) { return ZSTD_compressBound(input_size); }
+
+std::size_t FrameCompressor::context_bytes(int level, std::size_t input_size) {
+  return ZSTD_estimateCCtxSize_usingCParams(ZSTD_getCParams(level, input_size, 0));
+}
 
 std::size_t FrameCompressor::compress(std::span<const std::byte> input, std::span<std::byte> output, Status& status) {
   const size_t n = ZSTD_compress2(cctx_, output.data(), output.size(), input.data(), input.size());

@@ -1,74 +1,130 @@
 #include "memtrack/codec/msgpack_decoder.h"
 
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <msgpack.hpp>
 #include <string_view>
+#include <type_traits>
+
+#include "memtrack/codec/schema.h"
+#include "msgpack_schema_internal.h"
 
 namespace memtrack::codec {
 namespace {
 
-enum class Field : std::uint8_t { pid, tid, timestamp, addr, type, size, old_addr, unknown, count };
+using schema::Field;
+
+// A key the schema does not have (or a key that is not a string): its value is skipped.
+constexpr auto kUnknownField = static_cast<Field>(schema::kFieldCount);
+
+// Maps a name to its index in a table of names with one hash, one table load and one compare: the parsers
+// look up the kind of every event and the fast path cannot afford comparing against each name in turn.
+// The hash (length and first two bytes, times a multiplier, top bits) is chosen at compile time so that the
+// table's names never collide; a schema change that defeats every multiplier fails to compile.
+template <std::size_t N>
+class NameLookup {
+ public:
+  static constexpr std::uint8_t kNone = 0xff;
+
+  constexpr explicit NameLookup(const std::array<std::string_view, N>& names) {
+    for (std::size_t i = 0; i < N; ++i) names_[i] = names[i];
+    names_[N] = {};  // where empty slots point: an empty name, which the length compare rejects
+    for (std::uint32_t m = 0x9e3779b1u; m != 0x9e3779b1u + 2 * 4096; m += 2) {  // odd multipliers
+      multiplier_ = m;
+      slot_.fill(static_cast<std::uint8_t>(N));
+      bool ok = true;
+      for (std::size_t i = 0; i < N && ok; ++i) {
+        if (names[i].empty()) continue;  // kVariants[0]: no kind
+        if (names[i].size() < 2) throw "NameLookup needs names of at least two bytes";
+        const unsigned h = hash(names[i]);
+        ok = slot_[h] == N;
+        slot_[h] = static_cast<std::uint8_t>(i);
+      }
+      if (ok) return;
+    }
+    throw "no multiplier separates the schema's names: change NameLookup's hash";
+  }
+
+  // The index of `name` in the table, or kNone.
+  [[nodiscard]] constexpr std::uint8_t find(std::string_view name) const {
+    if (name.size() < 2) return kNone;
+    const std::uint8_t i = slot_[hash(name)];
+    // Compared here rather than with operator==, which calls memcmp for every event.
+    const std::string_view expected = names_[i];
+    if (expected.size() != name.size()) return kNone;
+    for (std::size_t j = 0; j < expected.size(); ++j) {
+      if (name[j] != expected[j]) return kNone;
+    }
+    return i;
+  }
+
+ private:
+  static constexpr unsigned kBits = 5;
+  static_assert(N < kNone && N < (1u << kBits));
+  static_assert(std::endian::native == std::endian::little, "hash() reads two bytes as one little-endian load");
+
+  [[nodiscard]] constexpr unsigned hash(std::string_view s) const {
+    std::uint32_t first_two;  // the first two bytes, as one little-endian load reads them
+    if (std::is_constant_evaluated()) {
+      first_two = static_cast<unsigned char>(s[0]) | static_cast<std::uint32_t>(static_cast<unsigned char>(s[1])) << 8;
+    } else {
+      std::uint16_t v;
+      std::memcpy(&v, s.data(), sizeof v);
+      first_two = v;
+    }
+    const std::uint32_t key = static_cast<std::uint32_t>(s.size()) << 16 | first_two;
+    return static_cast<std::uint32_t>(key * multiplier_) >> (32 - kBits);
+  }
+
+  std::array<std::string_view, N + 1> names_{};
+  std::array<std::uint8_t, std::size_t{1} << kBits> slot_{};
+  std::uint32_t multiplier_ = 0;
+};
+
+constexpr auto kVariantNames = [] {
+  std::array<std::string_view, schema::kVariants.size()> names{};
+  for (std::size_t k = 0; k < names.size(); ++k) names[k] = schema::kVariants[k].name;
+  return names;
+}();
+constexpr NameLookup kKindLookup(kVariantNames);
+// What the fast path checks per variant: the fixmap header our writer (and rmp_serde) puts, without and with
+// old_addr (0, which no fixmap equals, where the variant has no old_addr), and whether a size follows.
+// Internal linkage, so -fPIC code reads it directly rather than through the GOT.
+struct CanonicalShape {
+  std::uint8_t header;
+  std::uint8_t header_with_old_addr;
+  bool has_size;
+};
+constexpr auto kCanonicalShapes = [] {
+  std::array<CanonicalShape, schema::kVariants.size()> t{};
+  for (std::size_t k = 0; k < t.size(); ++k) {
+    const schema::Variant& v = schema::kVariants[k];
+    t[k].header = static_cast<std::uint8_t>(0x80 + schema::key_count(v, false));
+    t[k].header_with_old_addr = v.has_old_addr ? static_cast<std::uint8_t>(0x80 + schema::key_count(v, true)) : 0;
+    t[k].has_size = v.has_size;
+  }
+  return t;
+}();
+constexpr NameLookup kFieldLookup(schema::kFieldNames);
 
 Field field_of(std::string_view key) {
-  switch (key.size()) {
-    case 3:
-      if (key == "pid") return Field::pid;
-      if (key == "tid") return Field::tid;
-      break;
-    case 4:
-      if (key == "addr") return Field::addr;
-      if (key == "type") return Field::type;
-      if (key == "size") return Field::size;
-      break;
-    case 8:
-      if (key == "old_addr") return Field::old_addr;
-      break;
-    case 9:
-      if (key == "timestamp") return Field::timestamp;
-      break;
-    default:
-      break;
-  }
-  return Field::unknown;
+  const std::uint8_t f = kFieldLookup.find(key);
+  return f == kFieldLookup.kNone ? kUnknownField : static_cast<Field>(f);
 }
 
-constexpr const char* kFieldNames[] = {"pid", "tid", "timestamp", "addr", "type", "size", "old_addr"};
-
-bool kind_of(std::string_view name, EventKind& kind) {
-  // Every event has a type string: pick the one candidate by length and first letter, then compare once,
-  // instead of comparing against every kind_name() in turn.
-  EventKind k;
-  switch (name.size()) {
-    case 3:
-      k = EventKind::Brk;
-      break;
-    case 4:
-      k = name[0] == 'F' ? EventKind::Free : EventKind::Mmap;
-      break;
-    case 6:
-      k = name[0] == 'M' ? (name[1] == 'a' ? EventKind::Malloc : EventKind::Munmap) : EventKind::Calloc;
-      break;
-    case 7:
-      k = EventKind::Realloc;
-      break;
-    case 12:
-      k = EventKind::AlignedAlloc;
-      break;
-    default:
-      return false;
-  }
-  // Compared here rather than with kind_name()'s operator==, which calls memcmp for every event.
-  static constexpr std::string_view kNames[] = {"",     "Malloc", "Free", "Calloc", "Realloc", "AlignedAlloc",
-                                                "Mmap", "Munmap", "Brk"};
-  const std::string_view expected = kNames[static_cast<std::size_t>(k)];
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    if (name[i] != expected[i]) return false;
-  }
-  kind = k;
+// Out of line, as before the schema table: inlined into the fast path, GCC spilled the compare loop's
+// pointer to the stack.
+[[gnu::noinline]] bool kind_of(std::string_view name, EventKind& kind) {
+  const std::uint8_t k = kKindLookup.find(name);
+  if (k == kKindLookup.kNone) return false;
+  kind = static_cast<EventKind>(k);
   return true;
 }
+
+std::string quoted(Field f) { return "\"" + std::string(schema::field_name(f)) + "\""; }
 
 // Receives msgpack-c's parse callbacks for one value and checks it against the MemtrackEvent schema.
 // Nothing is allocated: values land straight in the Event, unknown keys' values are skipped by depth.
@@ -83,7 +139,7 @@ class EventVisitor : public msgpack::null_visitor {
     // value is ignored whatever it is, nil included (found by fuzzing: this fell through to fail_type,
     // which indexed kFieldNames out of bounds and rejected a valid event).
     if (current_ == Field::old_addr) return mark(Field::old_addr);
-    if (current_ == Field::unknown) return true;
+    if (current_ == kUnknownField) return true;
     return fail_type("nil");
   }
   bool visit_boolean(bool) { return scalar("a boolean"); }
@@ -128,7 +184,7 @@ class EventVisitor : public msgpack::null_visitor {
       (current_ == Field::pid ? out_.pid : out_.tid) = static_cast<std::int32_t>(v);
       return mark(current_);
     }
-    if (current_ == Field::unknown) return true;
+    if (current_ == kUnknownField) return true;
     return current_ == Field::type ? fail_type("an integer") : fail_range();
   }
   bool visit_str(const char* data, uint32_t size) {
@@ -143,13 +199,13 @@ class EventVisitor : public msgpack::null_visitor {
       if (!kind_of(s, out_.kind)) return fail("unknown event type \"" + std::string(s.substr(0, 32)) + "\"");
       return mark(Field::type);
     }
-    if (current_ == Field::unknown) return true;
+    if (current_ == kUnknownField) return true;
     return fail_type("a string");
   }
 
   bool start_array(uint32_t) {
     if (depth_ == 0) return fail("expected a map, found an array");
-    if (depth_ == 1 && at_value() && current_ != Field::unknown) return fail_type("an array");
+    if (depth_ == 1 && at_value() && current_ != kUnknownField) return fail_type("an array");
     ++depth_;
     return true;
   }
@@ -158,14 +214,14 @@ class EventVisitor : public msgpack::null_visitor {
     return true;
   }
   bool start_map(uint32_t) {
-    if (depth_ == 1 && at_value() && current_ != Field::unknown) return fail_type("a map");
+    if (depth_ == 1 && at_value() && current_ != kUnknownField) return fail_type("a map");
     ++depth_;
     return true;
   }
   bool start_map_key() {
     if (depth_ == 1) {
       in_key_ = true;
-      current_ = Field::unknown;  // a key that is not a string is an unknown key
+      current_ = kUnknownField;  // a key that is not a string is an unknown key
     }
     return true;
   }
@@ -191,14 +247,14 @@ class EventVisitor : public msgpack::null_visitor {
   // A value no field accepts: an error at the top level or as a known field's value, skipped elsewhere.
   bool scalar(const char* what) {
     if (depth_ == 0) return fail(std::string("expected a map, found ") + what);
-    if (at_value() && current_ != Field::unknown) return fail_type(what);
+    if (at_value() && current_ != kUnknownField) return fail_type(what);
     return true;
   }
   bool skip_key() const { return true; }  // a non-string key (or a value nested in an unknown key)
 
   bool mark(Field f) {
     const auto bit = 1u << static_cast<unsigned>(f);
-    if (seen_ & bit) return fail(std::string("duplicate key \"") + kFieldNames[static_cast<unsigned>(f)] + "\"");
+    if (seen_ & bit) return fail("duplicate key " + quoted(f));
     seen_ |= bit;
     return true;
   }
@@ -206,27 +262,23 @@ class EventVisitor : public msgpack::null_visitor {
     error_ = std::move(message);
     return false;
   }
-  bool fail_type(const char* found) {
-    return fail(std::string("key \"") + kFieldNames[static_cast<unsigned>(current_)] + "\" has " + found);
-  }
-  bool fail_range() {
-    return fail(std::string("key \"") + kFieldNames[static_cast<unsigned>(current_)] + "\" is out of range");
-  }
+  bool fail_type(const char* found) { return fail("key " + quoted(current_) + " has " + found); }
+  bool fail_range() { return fail("key " + quoted(current_) + " is out of range"); }
 
   // The map is complete: every key the variant needs must be there. Keys a variant does not have (size on
   // a Free, old_addr on a Malloc) are ignored, as serde ignores unknown keys of a flattened struct.
   bool finish() {
-    for (Field f : {Field::pid, Field::tid, Field::timestamp, Field::addr, Field::type}) {
-      if (!(seen_ & (1u << static_cast<unsigned>(f)))) {
-        return fail(std::string("missing key \"") + kFieldNames[static_cast<unsigned>(f)] + "\"");
-      }
+    for (std::size_t i = 0; i < schema::kFieldCount; ++i) {
+      const auto f = static_cast<Field>(i);
+      if (schema::is_common(f) && !(seen_ & (1u << i))) return fail("missing key " + quoted(f));
     }
-    if (out_.kind == EventKind::Free) {
+    const schema::Variant& v = schema::variant(out_.kind);
+    if (!v.has_size) {
       out_.size = 0;
     } else if (!(seen_ & (1u << static_cast<unsigned>(Field::size)))) {
-      return fail("missing key \"size\" for " + std::string(kind_name(out_.kind)));
+      return fail("missing key " + quoted(Field::size) + " for " + std::string(v.name));
     }
-    if (out_.kind != EventKind::Realloc) {
+    if (!v.has_old_addr) {
       out_.old_addr = 0;
       out_.flags = 0;
     }
@@ -238,7 +290,7 @@ class EventVisitor : public msgpack::null_visitor {
   unsigned depth_ = 0;
   bool in_key_ = false;
   bool need_more_ = false;
-  Field current_ = Field::unknown;
+  Field current_ = kUnknownField;
   unsigned seen_ = 0;
 };
 
@@ -251,13 +303,15 @@ class CanonicalReader {
  public:
   CanonicalReader(const unsigned char* p, const unsigned char* end) : p_(p), end_(end) {}
 
-  // N is a constant, so the compare unrolls into a few byte compares instead of a call to memcmp.
-  template <std::size_t N>
-  bool key(const char (&bytes)[N]) {
-    constexpr std::size_t n = N - 1;  // without the literal's terminating zero
+  // The key is a constant of constant size, so the compare unrolls into a few byte compares instead of a
+  // call to memcmp.
+  template <Field F>
+  bool key() {
+    constexpr const msgpack_schema::FixStr& k = msgpack_schema::kKey<F>;
+    constexpr std::size_t n = k.size;
     if (static_cast<std::size_t>(end_ - p_) < n) return false;
     for (std::size_t i = 0; i < n; ++i) {
-      if (p_[i] != static_cast<unsigned char>(bytes[i])) return false;
+      if (p_[i] != static_cast<unsigned char>(k.bytes[i])) return false;
     }
     p_ += n;
     return true;
@@ -335,24 +389,22 @@ bool parse_canonical(const std::byte* data, std::size_t size, std::size_t& offse
   CanonicalReader r(begin, reinterpret_cast<const unsigned char*>(data) + size);
   if (begin >= reinterpret_cast<const unsigned char*>(data) + size) return false;
   const unsigned char header = *begin;
-  if (header < 0x85 || header > 0x87) return false;
+  // fixmap of the common keys plus none, some or all of the variant keys
+  if (header < 0x80 + schema::kCommonFieldCount || header > 0x80 + schema::kFieldCount) return false;
   Event e;
   std::uint64_t old_addr = 0;
-  const bool ok = r.skip(1) && r.key("\xa3pid") && r.int32(e.pid) && r.key("\xa3tid") && r.int32(e.tid) &&
-                  r.key("\xa9timestamp") && r.uint(e.timestamp) &&
-                  r.key(
-                      "\xa4"
-                      "addr") &&
-                  r.uint(e.addr) && r.key("\xa4type") && r.kind(e.kind);
+  const bool ok = r.skip(1) && r.key<Field::pid>() && r.int32(e.pid) && r.key<Field::tid>() && r.int32(e.tid) &&
+                  r.key<Field::timestamp>() && r.uint(e.timestamp) && r.key<Field::addr>() && r.uint(e.addr) &&
+                  r.key<Field::type>() && r.kind(e.kind);
   if (!ok) return false;
-  const bool is_free = e.kind == EventKind::Free;
-  if (header == 0x85) {
-    if (!is_free) return false;
-  } else if (header == 0x86) {
-    if (is_free || !r.key("\xa4size") || !r.uint(e.size)) return false;
+  // The map holds exactly the keys the writer puts for this variant: old_addr if it may have one and has
+  // it, then size if it has one.
+  const CanonicalShape& shape = kCanonicalShapes[static_cast<std::size_t>(e.kind)];
+  if (header == shape.header) {
+    if (shape.has_size && (!r.key<Field::size>() || !r.uint(e.size))) return false;
   } else {
-    if (e.kind != EventKind::Realloc || !r.key("\xa8old_addr") || !r.uint(old_addr) || !r.key("\xa4size") ||
-        !r.uint(e.size)) {
+    if (header != shape.header_with_old_addr || !r.key<Field::old_addr>() || !r.uint(old_addr) ||
+        (shape.has_size && (!r.key<Field::size>() || !r.uint(e.size)))) {
       return false;
     }
     e.old_addr = old_addr;

@@ -4,13 +4,17 @@
 #include <bit>
 #include <cstring>
 
+#include "memtrack/codec/schema.h"
+#include "msgpack_schema_internal.h"
+
 namespace memtrack::codec {
 namespace {
 
-// A direct msgpack writer for the one map shape we emit. msgpack-c's packer produces the same bytes but ran
-// at over twice the cost of this writer in bench/serialize.cpp (BM_Serialize_Frame_MsgpackPacker, kept there as
-// the comparison row): every integer and key went through a non-inlined write of variable size. Here keys
-// are fixed-size stores of constants and integers pick rmp's smallest encoding inline.
+// A direct msgpack writer for the one map shape we emit, built from the schema (memtrack/codec/schema.h).
+// msgpack-c's packer produces the same bytes but ran at over twice the cost of this writer in
+// bench/serialize.cpp (BM_Serialize_Frame_MsgpackPacker, kept there as the comparison row): every integer and
+// key went through a non-inlined write of variable size. Here keys are fixed-size stores of constants
+// (computed from the schema at compile time) and integers pick rmp's smallest encoding inline.
 // Byte identity with rmp_serde is guarded by tests/codec/msgpack_encoder_test.cpp.
 
 inline std::uint16_t to_big_endian(std::uint16_t v) { return __builtin_bswap16(v); }
@@ -23,12 +27,6 @@ inline std::byte* store_be(std::byte* p, T v) {
   v = to_big_endian(v);
   std::memcpy(p, &v, sizeof v);
   return p + sizeof v;
-}
-
-template <std::size_t N>
-inline std::byte* put(std::byte* p, const char (&bytes)[N]) {
-  std::memcpy(p, bytes, N - 1);
-  return p + (N - 1);
 }
 
 // Unsigned (and non-negative signed) values: positive fixint, or cc/cd/ce/cf with the smallest width.
@@ -109,59 +107,92 @@ inline std::byte* put_int32(std::byte* p, std::int32_t v) {
   return store_be(p + 1, static_cast<std::uint32_t>(v));
 }
 
-// `"type": "<variant>"` for each kind, padded to a fixed 24-byte copy so writing it needs no branch on the
-// kind; `length` says how far to advance. The 24-byte store can pass the event's end, which is why buffers
-// have kEncoderSlackBytes of slack.
-struct TypeEntry {
-  char bytes[24];
-  std::size_t length;
-};
-constexpr TypeEntry kTypes[9] = {
-    {"", 0},
-    {"\xa4type\xa6Malloc", 12},
-    {"\xa4type\xa4"
-     "Free",
-     10},
-    {"\xa4type\xa6"
-     "Calloc",
-     12},
-    {"\xa4type\xa7Realloc", 13},
-    {"\xa4type\xac"
-     "AlignedAlloc",
-     18},
-    {"\xa4type\xa4Mmap", 10},
-    {"\xa4type\xa6Munmap", 12},
-    {"\xa4type\xa3"
-     "Brk",
-     9},
-};
+template <schema::Field F>
+inline std::byte* put_key(std::byte* p) {
+  constexpr const msgpack_schema::FixStr& key = msgpack_schema::kKey<F>;
+  std::memcpy(p, key.bytes.data(), key.size);
+  return p + key.size;
+}
 
-// Defined here so the frame loop inlines it.
-inline std::size_t encode_one(const Event& e, std::byte* out) {
-  const bool is_free = e.kind == EventKind::Free;
-  const bool with_old = e.kind == EventKind::Realloc && e.has_old_addr();
+// `"type": "<variant>"` for each kind, built from the schema and padded to a fixed 24-byte copy so writing
+// it needs no branch on the kind; `length` says how far to advance. The 24-byte store can pass the event's
+// end, which is why buffers have kEncoderSlackBytes of slack. The variant's key flags sit in the same entry,
+// so one load per event gives the map's shape too. 32 bytes, aligned: indexing is a shift, the copy aligned.
+struct alignas(32) TypeEntry {
+  char bytes[24];
+  std::uint8_t length;
+  std::uint8_t map_header;     // fixmap of the keys every event of the variant has (schema::key_count)
+  std::uint8_t old_addr_flag;  // kFlagHasOldAddr if the variant may have old_addr, else 0
+  bool has_size;
+};
+static_assert(sizeof(TypeEntry) == 32 && sizeof(TypeEntry::bytes) <= kEncoderSlackBytes);
+
+constexpr auto kTypes = [] {
+  std::array<TypeEntry, schema::kVariants.size()> t{};
+  // Entry 0 (not a kind: a precondition violation) writes what it always did: no type, and a size.
+  t[0] = {
+      {}, 0, static_cast<std::uint8_t>(0x80 + schema::key_count(schema::variant(EventKind::Malloc), false)), 0, true};
+  constexpr msgpack_schema::FixStr key = msgpack_schema::kKey<schema::Field::type>;
+  for (std::size_t k = 1; k < t.size(); ++k) {
+    const schema::Variant& v = schema::kVariants[k];
+    const msgpack_schema::FixStr name = msgpack_schema::fixstr(v.name);
+    if (key.size + name.size > sizeof t[k].bytes) throw "a variant name is too long for TypeEntry";
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < key.size; ++i) t[k].bytes[n++] = key.bytes[i];
+    for (std::size_t i = 0; i < name.size; ++i) t[k].bytes[n++] = name.bytes[i];
+    t[k].length = static_cast<std::uint8_t>(n);
+    t[k].map_header = static_cast<std::uint8_t>(0x80 + schema::key_count(v, false));
+    t[k].old_addr_flag = v.has_old_addr ? kFlagHasOldAddr : 0;
+    t[k].has_size = v.has_size;
+  }
+  return t;
+}();
+
+// kMaxEncodedEventBytes, derived from the schema: every key, every integer at full width (5 bytes for an
+// i32, 9 for a u64), the longest variant name, old_addr where a variant may have it.
+constexpr std::size_t max_encoded_bytes() {
+  using schema::Field;
+  constexpr std::size_t kValueBytes[schema::kFieldCount] = {5, 5, 9, 9, 0, 9, 9};  // type: its name, below
+  std::size_t worst = 0;
+  for (std::size_t k = 1; k < schema::kVariants.size(); ++k) {
+    const schema::Variant& v = schema::kVariants[k];
+    std::size_t n = 1;  // fixmap header
+    for (std::size_t f = 0; f < schema::kFieldCount; ++f) {
+      const auto field = static_cast<Field>(f);
+      if (field == Field::size && !v.has_size) continue;
+      if (field == Field::old_addr && !v.has_old_addr) continue;
+      n += msgpack_schema::fixstr(schema::field_name(field)).size + kValueBytes[f];
+    }
+    n += msgpack_schema::fixstr(v.name).size;
+    worst = n > worst ? n : worst;
+  }
+  return worst;
+}
+static_assert(max_encoded_bytes() == kMaxEncodedEventBytes, "kMaxEncodedEventBytes must match the schema");
+
+// Forced inline so the frame loop has no call per event (GCC's heuristics inline it at -O3 but not at -O2,
+// and not at -O3 either once the table lookups made it a little longer). Writes the keys in schema::Field
+// order.
+[[gnu::always_inline]] inline std::size_t encode_one(const Event& e, std::byte* out) {
+  using schema::Field;
+  const auto k = static_cast<std::uint8_t>(e.kind);
+  const TypeEntry& type = kTypes[k < kTypes.size() ? k : 0];
+  const bool with_old = (e.flags & type.old_addr_flag) != 0;
   std::byte* p = out;
-  *p++ = static_cast<std::byte>(0x85 + !is_free + with_old);  // fixmap with the exact entry count
-  p = put(p, "\xa3pid");
-  p = put_int32(p, e.pid);
-  p = put(p, "\xa3tid");
-  p = put_int32(p, e.tid);
-  p = put(p, "\xa9timestamp");
-  p = put_uint(p, e.timestamp);
-  p = put(p,
-          "\xa4"
-          "addr");
-  p = put_uint(p, e.addr);
-  const TypeEntry& type = kTypes[static_cast<std::uint8_t>(e.kind) <= 8 ? static_cast<std::uint8_t>(e.kind) : 0];
+  *p++ = static_cast<std::byte>(type.map_header + with_old);  // fixmap with the exact entry count
+  p = put_int32(put_key<Field::pid>(p), e.pid);
+  p = put_int32(put_key<Field::tid>(p), e.tid);
+  p = put_uint(put_key<Field::timestamp>(p), e.timestamp);
+  p = put_uint(put_key<Field::addr>(p), e.addr);
   std::memcpy(p, type.bytes, sizeof type.bytes);
   p += type.length;
   if (with_old) {  // rare (reallocs only), so predicted
-    p = put_uint(put(p, "\xa8old_addr"), e.old_addr);
+    p = put_uint(put_key<Field::old_addr>(p), e.old_addr);
   }
-  // Written for every event and kept or dropped by how far the cursor moves: whether an event is a Free is
-  // as unpredictable as a coin toss in real traces.
-  std::byte* const end = put_uint_branchless(put(p, "\xa4size"), e.size);
-  p = is_free ? p : end;
+  // Written for every event and kept or dropped by how far the cursor moves: whether an event has a size (is
+  // not a Free) is as unpredictable as a coin toss in real traces.
+  std::byte* const end = put_uint_branchless(put_key<Field::size>(p), e.size);
+  p = type.has_size ? end : p;
   return static_cast<std::size_t>(p - out);
 }
 
@@ -170,12 +201,13 @@ inline std::size_t encode_one(const Event& e, std::byte* out) {
 std::size_t encode_event(const Event& e, std::byte* out) { return encode_one(e, out); }
 
 FrameSerializer::FrameSerializer(std::size_t max_events)
-    : max_events_(max_events), buffer_(max_events * kMaxEncodedEventBytes + kEncoderSlackBytes) {}
+    : max_events_(max_events), buffer_(std::make_unique_for_overwrite<std::byte[]>(buffer_bytes(max_events))) {}
 
 std::span<const std::byte> FrameSerializer::serialize(std::span<const Event> events) {
-  std::byte* cursor = buffer_.data();
+  std::byte* const begin = buffer_.get();
+  std::byte* cursor = begin;
   for (const Event& e : events) cursor += encode_one(e, cursor);
-  return {buffer_.data(), static_cast<std::size_t>(cursor - buffer_.data())};
+  return {begin, static_cast<std::size_t>(cursor - begin)};
 }
 
 }  // namespace memtrack::codec

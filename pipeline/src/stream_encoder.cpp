@@ -4,29 +4,30 @@
 //  - Only the encode stage runs in the task arena, and it never blocks or waits on another frame.
 //  - Frame n uses slot n % K. Slots are freed in frame order (the writer is in order), so the slot of frame n
 //    is free exactly when frame n - K has been written: the ring is the in-flight limit.
-#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_estimateCCtxSize_usingCParams, ZSTD_getCParams: sizing K
 #include "memtrack/pipeline/stream_encoder.h"
 
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 #include <pthread.h>
 #include <signal.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "memtrack/codec/msgpack_encoder.h"
 #include "memtrack/codec/seek_table.h"
+#include "stream_encoder_internal.h"
 
 #if defined(__SANITIZE_THREAD__)
 // oneTBB (Debian's libtbb, not built with ThreadSanitizer) recycles task objects through its own small-object
@@ -35,7 +36,8 @@
 // bookkeeping shows up through intercepted calls (memcmp, operator delete) made from libtbb itself. Only those
 // two are silenced: reports whose innermost frame is in task_arena.h, and interceptors called from libtbb. A
 // race in our own code, the encode task's body included, still reports (checked with a deliberate race in
-// the on_encode hook). Every binary linking the pipeline under TSan gets this through the runtime's weak hook.
+// the test encode hook, stream_encoder_internal.h). Every binary linking the pipeline under TSan gets this
+// through the runtime's weak hook.
 extern "C" __attribute__((visibility("default"), used)) const char* __tsan_default_suppressions() {
   return "race_top:oneapi/tbb/task_arena.h\n"
          "called_from_lib:libtbb.so\n";
@@ -48,13 +50,6 @@ namespace {
 // Frames larger than this would make a slot reserve gigabytes; nobody needs them.
 constexpr std::size_t kMaxFrameEvents = std::size_t{1} << 24;
 
-// The largest msgpack a frame can produce; the buffer has kEncoderSlackBytes more, which encode_event may
-// scribble past the last event.
-std::size_t msgpack_capacity(std::size_t frame_events) { return frame_events * codec::kMaxEncodedEventBytes; }
-std::size_t msgpack_buffer_bytes(std::size_t frame_events) {
-  return msgpack_capacity(frame_events) + codec::kEncoderSlackBytes;
-}
-
 unsigned resolve_workers(unsigned workers) {
   if (workers != 0) return workers;
   return std::max(1u, std::thread::hardware_concurrency());
@@ -63,15 +58,15 @@ unsigned resolve_workers(unsigned workers) {
 enum class SlotState { Free, Filling, Encoding, Encoded };
 
 // One in-flight frame and everything needed to encode it. Buffers are sized once, for a full frame, on the
-// slot's first use. The msgpack and output buffers are never value-initialized: a frame writes only the
-// front of its worst-case buffers (64.6 of 97 bytes per realistic event; ~20 of 100 after zstd), and pages
-// never written are never resident.
-struct Slot {
-  explicit Slot(int level) : compressor(level) {}
+// slot's first use. The serializer's and the output buffers are never value-initialized: a frame writes only
+// the front of its worst-case buffers (64.6 of 97 bytes per realistic event; ~20 of 100 after zstd), and
+// pages never written are never resident.
+struct FrameSlot {
+  explicit FrameSlot(int level) : compressor(level) {}
 
   codec::FrameCompressor compressor;
   std::vector<codec::Event> events;
-  std::unique_ptr<std::byte[]> msgpack;
+  std::optional<codec::FrameSerializer> serializer;  // the one codec::FrameSerializer, as benchmarked
   std::unique_ptr<std::byte[]> compressed;
   std::size_t compressed_capacity = 0;
 
@@ -84,14 +79,23 @@ struct Slot {
   std::atomic<SlotState> state{SlotState::Free};
 };
 
+thread_local internal::EncodeHook t_encode_hook;
+
 }  // namespace
+
+namespace internal {
+
+ScopedEncodeHook::ScopedEncodeHook(EncodeHook hook) : previous_(std::exchange(t_encode_hook, std::move(hook))) {}
+ScopedEncodeHook::~ScopedEncodeHook() { t_encode_hook = std::move(previous_); }
+const EncodeHook& current_encode_hook() { return t_encode_hook; }
+
+}  // namespace internal
 
 std::size_t slot_bytes(const EncoderOptions& options) {
   const std::size_t events = std::clamp<std::size_t>(options.frame_events, 1, kMaxFrameEvents);
-  const std::size_t msgpack = msgpack_capacity(events);
-  const ZSTD_compressionParameters params = ZSTD_getCParams(options.level, msgpack, 0);
-  return events * sizeof(codec::Event) + msgpack_buffer_bytes(events) + ZSTD_compressBound(msgpack) +
-         ZSTD_estimateCCtxSize_usingCParams(params);
+  const std::size_t msgpack = codec::FrameSerializer::output_bound(events);
+  return events * sizeof(codec::Event) + codec::FrameSerializer::buffer_bytes(events) +
+         codec::FrameCompressor::bound(msgpack) + codec::FrameCompressor::context_bytes(options.level, msgpack);
 }
 
 std::size_t derive_in_flight_cap(const EncoderOptions& options) {
@@ -110,7 +114,7 @@ class Engine {
       : sink_(sink),
         frame_events_(options.frame_events),
         k_(derive_in_flight_cap(options)),
-        on_encode_(options.on_encode),
+        on_encode_(internal::current_encode_hook()),
         write_seek_table_(options.write_seek_table) {
     if (frame_events_ == 0 || frame_events_ > kMaxFrameEvents) {
       throw std::runtime_error("frame_events must be in 1.." + std::to_string(kMaxFrameEvents) + ", got " +
@@ -120,7 +124,7 @@ class Engine {
     // Compressors are created up front (cheap: zstd allocates its workspace on the first frame) so that a bad
     // level is a setup error; the large buffers wait for the slot's first use.
     slots_.reserve(k_);
-    for (std::size_t i = 0; i < k_; ++i) slots_.push_back(std::make_unique<Slot>(options.level));
+    for (std::size_t i = 0; i < k_; ++i) slots_.push_back(std::make_unique<FrameSlot>(options.level));
 
     // No more encoders than frames that can be in flight: extra threads would only idle.
     const int concurrency = static_cast<int>(std::min<std::size_t>(resolve_workers(options.workers), k_));
@@ -134,8 +138,9 @@ class Engine {
     }
     arena_.initialize(concurrency, 0);
 
-    // The writer blocks every signal (DESIGN.md section 7: the recorder's threads do not steal signals). A
-    // write to a closed pipe then fails with EPIPE instead of killing the process with SIGPIPE; the pending
+    // The writer blocks every signal: the recorder's threads never take a signal meant for the program or
+    // the tool (docs/RUNTIME.md, "Processes, exec, threads, signals"), and a write to a closed pipe fails
+    // with EPIPE instead of killing the process with SIGPIPE (docs/RELIABILITY.md); the pending
     // thread-directed SIGPIPE is discarded when the thread exits.
     sigset_t all, old;
     sigfillset(&all);
@@ -170,8 +175,8 @@ class Engine {
 
   // Waits for the slot of the next frame (backpressure: K frames in flight) and hands it to the producer with
   // count = 0. Returns nullptr once the encoder has failed; error() says why.
-  Slot* acquire() {
-    Slot& slot = *slots_[next_submit_ % k_];
+  FrameSlot* acquire() {
+    FrameSlot& slot = *slots_[next_submit_ % k_];
     {
       std::unique_lock lock(mutex_);
       producer_cv_.wait(lock, [&] { return failed_.load(std::memory_order_relaxed) || slot.state == SlotState::Free; });
@@ -182,12 +187,12 @@ class Engine {
     if (slot.events.empty()) {
       try {
         slot.events.resize(frame_events_);
-        slot.msgpack = std::make_unique_for_overwrite<std::byte[]>(msgpack_buffer_bytes(frame_events_));
-        slot.compressed_capacity = codec::FrameCompressor::bound(msgpack_capacity(frame_events_));
+        slot.serializer.emplace(frame_events_);
+        slot.compressed_capacity = codec::FrameCompressor::bound(slot.serializer->capacity_bytes());
         slot.compressed = std::make_unique_for_overwrite<std::byte[]>(slot.compressed_capacity);
       } catch (const std::bad_alloc&) {
         slot.events = {};
-        slot.msgpack.reset();
+        slot.serializer.reset();
         slot.compressed.reset();
         std::lock_guard lock(mutex_);
         slot.state = SlotState::Free;
@@ -199,7 +204,7 @@ class Engine {
   }
 
   // Hands a filled slot (slot.count events) to the pool as the next frame.
-  void submit(Slot& slot) {
+  void submit(FrameSlot& slot) {
     {
       std::lock_guard lock(mutex_);
       slot.frame = next_submit_++;
@@ -209,7 +214,7 @@ class Engine {
   }
 
   // Gives back an acquired slot without encoding it.
-  void cancel(Slot& slot) {
+  void cancel(FrameSlot& slot) {
     std::lock_guard lock(mutex_);
     slot.state = SlotState::Free;
   }
@@ -254,19 +259,17 @@ class Engine {
   }
 
   // Pool task: serialize and compress one frame into its slot. Never blocks (the hook aside, in tests).
-  void encode(Slot& slot) {
+  void encode(FrameSlot& slot) {
     // Pairs with the release in submit(): the producer's writes to the slot happen before this task reads them.
     (void)slot.state.load(std::memory_order_acquire);
     codec::Status status;
     // After a failure nothing more is written, so the work would be wasted.
     if (!failed_.load(std::memory_order_relaxed)) {
       if (on_encode_) on_encode_(slot.frame);
-      std::byte* const begin = slot.msgpack.get();
-      std::byte* cursor = begin;
-      for (std::size_t i = 0; i < slot.count; ++i) cursor += codec::encode_event(slot.events[i], cursor);
-      slot.msgpack_size = static_cast<std::size_t>(cursor - begin);
-      slot.compressed_size = slot.compressor.compress({begin, slot.msgpack_size},
-                                                      {slot.compressed.get(), slot.compressed_capacity}, status);
+      const std::span<const std::byte> msgpack = slot.serializer->serialize({slot.events.data(), slot.count});
+      slot.msgpack_size = msgpack.size();
+      slot.compressed_size =
+          slot.compressor.compress(msgpack, {slot.compressed.get(), slot.compressed_capacity}, status);
     }
     slot.status = std::move(status);
     // Notify under the lock: once the writer sees Encoded, the engine may be destroyed, and this task must not
@@ -277,7 +280,7 @@ class Engine {
   }
 
   // A throwing sink (a user's subclass) would terminate the process from this thread; make it an error.
-  codec::Status write_frame(const Slot& slot) {
+  codec::Status write_frame(const FrameSlot& slot) {
     try {
       return sink_.write({slot.compressed.get(), slot.compressed_size});
     } catch (const std::exception& e) {
@@ -295,7 +298,7 @@ class Engine {
         return closing_;
       });
       if (next_write_ == next_submit_) return;  // closing, and everything submitted is retired
-      Slot& slot = *slots_[next_write_ % k_];
+      FrameSlot& slot = *slots_[next_write_ % k_];
       const bool write = !failed_.load(std::memory_order_relaxed);
       lock.unlock();
       codec::Status status;
@@ -333,10 +336,10 @@ class Engine {
   Sink& sink_;
   const std::size_t frame_events_;
   const std::size_t k_;
-  const std::function<void(std::uint64_t)> on_encode_;
+  const internal::EncodeHook on_encode_;  // tests only (stream_encoder_internal.h)
   const bool write_seek_table_;
   codec::SeekTableBuilder index_;  // written by the writer thread, then by close() after it has joined
-  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<std::unique_ptr<FrameSlot>> slots_;
 
   std::mutex mutex_;
   std::condition_variable producer_cv_;  // a slot became free, or the encoder failed
@@ -416,7 +419,7 @@ class StreamEncoder::Impl {
   }
 
   Engine engine_;
-  Slot* current_ = nullptr;  // the frame being filled, if any
+  FrameSlot* current_ = nullptr;  // the frame being filled, if any
   bool finished_ = false;
   codec::Status result_;
   EncoderStats stats_;
@@ -440,7 +443,7 @@ codec::Status encode_stream(EventSource& source, Sink& sink, const EncoderOption
   Engine engine(sink, options);
   const std::size_t frame_events = engine.frame_events();
   for (;;) {
-    Slot* slot = engine.acquire();
+    FrameSlot* slot = engine.acquire();
     if (slot == nullptr) break;  // failed: the error is the engine's
     // Frames hold exactly frame_events events, so keep reading until the frame is full or the source ends.
     std::size_t n = 0;

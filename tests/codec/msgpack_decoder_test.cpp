@@ -7,6 +7,7 @@
 
 #include "common/fixtures.h"
 #include "memtrack/codec/msgpack_encoder.h"
+#include "memtrack/codec/schema.h"
 
 namespace memtrack::codec {
 namespace {
@@ -81,6 +82,40 @@ TEST(MsgpackDecoder, ParsesEveryReferenceEventBackToItsRecord) {
     ASSERT_EQ(e, events[i]) << "event " << i;
   }
   EXPECT_EQ(off, bytes.size());
+}
+
+// The writer, both parsers and kind_name() read one table (memtrack/codec/schema.h): every variant it lists
+// is written with its name and key count, read back by the fast path, and read back by the visitor when its
+// keys come in reverse order (which the fast path refuses).
+TEST(MsgpackDecoder, EveryVariantOfTheSchemaRoundTripsThroughBothParsers) {
+  for (std::uint8_t k = 1; is_valid_kind(k); ++k) {
+    const auto kind = static_cast<EventKind>(k);
+    const schema::Variant& v = schema::variant(kind);
+    SCOPED_TRACE(std::string(v.name));
+    EXPECT_EQ(kind_name(kind), v.name);
+    Event e = make_event(kind, -7, 8, 9, 10, v.has_size ? 11 : 0);
+    if (v.has_old_addr) {
+      e.old_addr = 12;
+      e.flags = kFlagHasOldAddr;
+    }
+    std::byte buf[kMaxEncodedEventBytes + kEncoderSlackBytes];
+    const std::size_t n = encode_event(e, buf);
+    EXPECT_EQ(static_cast<unsigned>(buf[0]), 0x80u + schema::key_count(v, e.has_old_addr()));
+    Event back;
+    std::string error;
+    ASSERT_EQ(parse_all(std::span(buf, n), back, error), ParseResult::ok) << error;
+    EXPECT_EQ(back, e);
+
+    MapBuilder m(static_cast<uint32_t>(schema::key_count(v, e.has_old_addr())));
+    if (v.has_size) m.kv("size", e.size);
+    if (v.has_old_addr) m.kv("old_addr", e.old_addr);
+    m.kv("type", std::string(v.name)).kv("addr", e.addr).kv("timestamp", e.timestamp).kv("tid", e.tid).kv("pid", e.pid);
+    Event shuffled;
+    ASSERT_EQ(parse_all(bytes_of(m.buf), shuffled, error), ParseResult::ok) << error;
+    EXPECT_EQ(shuffled, e);
+  }
+  EXPECT_EQ(kind_name(static_cast<EventKind>(0)), "Unknown");
+  EXPECT_EQ(kind_name(static_cast<EventKind>(schema::kVariants.size())), "Unknown");
 }
 
 TEST(MsgpackDecoder, ShuffledKeysWideIntegersAndUnknownKeys) {

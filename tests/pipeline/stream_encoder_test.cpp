@@ -19,6 +19,7 @@
 #include "memtrack/codec/seek_table.h"
 #include "memtrack/workload/realistic_events.h"
 #include "pipeline/zstd_frames.h"
+#include "stream_encoder_internal.h"
 
 namespace memtrack::pipeline {
 namespace {
@@ -181,7 +182,7 @@ TEST(StreamEncoder, OrderPreservedAcrossHundredsOfFramesWithRandomEncodeDelays) 
     CountingSink sink;
     std::atomic<std::uint64_t> max_ahead{0};
     EncoderOptions options = small_frames(kFrame, 4, kK);
-    options.on_encode = [&](std::uint64_t frame) {
+    const internal::ScopedEncodeHook hook([&](std::uint64_t frame) {
       // Frame n is encoded only once frame n - K has been written.
       const std::uint64_t ahead = frame - std::min(frame, sink.writes.load());
       std::uint64_t seen = max_ahead.load();
@@ -190,7 +191,7 @@ TEST(StreamEncoder, OrderPreservedAcrossHundredsOfFramesWithRandomEncodeDelays) 
       // A deterministic pseudo-random delay of 0..400 us per frame.
       const std::uint64_t h = (frame * 0x9e3779b97f4a7c15ull) >> 55;
       std::this_thread::sleep_for(std::chrono::microseconds(h % 400));
-    };
+    });
     codec::Status status;
     if (pull) {
       VectorSource source(events, 50);
@@ -222,9 +223,8 @@ TEST(StreamEncoder, FailingSinkStopsWithErrorAndLeavesDecodablePrefix) {
       SCOPED_TRACE("fail_at " + std::to_string(fail_at) + (pull ? " pull" : " push"));
       FailingSink sink(fail_at);
       EncoderOptions options = small_frames(kFrame, 3, 4);
-      options.on_encode = [](std::uint64_t frame) {
-        std::this_thread::sleep_for(std::chrono::microseconds((frame % 3) * 50));
-      };
+      const internal::ScopedEncodeHook hook(
+          [](std::uint64_t frame) { std::this_thread::sleep_for(std::chrono::microseconds((frame % 3) * 50)); });
       codec::Status status;
       if (pull) {
         VectorSource source(events);
@@ -264,9 +264,9 @@ TEST(StreamEncoder, RandomFailuresNeverHangAndLeaveExactPrefixes) {
     const std::size_t fail_at = next(frames_total + 5);
     EncoderOptions options = small_frames(32, 1 + static_cast<unsigned>(next(6)), 1 + next(5));
     const std::uint64_t jitter = next(3);
-    options.on_encode = [jitter](std::uint64_t frame) {
+    const internal::ScopedEncodeHook hook([jitter](std::uint64_t frame) {
       if (jitter != 0 && frame % (jitter + 1) == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
-    };
+    });
     FailingSink sink(fail_at);
     codec::Status status;
     if (next(2) == 0) {
@@ -294,7 +294,7 @@ TEST(StreamEncoder, EncodesUpToMinOfWorkersAndKFramesAtOnce) {
     std::atomic<int> running{0};
     std::atomic<int> most{0};
     EncoderOptions options = small_frames(16, workers, k);
-    options.on_encode = [&](std::uint64_t) {
+    const internal::ScopedEncodeHook hook([&](std::uint64_t) {
       {
         std::lock_guard lock(m);
         threads.insert(std::this_thread::get_id());
@@ -305,7 +305,7 @@ TEST(StreamEncoder, EncodesUpToMinOfWorkersAndKFramesAtOnce) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       --running;
-    };
+    });
     MemorySink sink;
     VectorSource source(events);
     ASSERT_TRUE(encode_stream(source, sink, options).is_ok());

@@ -1,11 +1,16 @@
 // Reads an artifact (any number of zstd frames, skippable frames skipped) and yields its events in order,
 // with memory bounded by one frame whatever the file size.
 //
-// Guarantees: never yields a wrong event. Events of a frame that carries a content checksum are yielded
-// only after the frame has been decompressed and its checksum verified; a frame without content size (the
-// older single-stream layout, possibly gigabytes) is streamed instead. On damage (truncation, corruption,
-// garbage between frames, checksum mismatch, malformed msgpack) the decoder stops: everything yielded
-// before stays valid, and status() says what was wrong with the frame index and byte offset.
+// Buffering is decided by the frame header's declared content size, not by its checksum. A frame that
+// declares a content size of at most DecoderLimits::max_buffered_frame_bytes (every frame our writer puts)
+// is buffered: its events are yielded only after the whole frame has been decompressed, has produced
+// exactly the declared size and has passed its content checksum if it carries one. A frame that declares no
+// size (the older single-stream layout, possibly gigabytes) or a larger one is streamed: its events are
+// yielded as they are parsed, so damage found late in it (a checksum mismatch) is reported after its earlier
+// events were yielded; they are still events zstd decompressed and the parser accepted (docs/RELIABILITY.md).
+// On damage (truncation, corruption, garbage between frames, checksum mismatch, malformed msgpack) the
+// decoder stops: everything yielded before stays yielded, and status() says what was wrong with the frame
+// index and byte offset.
 #pragma once
 
 #include <cstddef>

@@ -27,7 +27,11 @@ class FrameCompressor {
   std::size_t compress(std::span<const std::byte> input, std::span<std::byte> output, Status& status);
 
   [[nodiscard]] int level() const { return level_; }
+  // The output size compress() needs for `input_size` bytes (ZSTD_compressBound).
   [[nodiscard]] static std::size_t bound(std::size_t input_size);
+  // zstd's estimate of what a context at `level` allocates once it has compressed frames of up to
+  // `input_size` bytes (its workspace is sized on the first frame, not at construction). For budgets.
+  [[nodiscard]] static std::size_t context_bytes(int level, std::size_t input_size);
 
  private:
   ZSTD_CCtx_s* cctx_ = nullptr;

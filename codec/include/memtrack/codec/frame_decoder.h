@@ -1,9 +1,11 @@
 // Decodes one complete zstd frame of msgpack events, for random access through the frame index and for
 // decoding frames in parallel (one FrameDecoder per in-flight frame; each owns a ZSTD_DCtx and a buffer).
 //
-// Same guarantees as ArtifactDecoder: the frame is decompressed completely and its checksum verified before
-// any event is appended, so a damaged frame appends nothing; the window is capped; the buffer grows with the
-// bytes actually decompressed, never from the declared content size, up to max_buffered_frame_bytes.
+// Every frame is held whole, whatever its header declares (ArtifactDecoder streams frames without a declared
+// size instead): it is decompressed completely and its checksum, if it has one, verified before any event is
+// appended, so a damaged frame appends nothing. The window is capped (a window above window_log_max is
+// too_large); the buffer grows with the bytes actually decompressed, never from the declared content size,
+// up to max_buffered_frame_bytes (beyond which the frame is too_large).
 // Unlike the sequential decoder it requires the frame to hold whole events (our writer never splits an event
 // across frames; an artifact that does must be decoded sequentially).
 #pragma once

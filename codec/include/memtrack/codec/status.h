@@ -12,8 +12,9 @@ enum class Errc {
   truncated,    // input ended inside a record, event or frame
   bad_record,   // raw record: unknown kind, reserved bits, flags on a non-Realloc
   bad_msgpack,  // malformed msgpack, wrong value types, unknown "type", missing field
-  bad_zstd,     // corrupted zstd data, checksum mismatch, window too large
-  too_large,    // a declared size beyond the decoder's limits
+  bad_zstd,     // corrupted zstd data, checksum mismatch, a frame header zstd rejects
+  too_large,    // a size beyond the decoder's limits: a window above DecoderLimits::window_log_max, an event
+                // above max_event_bytes, a frame FrameDecoder would have to hold above max_buffered_frame_bytes
   io,           // read or write failure (errno text in the message)
   usage,        // invalid argument from the caller
   interrupted,  // a signal asked the reader to stop (SIGINT, SIGTERM); what was read before it is kept

@@ -11,19 +11,20 @@
 //   fill slot n % K   --->   serialize + compress slot n, in parallel  --> write frame n to the sink, in
 //   (push / source.read)     with other slots                              order; slot n % K is free again
 //
-// Every buffer (the events, a msgpack buffer sized once from kMaxEncodedEventBytes, an output buffer sized
-// once from ZSTD_compressBound) and the ZSTD_CCtx belong to a slot, never to a thread, so memory is bounded
-// by K slots whatever the worker count (DESIGN.md section 6; the CodSpeed encoder kept ~5 MiB per worker
-// thread). K comes from a memory budget (derive_in_flight_cap), not from the core count.
+// Every buffer (the events, a codec::FrameSerializer's msgpack buffer sized once from kMaxEncodedEventBytes,
+// an output buffer sized once from codec::FrameCompressor::bound) and the FrameCompressor's ZSTD_CCtx belong
+// to a slot, never to a thread, so memory is bounded by K slots whatever the worker count
+// (docs/ARCHITECTURE.md, "Memory follows in-flight frames, not threads"; the CodSpeed encoder kept ~5 MiB
+// per worker thread). K comes from a memory budget (derive_in_flight_cap), not from the core count.
 //
 // Why not tbb::parallel_pipeline: it has exactly this shape (serial_in_order input, parallel encode,
 // serial_in_order output, max_number_of_live_tokens = K), but its input and output filters run on pool
 // threads, and ours block: the input waits for a producer that may be idle for minutes (the recorder of a
 // sleeping program) and the output sits in write(2) on a slow pipe or disk. Either would hold a oneTBB
-// worker (DESIGN.md section 6, "TBB and blocking I/O"). So the two serial stages run on threads that may
-// block (the caller's thread and one writer thread), and only the non-blocking encode stage runs as tasks
-// in a task_arena. The slot ring plays the role of the live-token limit: frame n waits for slot n % K, which
-// is free once frame n - K has been written.
+// worker (docs/ARCHITECTURE.md, "Blocking work never holds a oneTBB worker"). So the two serial stages run on
+// threads that may block (the caller's thread and one writer thread), and only the non-blocking encode stage
+// runs as tasks in a task_arena. The slot ring plays the role of the live-token limit: frame n waits for slot
+// n % K, which is free once frame n - K has been written.
 //
 // Index. Unless disabled, finish() appends a seek table after the frames (EncoderOptions::write_seek_table).
 //
@@ -35,7 +36,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 
@@ -65,9 +65,6 @@ struct EncoderOptions {
   // `decode --frames` use it. Not written when the stream stops on an error: the artifact is then the frames
   // written before it, still valid, read sequentially.
   bool write_seek_table = true;
-  // Test-only: called on a pool thread before frame `frame` (0-based) is encoded, e.g. to inject delays.
-  // Must be thread-safe and must not throw. An empty function costs one branch per frame.
-  std::function<void(std::uint64_t frame)> on_encode;
 };
 
 struct EncoderStats {
@@ -79,8 +76,9 @@ struct EncoderStats {
 };
 
 // Bytes one slot reserves for `options`: frame_events * (sizeof(Event) + kMaxEncodedEventBytes) +
-// kEncoderSlackBytes for the events and the msgpack buffer, plus ZSTD_compressBound of the largest msgpack
-// frame for the output buffer, plus zstd's estimate of a compression context at that level and frame size.
+// kEncoderSlackBytes for the events and the msgpack buffer, plus FrameCompressor::bound of the largest
+// msgpack frame for the output buffer, plus FrameCompressor::context_bytes (zstd's estimate of a compression
+// context at that level and frame size).
 std::size_t slot_bytes(const EncoderOptions& options);
 
 // K, the cap on frames alive at once (being filled, encoded or waiting to be written):
