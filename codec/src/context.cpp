@@ -89,6 +89,64 @@ void pack(Packer& pk, const StreamEnd& r) {
   pack_str(pk, "clean"), pk.pack(r.clean);
 }
 
+// Columns: little-endian integers in one bin value, whatever the host's byte order.
+template <typename T>
+void pack_column(Packer& pk, const std::vector<T>& v) {
+  static_assert(std::is_unsigned_v<T>);
+  pk.pack_bin(static_cast<std::uint32_t>(v.size() * sizeof(T)));
+  char buf[256];
+  std::size_t n = 0;
+  for (const T x : v) {
+    for (std::size_t b = 0; b < sizeof(T); ++b) buf[n++] = static_cast<char>((x >> (8 * b)) & 0xFF);
+    if (n == sizeof buf) pk.pack_bin_body(buf, static_cast<std::uint32_t>(n)), n = 0;
+  }
+  if (n > 0) pk.pack_bin_body(buf, static_cast<std::uint32_t>(n));
+}
+void pack_bytes(Packer& pk, const std::vector<std::uint8_t>& v) {
+  pk.pack_bin(static_cast<std::uint32_t>(v.size()));
+  pk.pack_bin_body(reinterpret_cast<const char*>(v.data()), static_cast<std::uint32_t>(v.size()));
+}
+
+void pack(Packer& pk, const Module& r) {
+  pk.pack_map(9);
+  pack_str(pk, "type"), pack_str(pk, "Module");
+  pack_str(pk, "pid"), pk.pack(r.pid);
+  pack_str(pk, "event"), pk.pack(r.event);
+  pack_str(pk, "path"), pack_str(pk, r.path);
+  pack_str(pk, "build_id"), pack_bytes(pk, r.build_id);
+  pack_str(pk, "bias"), pk.pack(r.bias);
+  pack_str(pk, "start"), pk.pack(r.start);
+  pack_str(pk, "end"), pk.pack(r.end);
+  pack_str(pk, "loaded"), pk.pack(r.loaded);
+}
+void pack(Packer& pk, const StackNodes& r) {
+  pk.pack_map(6);
+  pack_str(pk, "type"), pack_str(pk, "StackNodes");
+  pack_str(pk, "pid"), pk.pack(r.pid);
+  pack_str(pk, "event"), pk.pack(r.event);
+  pack_str(pk, "first_id"), pk.pack(r.first_id);
+  pack_str(pk, "parents"), pack_column(pk, r.parents);
+  pack_str(pk, "addresses"), pack_column(pk, r.addresses);
+}
+void pack(Packer& pk, const EventStacks& r) {
+  pk.pack_map(3);
+  pack_str(pk, "type"), pack_str(pk, "EventStacks");
+  pack_str(pk, "first_event"), pk.pack(r.first_event);
+  pack_str(pk, "ids"), pack_column(pk, r.ids);
+}
+void pack(Packer& pk, const Symbols& r) {
+  pk.pack_map(9);
+  pack_str(pk, "type"), pack_str(pk, "Symbols");
+  pack_str(pk, "path"), pack_str(pk, r.path);
+  pack_str(pk, "build_id"), pack_bytes(pk, r.build_id);
+  pack_str(pk, "addresses"), pack_column(pk, r.addresses);
+  pack_str(pk, "depths"), pack_column(pk, r.depths);
+  pack_str(pk, "functions"), pack_column(pk, r.functions);
+  pack_str(pk, "files"), pack_column(pk, r.files);
+  pack_str(pk, "lines"), pack_column(pk, r.lines);
+  pack_str(pk, "strings"), pack_strings(pk, r.strings);
+}
+
 void store_le32(std::byte* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
 }
@@ -137,6 +195,28 @@ class Fields {
     std::vector<std::string> out;
     out.reserve(v.via.array.size);
     for (std::uint32_t i = 0; i < v.via.array.size; ++i) out.push_back(to_string(v.via.array.ptr[i], key));
+    return out;
+  }
+  std::vector<std::uint8_t> bytes(std::string_view key) const {
+    const msgpack::object& v = get(key);
+    if (v.type != msgpack::type::BIN) throw RecordError{"key \"" + std::string(key) + "\" is not a bin"};
+    const auto* p = reinterpret_cast<const std::uint8_t*>(v.via.bin.ptr);
+    return {p, p + v.via.bin.size};
+  }
+  template <typename T>
+  std::vector<T> column(std::string_view key) const {
+    const msgpack::object& v = get(key);
+    if (v.type != msgpack::type::BIN) throw RecordError{"key \"" + std::string(key) + "\" is not a bin"};
+    if (v.via.bin.size % sizeof(T) != 0)
+      throw RecordError{"key \"" + std::string(key) + "\" has " + std::to_string(v.via.bin.size) +
+                        " bytes, not a whole number of " + std::to_string(sizeof(T)) + "-byte integers"};
+    const auto* p = reinterpret_cast<const std::uint8_t*>(v.via.bin.ptr);
+    std::vector<T> out(v.via.bin.size / sizeof(T));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      T x = 0;
+      for (std::size_t b = 0; b < sizeof(T); ++b) x |= static_cast<T>(T{p[i * sizeof(T) + b]} << (8 * b));
+      out[i] = x;
+    }
     return out;
   }
   bool boolean(std::string_view key) const {
@@ -191,6 +271,46 @@ bool parse_record(const msgpack::object& obj, std::vector<ContextRecord>& out) {
   } else if (type == "End") {
     out.emplace_back(
         StreamEnd{f.integer<std::uint64_t>("events"), f.integer<std::uint64_t>("frames"), f.boolean("clean")});
+  } else if (type == "Module") {
+    out.emplace_back(Module{f.integer<std::int32_t>("pid"), f.integer<std::uint64_t>("event"), f.string("path"),
+                            f.bytes("build_id"), f.integer<std::uint64_t>("bias"), f.integer<std::uint64_t>("start"),
+                            f.integer<std::uint64_t>("end"), f.boolean("loaded")});
+  } else if (type == "StackNodes") {
+    StackNodes r{f.integer<std::int32_t>("pid"), f.integer<std::uint64_t>("event"),
+                 f.integer<std::uint32_t>("first_id"), f.column<std::uint32_t>("parents"),
+                 f.column<std::uint64_t>("addresses")};
+    if (r.parents.size() != r.addresses.size())
+      throw RecordError{"StackNodes has " + std::to_string(r.parents.size()) + " parents but " +
+                        std::to_string(r.addresses.size()) + " addresses"};
+    if (r.first_id == 0 || r.parents.size() > std::uint64_t{UINT32_MAX} - r.first_id + 1)
+      throw RecordError{"StackNodes ids out of range (first_id " + std::to_string(r.first_id) + ")"};
+    out.emplace_back(std::move(r));
+  } else if (type == "EventStacks") {
+    out.emplace_back(EventStacks{f.integer<std::uint64_t>("first_event"), f.column<std::uint32_t>("ids")});
+  } else if (type == "Symbols") {
+    Symbols r{f.string("path"),
+              f.bytes("build_id"),
+              f.column<std::uint64_t>("addresses"),
+              f.column<std::uint32_t>("depths"),
+              f.column<std::uint32_t>("functions"),
+              f.column<std::uint32_t>("files"),
+              f.column<std::uint32_t>("lines"),
+              f.strings("strings")};
+    if (r.depths.size() != r.addresses.size())
+      throw RecordError{"Symbols has " + std::to_string(r.addresses.size()) + " addresses but " +
+                        std::to_string(r.depths.size()) + " depths"};
+    std::uint64_t frames = 0;
+    for (const std::uint32_t d : r.depths) frames += d;
+    if (r.functions.size() != frames || r.files.size() != frames || r.lines.size() != frames)
+      throw RecordError{"Symbols depths add up to " + std::to_string(frames) + " frames but the frame columns have " +
+                        std::to_string(r.functions.size()) + ", " + std::to_string(r.files.size()) + ", " +
+                        std::to_string(r.lines.size())};
+    for (const auto* col : {&r.functions, &r.files})
+      for (const std::uint32_t i : *col)
+        if (i != kNoString && i >= r.strings.size())
+          throw RecordError{"Symbols string index " + std::to_string(i) + " beyond its " +
+                            std::to_string(r.strings.size()) + " strings"};
+    out.emplace_back(std::move(r));
   } else {
     return false;
   }
@@ -274,7 +394,8 @@ Status decode_context_frame(std::span<const std::byte> frame, std::uint64_t file
     const std::size_t record_offset = off;
     try {
       // Limits keep a declared array or string size from allocating more than the payload could hold.
-      const msgpack::unpack_limit limit(1u << 16, 1u << 10, 1u << 20, 1u << 20, 1u << 20, 8);
+      const msgpack::unpack_limit limit(kMaxContextArrayElements, 1u << 10, kMaxContextBinBytes, kMaxContextBinBytes,
+                                        1u << 20, 8);
       const msgpack::object_handle h = msgpack::unpack(payload.data(), payload.size(), off, nullptr, nullptr, limit);
       parse_record(h.get(), out);
     } catch (const RecordError& e) {

@@ -23,6 +23,19 @@ std::vector<ContextRecord> all_records() {
       Untracked{std::nullopt, "/usr/bin/passwd", "setuid", 20001},
       Untracked{9, "", "left-running", 20001},
       StreamEnd{20001, 1, true},
+      Module{7, 0, "/usr/bin/prog", {0xab, 0xcd, 0x01}, 0x5555'0000'0000ull, 0x5555'0000'1000ull,
+             0x5555'0000'9000ull, true},
+      Module{7, 900, "/tmp/libgone.so", {}, 0x7f00'0000'0000ull, 0x7f00'0000'0000ull, 0x7f00'0001'0000ull, false},
+      StackNodes{7, 10, 1, {0, 1, 1, 0}, {0x5555'0000'1234ull, 0x7f00'0000'0042ull, 0xffff'ffff'ffff'fff0ull, 1}},
+      EventStacks{0, {2, 0, 3, 0xffffffffu}},
+      Symbols{"/usr/bin/prog",
+              {0xab, 0xcd, 0x01},
+              {0x1234, 0x1300, 0x9999},
+              {2, 1, 0},
+              {0, 1, 2},
+              {3, 3, kNoString},
+              {10, 20, 0},
+              {"inner()", "outer(int)", "main", "/src/prog.cpp"}},
   };
 }
 
@@ -163,6 +176,57 @@ TEST(Context, DamagedFramesAreErrorsNotCrashes) {
   std::vector<std::byte> other = good;
   std::memcpy(other.data() + 8, "XXXX", 4);
   EXPECT_NE(decode_context_frame(other, 0, back).message().find("no MTCX tag"), std::string::npos);
+}
+
+// The stacks records' bytes, exactly as docs/FORMAT.md's table says: keys in this order, columns as bin
+// values of little-endian integers.
+TEST(Context, StackRecordsAreTheDocumentedBytes) {
+  std::vector<std::byte> got;
+  encode_context_record(EventStacks{5, {1, 0x01020304u}}, got);
+  const unsigned char expected[] = {0x83, 0xa4, 't',  'y',  'p',  'e',  0xab, 'E',  'v',  'e',  'n',  't',
+                                    'S',  't',  'a',  'c',  'k',  's',  0xab, 'f',  'i',  'r',  's',  't',
+                                    '_',  'e',  'v',  'e',  'n',  't',  0x05, 0xa3, 'i',  'd',  's',  0xc4,
+                                    0x08, 0x01, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01};
+  ASSERT_EQ(got.size(), sizeof expected);
+  EXPECT_EQ(std::memcmp(got.data(), expected, sizeof expected), 0);
+
+  got.clear();
+  encode_context_record(StackNodes{3, 4, 9, {0}, {0x1122334455667788ull}}, got);
+  const unsigned char nodes_tail[] = {0xa9, 'a',  'd',  'd',  'r',  'e',  's',  's',  'e',  's', 0xc4,
+                                      0x08, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
+  ASSERT_GE(got.size(), sizeof nodes_tail);
+  EXPECT_EQ(got[0], std::byte{0x86});
+  EXPECT_EQ(std::memcmp(got.data() + got.size() - sizeof nodes_tail, nodes_tail, sizeof nodes_tail), 0);
+}
+
+TEST(Context, StackRecordsWithInconsistentColumnsAreErrors) {
+  const auto decode_one = [](const ContextRecord& r) {
+    std::vector<std::byte> payload;
+    encode_context_record(r, payload);
+    std::vector<ContextRecord> back;
+    return decode_context_frame(frame_of_payload(payload), 0, back).message();
+  };
+  EXPECT_NE(decode_one(StackNodes{1, 0, 1, {0, 1}, {5}}).find("StackNodes has 2 parents but 1 addresses"),
+            std::string::npos);
+  EXPECT_NE(decode_one(StackNodes{1, 0, 0, {0}, {5}}).find("ids out of range"), std::string::npos);
+  EXPECT_NE(decode_one(Symbols{"m", {}, {1, 2}, {1}, {0}, {0}, {0}, {"f"}}).find("2 addresses but 1 depths"),
+            std::string::npos);
+  EXPECT_NE(decode_one(Symbols{"m", {}, {1}, {2}, {0}, {0}, {0}, {"f"}}).find("add up to 2 frames"),
+            std::string::npos);
+  EXPECT_NE(decode_one(Symbols{"m", {}, {1}, {1}, {1}, {0}, {0}, {"f"}}).find("string index 1 beyond its 1"),
+            std::string::npos);
+
+  // A column whose length is not a whole number of its integers.
+  std::vector<std::byte> payload;
+  Stream st{payload};
+  msgpack::packer<Stream> pk(st);
+  pk.pack_map(3), pk.pack(std::string("type")), pk.pack(std::string("EventStacks"));
+  pk.pack(std::string("first_event")), pk.pack(0);
+  pk.pack(std::string("ids")), pk.pack_bin(3), pk.pack_bin_body("abc", 3);
+  std::vector<ContextRecord> back;
+  const Status s = decode_context_frame(frame_of_payload(payload), 0, back);
+  EXPECT_NE(s.message().find("key \"ids\" has 3 bytes, not a whole number of 4-byte integers"), std::string::npos)
+      << s.message();
 }
 
 }  // namespace

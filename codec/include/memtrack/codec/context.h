@@ -84,7 +84,68 @@ struct StreamEnd {
   friend bool operator==(const StreamEnd&, const StreamEnd&) = default;
 };
 
-using ContextRecord = std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd>;
+// The stacks and modules sections (docs/FORMAT.md, "Context section: stacks"). Binary columns are msgpack
+// bin values of little-endian integers; a reader refuses one whose length is not a whole number of them, or
+// columns of one record whose lengths disagree.
+
+// A module mapped into (loaded = true) or unmapped from (false) the image of `pid` from position `event` on.
+// Addresses of the image's stacks in [start, end) belong to it; module-relative = address - bias.
+struct Module {
+  std::int32_t pid = 0;
+  std::uint64_t event = 0;
+  std::string path;
+  std::vector<std::uint8_t> build_id;  // empty when the module has none
+  std::uint64_t bias = 0, start = 0, end = 0;
+  bool loaded = true;
+  friend bool operator==(const Module&, const Module&) = default;
+};
+
+// Nodes first_id, first_id + 1, ... of the trace tree of the image of `pid` that is current at `event`:
+// node first_id + i has parent parents[i] (0: the root, the empty stack) and return address addresses[i].
+// Address kTruncatedStackAddress marks a pseudo-node: the stack below it was cut at the depth cap.
+struct StackNodes {
+  std::int32_t pid = 0;
+  std::uint64_t event = 0;
+  std::uint32_t first_id = 1;
+  std::vector<std::uint32_t> parents;    // bin, u32 LE each
+  std::vector<std::uint64_t> addresses;  // bin, u64 LE each; same count as parents
+  friend bool operator==(const StackNodes&, const StackNodes&) = default;
+};
+inline constexpr std::uint64_t kTruncatedStackAddress = 1;
+
+// The leaf node of each event of one data frame: ids[i] is the stack of event first_event + i in its
+// process image's tree (0: none, e.g. a free). One record per data frame, written right after it.
+struct EventStacks {
+  std::uint64_t first_event = 0;
+  std::vector<std::uint32_t> ids;  // bin, u32 LE each
+  friend bool operator==(const EventStacks&, const EventStacks&) = default;
+};
+
+// Symbolized module-relative return addresses of one module (path + build-id): for address i, frames
+// [sum(depths[0..i)), + depths[i]) of the frame columns, innermost first (inlined calls, then the function
+// containing the call); depth 0: nothing known (shown as module + offset). function and file index
+// `strings` (kNoString: unknown); line 0: unknown. A module may have several Symbols records (a writer
+// splits big tables to stay under the reader's limits); each has its own strings.
+struct Symbols {
+  std::string path;
+  std::vector<std::uint8_t> build_id;
+  std::vector<std::uint64_t> addresses;  // bin, u64 LE each
+  std::vector<std::uint32_t> depths;     // bin, u32 LE per address
+  std::vector<std::uint32_t> functions;  // bin, u32 LE per frame
+  std::vector<std::uint32_t> files;      // bin, u32 LE per frame
+  std::vector<std::uint32_t> lines;      // bin, u32 LE per frame
+  std::vector<std::string> strings;      // array of str
+  friend bool operator==(const Symbols&, const Symbols&) = default;
+};
+inline constexpr std::uint32_t kNoString = 0xFFFFFFFFu;
+
+// What one record may hold, so a writer splits before the reader's unpack limits refuse it: elements of an
+// array, bytes of a bin or str value.
+inline constexpr std::size_t kMaxContextArrayElements = std::size_t{1} << 16;
+inline constexpr std::size_t kMaxContextBinBytes = std::size_t{1} << 20;
+
+using ContextRecord = std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd,
+                                   Module, StackNodes, EventStacks, Symbols>;
 
 // Appends the msgpack map of `record` to `out`.
 void encode_context_record(const ContextRecord& record, std::vector<std::byte>& out);
