@@ -6,6 +6,8 @@
 //    is free exactly when frame n - K has been written: the ring is the in-flight limit.
 #include "memtrack/pipeline/stream_encoder.h"
 
+#include "memtrack/pipeline/context_channel.h"
+
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 #include <pthread.h>
@@ -74,6 +76,7 @@ struct FrameSlot {
   std::uint64_t frame = 0;
   std::size_t msgpack_size = 0;
   std::size_t compressed_size = 0;
+  std::vector<std::byte> context;  // EncoderOptions::frame_context's bytes, written after the frame
   codec::Status status;  // the encode result, read by the writer
   // Written under Engine::mutex_; atomic so the encode task can take an acquire edge without the lock.
   std::atomic<SlotState> state{SlotState::Free};
@@ -115,7 +118,9 @@ class Engine {
         frame_events_(options.frame_events),
         k_(derive_in_flight_cap(options)),
         on_encode_(internal::current_encode_hook()),
-        write_seek_table_(options.write_seek_table) {
+        write_seek_table_(options.write_seek_table),
+        frame_context_(options.frame_context),
+        context_(options.context) {
     if (frame_events_ == 0 || frame_events_ > kMaxFrameEvents) {
       throw std::runtime_error("frame_events must be in 1.." + std::to_string(kMaxFrameEvents) + ", got " +
                                std::to_string(frame_events_));
@@ -229,7 +234,9 @@ class Engine {
       }
       writer_cv_.notify_one();
       writer_.join();
-      // The writer is gone, so the index is ours; it goes after every frame, and only after a clean stream.
+      // The writer is gone: the last context records and the index are ours, after every frame.
+      if (!failed()) write_context_channel();
+      // The index goes only after a clean stream.
       if (write_seek_table_ && !failed()) {
         const std::vector<std::byte> table = index_.finish();
         codec::Status status;
@@ -270,6 +277,9 @@ class Engine {
       slot.msgpack_size = msgpack.size();
       slot.compressed_size =
           slot.compressor.compress(msgpack, {slot.compressed.get(), slot.compressed_capacity}, status);
+      slot.context.clear();
+      if (frame_context_ && status.is_ok())
+        frame_context_({slot.events.data(), slot.count}, slot.frame * frame_events_, slot.context);
     }
     slot.status = std::move(status);
     // Notify under the lock: once the writer sees Encoded, the engine may be destroyed, and this task must not
@@ -286,6 +296,37 @@ class Engine {
     } catch (const std::exception& e) {
       return {codec::Errc::io, std::string("sink threw: ") + e.what()};
     }
+  }
+
+  // Writer thread (or close() after it): one context frame (whole skippable frame) after the data frames,
+  // in the index with decompressed size 0 (docs/FORMAT.md, "Context section and the frame index").
+  codec::Status write_context_bytes(std::span<const std::byte> bytes) {
+    if (bytes.empty()) return {};
+    codec::Status status;
+    try {
+      status = sink_.write(bytes);
+    } catch (const std::exception& e) {
+      status = {codec::Errc::io, std::string("sink threw: ") + e.what()};
+    }
+    std::lock_guard lock(mutex_);
+    if (status.is_ok()) {
+      index_.add(static_cast<std::uint32_t>(bytes.size()), 0);
+      stats_.bytes_out += bytes.size();
+    } else {
+      fail_locked({status.code(), "context frame after frame " + std::to_string(next_write_) + ": " + status.message()});
+    }
+    return status;
+  }
+
+  void write_context_channel() {
+    if (context_ == nullptr) return;
+    const codec::Status taken = context_->take_frame(context_frame_);
+    if (!taken.is_ok()) {
+      std::lock_guard lock(mutex_);
+      fail_locked({taken.code(), "context frame after frame " + std::to_string(next_write_) + ": " + taken.message()});
+      return;
+    }
+    (void)write_context_bytes(context_frame_);
   }
 
   // Dedicated thread: writes frames in order and frees their slots. After a failure it keeps freeing slots
@@ -327,6 +368,11 @@ class Engine {
           fail_locked(std::move(status));
         }
       }
+      if (write && status.is_ok() && (!slot.context.empty() || context_ != nullptr)) {
+        lock.unlock();
+        if (write_context_bytes(slot.context).is_ok()) write_context_channel();
+        lock.lock();
+      }
       slot.state = SlotState::Free;
       ++next_write_;
       producer_cv_.notify_one();
@@ -338,6 +384,9 @@ class Engine {
   const std::size_t k_;
   const internal::EncodeHook on_encode_;  // tests only (stream_encoder_internal.h)
   const bool write_seek_table_;
+  const std::function<void(std::span<const codec::Event>, std::uint64_t, std::vector<std::byte>&)> frame_context_;
+  ContextChannel* const context_;
+  std::vector<std::byte> context_frame_;  // the writer's (then close()'s) buffer for the channel's frame
   codec::SeekTableBuilder index_;  // written by the writer thread, then by close() after it has joined
   std::vector<std::unique_ptr<FrameSlot>> slots_;
 

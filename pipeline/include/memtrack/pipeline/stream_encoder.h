@@ -36,8 +36,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/frame_compressor.h"
@@ -45,6 +47,8 @@
 #include "memtrack/pipeline/sink.h"
 
 namespace memtrack::pipeline {
+
+class ContextChannel;
 
 // Default memory budget for the K slots when EncoderOptions::memory_budget_bytes is 0. At 65,536 events a
 // slot reserves ~15.6 MiB (see slot_bytes), so the default gives K = 4: enough to keep two to three encoders
@@ -65,6 +69,16 @@ struct EncoderOptions {
   // `decode --frames` use it. Not written when the stream stops on an error: the artifact is then the frames
   // written before it, still valid, read sequentially.
   bool write_seek_table = true;
+  // Context frames (docs/FORMAT.md, "Context section"), both optional:
+  // - frame_context: called in the parallel encode stage with the events of each data frame and the global
+  //   index of its first event; what it appends to `out` (whole context frames, e.g. the frame's EventStacks
+  //   record) is written right after that data frame. Must be thread-safe (frames are encoded in parallel)
+  //   and must not throw; `out` is the slot's buffer, reused, empty on entry.
+  // - context: the writer takes its pending records after each data frame (and frame_context's bytes) and
+  //   once more at the end, before the frame index, and writes them as one context frame.
+  std::function<void(std::span<const codec::Event> events, std::uint64_t first_event, std::vector<std::byte>& out)>
+      frame_context;
+  ContextChannel* context = nullptr;
 };
 
 struct EncoderStats {
