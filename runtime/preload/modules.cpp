@@ -1,9 +1,10 @@
 // The modules of this process image (stacks.h): every object dl_iterate_phdr lists (the executable, shared
 // libraries, dlopen'd ones, the vDSO) is noted once when first seen, and again as unloaded when a later scan
 // no longer finds it. Scans run at attach and when a new stack node's address lies outside every known
-// module, which is exactly when a module loaded since the last scan matters: no dlopen/dlclose interposition
-// (it would change the caller glibc uses for the library search path). An unload is therefore noted at the
-// next scan, not at the dlclose itself.
+// module or the loader's load/unload counters moved (checked whenever new nodes are added: a module loaded since
+// the last scan matters exactly then). No dlopen/dlclose interposition (it would change the caller glibc uses
+// for the library search path), so an unload is noted at the next new stack after the dlclose, not at the
+// dlclose itself.
 #include <fcntl.h>
 #include <link.h>
 #include <stdint.h>
@@ -33,6 +34,15 @@ struct Known {
 constinit Known g_known[kMaxModules] = {};
 constinit std::atomic<uint32_t> g_count{0};
 constinit std::atomic<bool> g_scan_lock{false};
+// The loader's counters of loads and unloads (dl_phdr_info::dlpi_adds/subs) at the last scan.
+constinit std::atomic<unsigned long long> g_adds{0}, g_subs{0};
+
+int read_counters(dl_phdr_info* info, size_t, void* out) {
+  auto* c = static_cast<unsigned long long*>(out);
+  c[0] = info->dlpi_adds;
+  c[1] = info->dlpi_subs;
+  return 1;  // the counters are the same in every entry: the first one is enough
+}
 
 void note_module(const dl_phdr_info& info, uint64_t start, uint64_t end) {
   char payload[sizeof(runtime::RingModulePayload) + symbolize::kMaxBuildIdSize + 4096];
@@ -102,6 +112,10 @@ int on_module(dl_phdr_info* info, size_t, void*) {
 void scan_modules() {
   bool expected = false;
   if (!g_scan_lock.compare_exchange_strong(expected, true, std::memory_order_acquire)) return;
+  unsigned long long counters[2] = {0, 0};
+  dl_iterate_phdr(read_counters, counters);
+  g_adds.store(counters[0], std::memory_order_relaxed);
+  g_subs.store(counters[1], std::memory_order_relaxed);
   const uint32_t before = g_count.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < before; ++i) g_known[i].seen = g_known[i].start == g_known[i].end;
   dl_iterate_phdr(on_module, nullptr);
@@ -117,6 +131,13 @@ void scan_modules() {
     k.start = k.end;  // no address is in it any more
   }
   g_scan_lock.store(false, std::memory_order_release);
+}
+
+void rescan_if_changed() {
+  unsigned long long counters[2] = {0, 0};
+  dl_iterate_phdr(read_counters, counters);
+  if (counters[0] != g_adds.load(std::memory_order_relaxed) || counters[1] != g_subs.load(std::memory_order_relaxed))
+    scan_modules();
 }
 
 bool in_known_module(uintptr_t address) {

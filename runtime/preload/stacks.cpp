@@ -29,10 +29,10 @@ constexpr uint32_t kHashSlots = 2 * kMaxNodes;  // load factor <= 0.5
 constexpr uint64_t kTruncatedAddress = 1;       // the pseudo-node above a stack cut at the depth cap
 
 struct Tree {
-  uint64_t* addresses;             // [kMaxNodes], by id; id 0 unused (the empty stack)
-  uint32_t* parents;               // [kMaxNodes]
-  std::atomic<uint32_t>* slots;    // [kHashSlots]: 0 = empty, else a node id
-  std::atomic<uint32_t> next_id;   // ids handed out so far + 1
+  uint64_t* addresses;            // [kMaxNodes], by id; id 0 unused (the empty stack)
+  uint32_t* parents;              // [kMaxNodes]
+  std::atomic<uint32_t>* slots;   // [kHashSlots]: 0 = empty, else a node id
+  std::atomic<uint32_t> next_id;  // ids handed out so far + 1
   std::atomic<uint64_t> overflowed;
   size_t bytes;
 };
@@ -90,8 +90,8 @@ void note_nodes(uint32_t first, uint32_t n) {
 // Interns `frames[0..n)` (outermost first) starting below node `parent` at frame `from`, writing the ids
 // into ids[from..n). Returns the leaf id. New nodes are noted in one block; past the tree's bound (or when
 // !may_add) the stack is cut to its longest known prefix and `valid` says how many ids are set.
-uint32_t intern_from(const uint64_t* frames, uint32_t* ids, uint32_t from, uint32_t n, uint32_t parent,
-                     bool may_add, uint32_t& valid) {
+uint32_t intern_from(const uint64_t* frames, uint32_t* ids, uint32_t from, uint32_t n, uint32_t parent, bool may_add,
+                     uint32_t& valid) {
   valid = n;
   uint32_t i = from;
   for (; i < n; ++i) {
@@ -111,13 +111,14 @@ uint32_t intern_from(const uint64_t* frames, uint32_t* ids, uint32_t from, uint3
     return parent;
   }
   // Addresses outside every known module: a library was loaded since the last scan. Its module note goes
-  // before the nodes (a reader can place each address when it reads the nodes).
-  for (uint32_t j = i; j < n; ++j) {
-    if (frames[j] != kTruncatedAddress && !in_known_module(frames[j])) {
-      scan_modules();
-      break;
-    }
-  }
+  // before the nodes (a reader can place each address when it reads the nodes). New nodes are rare (each
+  // distinct stack once), so the loader's counters are checked here too.
+  bool outside = false;
+  for (uint32_t j = i; j < n && !outside; ++j) outside = frames[j] != kTruncatedAddress && !in_known_module(frames[j]);
+  if (outside)
+    scan_modules();
+  else
+    rescan_if_changed();  // an unload (dlclose) since the last scan
   for (uint32_t j = i; j < n; ++j) ids[j] = parent = insert(first + (j - i), parent, frames[j]);
   note_nodes(first, missing);
   return parent;

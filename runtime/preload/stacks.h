@@ -31,6 +31,8 @@ uint32_t capture_stack();
 // at attach, and when a new node's address lies outside every known module. Returns without scanning when
 // another thread is scanning.
 void scan_modules();
+// Scans when the loader's load/unload counters moved since the last scan (one dl_iterate_phdr step).
+void rescan_if_changed();
 // True if `address` lies in a module noted so far (a lock-free read of the module list).
 bool in_known_module(uintptr_t address);
 // This library's own address range: frames in it are memtrack's and not part of the program's stack.
@@ -38,9 +40,9 @@ extern uintptr_t g_self_start, g_self_end;
 
 // Counters for the recorder's summary are not sent; these are for tests and the report (relaxed).
 struct StackCounters {
-  uint64_t nodes;           // nodes allocated in this image's tree
-  uint64_t overflowed;      // captures that hit the tree's bound and were cut to their longest known prefix
-  uint64_t tree_bytes;      // bytes mapped for the tree and its hash table
+  uint64_t nodes;       // nodes allocated in this image's tree
+  uint64_t overflowed;  // captures that hit the tree's bound and were cut to their longest known prefix
+  uint64_t tree_bytes;  // bytes mapped for the tree and its hash table
 };
 StackCounters stack_counters();
 

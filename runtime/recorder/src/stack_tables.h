@@ -37,9 +37,9 @@ struct ImageTables {
 };
 
 struct StackSummary {
-  std::uint64_t nodes = 0;         // StackNodes entries received, all images
-  std::uint64_t modules = 0;       // Module records
-  std::uint64_t table_bytes = 0;   // the recorder's tables (addresses + modules), an estimate
+  std::uint64_t nodes = 0;        // StackNodes entries received, all images
+  std::uint64_t modules = 0;      // Module records
+  std::uint64_t table_bytes = 0;  // the recorder's tables (addresses + modules), an estimate
   std::uint64_t images = 0;
 };
 

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>

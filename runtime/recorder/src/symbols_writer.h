@@ -13,10 +13,10 @@
 namespace memtrack::runtime {
 
 struct SymbolsSummary {
-  std::uint64_t modules = 0;      // modules with at least one address
-  std::uint64_t addresses = 0;    // distinct module-relative addresses symbolized
-  std::uint64_t resolved = 0;     // of which have at least a function name
-  std::uint64_t outside = 0;      // addresses in no noted module (JIT code, the pseudo-node excluded)
+  std::uint64_t modules = 0;    // modules with at least one address
+  std::uint64_t addresses = 0;  // distinct module-relative addresses symbolized
+  std::uint64_t resolved = 0;   // of which have at least a function name
+  std::uint64_t outside = 0;    // addresses in no noted module (JIT code, the pseudo-node excluded)
   double seconds = 0;
 };
 
