@@ -44,7 +44,13 @@ MEMTRACK_TLS uint64_t t_addrs[kMaxStackDepth + 1];
 MEMTRACK_TLS uint32_t t_ids[kMaxStackDepth + 1];
 MEMTRACK_TLS uint32_t t_len;
 MEMTRACK_TLS bool t_capturing;  // a signal handler's capture on this thread must not touch the record
-MEMTRACK_TLS uintptr_t t_frames[kMaxStackDepth + 8];
+// The raw captures, double-buffered: a capture equal to the previous one (the same call site again, the
+// common case in a loop) is recognised with one memcmp and returns the previous leaf without walking the
+// record. t_last_n == 0: no previous capture to reuse.
+MEMTRACK_TLS uintptr_t t_frames[2][kMaxStackDepth + 8];
+MEMTRACK_TLS uint32_t t_cur;
+MEMTRACK_TLS size_t t_last_n;
+MEMTRACK_TLS uint32_t t_last_leaf;
 
 inline uint32_t slot_of(uint32_t parent, uint64_t address) {
   uint64_t h = (address ^ (static_cast<uint64_t>(parent) << 40) ^ parent) * 0x9E3779B97F4A7C15u;
@@ -154,6 +160,12 @@ uint32_t capture_with(uintptr_t* raw, uint64_t* frames, uint32_t* ids, bool nest
   // are dropped by address.
   bool truncated = false;
   size_t n = memtrack_unwind_capture(raw, g_stack_depth + 4, 0, &truncated);
+  if (!nested) {
+    // The same stack as this thread's previous capture: same leaf (nodes are never removed).
+    const uintptr_t* last = t_frames[t_cur ^ 1];
+    if (n == t_last_n && n != 0 && memcmp(raw, last, n * sizeof *raw) == 0 && !truncated) return t_last_leaf;
+    t_last_n = 0;
+  }
   size_t own = 0;
   while (own < n && raw[own] >= g_self_start && raw[own] < g_self_end) ++own;
   n -= own;
@@ -182,7 +194,15 @@ uint32_t capture_with(uintptr_t* raw, uint64_t* frames, uint32_t* ids, bool nest
   const bool may_add = t_pending == kNoTicket;
   uint32_t valid = len;
   const uint32_t leaf = intern_from(frames, ids, p, len, p > 0 ? ids[p - 1] : 0, may_add, valid);
-  if (!nested) t_len = valid;
+  if (!nested) {
+    t_len = valid;
+    // Reusable only when the whole stack was interned (not cut by the bound or by !may_add).
+    if (valid == len && !truncated) {
+      t_last_n = n + own;
+      t_last_leaf = leaf;
+      t_cur ^= 1;
+    }
+  }
   return leaf;
 }
 
@@ -201,7 +221,7 @@ uint32_t capture_stack() {
   if (g_stack_depth == 0 || t_busy || g_state.load(std::memory_order_relaxed) != kRecording) return 0;
   if (t_capturing) return capture_nested();
   t_capturing = true;
-  const uint32_t leaf = capture_with(t_frames, t_addrs, t_ids, false);
+  const uint32_t leaf = capture_with(t_frames[t_cur], t_addrs, t_ids, false);
   t_capturing = false;
   return leaf;
 }
