@@ -96,14 +96,16 @@ size_t read_file(const char* path, char* buf, size_t cap) {
 // recorded: the process has ended in the stream.
 void exit_note(int status, void*) {
   if (!recording_now()) return;
+  // A vfork child that calls exit() (POSIX allows only _exit) runs this in its parent's memory: not our exit.
+  if (static_cast<int>(syscall(SYS_getpid)) != g_pid) return;
   write_note(RingEventKind::NoteExit, g_pid, static_cast<uint64_t>(static_cast<uint32_t>(status)), nullptr, 0,
              runtime::kRingNoteHasStatus);
   g_state.store(kOff, std::memory_order_release);
 }
 
-// The real process functions, looked up with dlsym(RTLD_NEXT) at attach (resolve_process_functions, from
-// begin_image), so an exec hook in a vfork child does not call dlsym; a process that never attached looks
-// them up on first use. dlsym's answer does not change, so a race only repeats the lookup.
+// The real process functions, looked up with dlsym(RTLD_NEXT) on first use: only images that exec or spawn
+// pay for the lookups. dlsym's answer does not change, so a race only repeats the lookup. (In a vfork child
+// the lookup may wait for the loader's lock held by another thread of the parent; it does not deadlock.)
 enum ProcessFn { kExecve, kExecvpe, kExecveat, kFexecve, kPosixSpawn, kPosixSpawnp, kSystem, kPopen, kProcessFns };
 constexpr const char* kProcessFnNames[kProcessFns] = {"execve",      "execvpe",      "execveat", "fexecve",
                                                       "posix_spawn", "posix_spawnp", "system",   "popen"};
@@ -117,10 +119,6 @@ Fn real(ProcessFn which) {
     g_process_fns[which].store(f, std::memory_order_release);
   }
   return reinterpret_cast<Fn>(f);
-}
-
-void resolve_process_functions() {
-  for (int i = 0; i < kProcessFns; ++i) (void)real<void*>(static_cast<ProcessFn>(i));
 }
 
 // Memory for an exec hook's arrays without malloc (a vfork child shares its parent's heap and locks): a
@@ -327,7 +325,6 @@ int do_execvpe(const char* file, char* const* argv, char* const* envp) {
 
 bool begin_image() {
   take_environment();
-  resolve_process_functions();
   size_t len = 0;
   const long r = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", g_note, PATH_MAX);
   if (r > 0) len = static_cast<size_t>(r);

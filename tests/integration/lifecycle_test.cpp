@@ -318,6 +318,14 @@ TEST(Lifecycle, ExecChainHasOneExecPerImage) {
   expect_positions_consistent(run);
 }
 
+// The bound, "record returns within a second of CMD". A ThreadSanitizer build of the recorder starts
+// and joins its threads several times slower: there the bound is 3 s.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr std::uint64_t kSecond = 3'000'000'000u;
+#else
+constexpr std::uint64_t kSecond = 1'000'000'000u;
+#endif
+
 // A daemon (setsid) started by the command does not hold the recording: record returns within a second of
 // the command's exit with a valid artifact, the daemon keeps running, finishes its work, and says nothing.
 TEST(Lifecycle, DaemonIsLeftRunningAndUnaffected) {
@@ -334,10 +342,12 @@ TEST(Lifecycle, DaemonIsLeftRunningAndUnaffected) {
   const auto daemon = static_cast<int>(value_int(out, "daemon"));
   const auto exit_ns = static_cast<std::uint64_t>(value_int(out, "exit_ns"));
   ASSERT_GT(daemon, 0) << run.out;
-  EXPECT_LT(returned_ns - exit_ns, 1'000'000'000u)
+  EXPECT_LT(returned_ns - exit_ns, kSecond)
       << "record returned " << (returned_ns - exit_ns) / 1000000 << " ms after the command exited";
   EXPECT_EQ(::kill(daemon, 0), 0) << "the daemon is still running when record returns";
-  EXPECT_FALSE(fs::exists(marker)) << "the daemon had not finished yet (20 x 50 ms)";
+  if (kSecond == 1'000'000'000u) {
+    EXPECT_FALSE(fs::exists(marker)) << "the daemon had not finished yet (20 x 50 ms)";
+  }
   EXPECT_NE(run.err.find("left running"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find(std::to_string(daemon)), std::string::npos) << run.err;
   // Its first block was allocated before the command exited (the command waited for it).
@@ -374,7 +384,7 @@ TEST(Lifecycle, SigtermWhileWaitingEndsTheRecordingPromptly) {
   run.exit_code = wait_code(run.recorder);
   const auto took = std::chrono::steady_clock::now() - sent;
   finish(run);
-  EXPECT_LT(took, std::chrono::seconds(1));
+  EXPECT_LT(took, std::chrono::nanoseconds(kSecond));
   EXPECT_EQ(run.exit_code, 0) << "the command's own status";
   EXPECT_EQ(::kill(child, 0), 0) << "the lingering child is not killed";
   EXPECT_EQ(events_of(run.events, child, "Malloc", 1000007), 1u);
@@ -385,6 +395,37 @@ TEST(Lifecycle, SigtermWhileWaitingEndsTheRecordingPromptly) {
   EXPECT_TRUE(reported);
   ::kill(child, SIGKILL);
   expect_positions_consistent(run);
+}
+
+// SIGTERM or SIGHUP while the command runs is passed on to it; the recording ends when it exits.
+TEST(Lifecycle, SignalWhileTheCommandRunsIsPassedOn) {
+  for (const int sig : {SIGTERM, SIGHUP}) {
+    Recorded run;
+    run.dir = scratch_dir();
+    run.recorder = start(run.dir, "record", record_argv(run.dir, {"/bin/sleep", "30"}), record_env(run.dir));
+    // Once sleep runs under the recorder (its Exec is the recorder's first note), signal the recorder.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    bool running = false;
+    while (!running && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      running = slurp("/proc/" + std::to_string(run.recorder) + "/task/" + std::to_string(run.recorder) + "/children")
+                    .find_first_of("0123456789") != std::string::npos;
+    }
+    ASSERT_TRUE(running);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // sleep has attached
+    const auto sent = std::chrono::steady_clock::now();
+    ::kill(run.recorder, sig);
+    run.exit_code = wait_code(run.recorder);
+    const auto took = std::chrono::steady_clock::now() - sent;
+    finish(run);
+    EXPECT_EQ(run.exit_code, 128 + sig) << "sleep was killed by the forwarded signal";
+    EXPECT_LT(took, std::chrono::nanoseconds(kSecond));
+    const auto exits = all_of<ProcessExit>(run.context);
+    ASSERT_EQ(exits.size(), 1u);
+    EXPECT_EQ(exits[0].signal, std::optional<std::int32_t>(sig));
+    EXPECT_EQ(exits[0].event, run.events.size());
+    EXPECT_TRUE(run.err.find("left running") == std::string::npos) << run.err;
+  }
 }
 
 // `env` under record prints exactly what it prints natively.

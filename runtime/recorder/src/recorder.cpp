@@ -93,7 +93,9 @@ std::vector<std::string> child_environment(const std::string& preload, const std
     if (v.starts_with("LD_PRELOAD=")) {
       if (have_preload) continue;
       have_preload = true;
-      env.push_back("LD_PRELOAD=" + preload + (v.size() > 11 ? ":" + std::string(v.substr(11)) : ""));
+      std::string entry = "LD_PRELOAD=" + preload;
+      if (v.size() > 11) entry.append(":").append(v.substr(11));
+      env.push_back(std::move(entry));
       continue;
     }
     if (v.starts_with(std::string(kEnvRing) + "=")) continue;

@@ -40,15 +40,15 @@ inline int image_untrackable(int dirfd, const char* path, int at_flags = 0) {
           eh.e_ident[EI_MAG0] == ELFMAG0 && eh.e_ident[EI_MAG1] == ELFMAG1 && eh.e_ident[EI_MAG2] == ELFMAG2 &&
           eh.e_ident[EI_MAG3] == ELFMAG3 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
           eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum < 256) {
+        // The program headers in one read (executables have about a dozen), in chunks if there are more.
         bool interp = false;
         bool read_all = true;
-        for (unsigned i = 0; i < eh.e_phnum && !interp; ++i) {
-          Elf64_Phdr ph;
-          if (syscall(SYS_pread64, fd, &ph, sizeof ph, eh.e_phoff + i * sizeof ph) != static_cast<long>(sizeof ph)) {
-            read_all = false;
-            break;
-          }
-          interp = ph.p_type == PT_INTERP;
+        Elf64_Phdr ph[32];
+        for (unsigned i = 0; i < eh.e_phnum && !interp && read_all; i += 32) {
+          const unsigned n = eh.e_phnum - i < 32 ? eh.e_phnum - i : 32;
+          const long want = static_cast<long>(n * sizeof(Elf64_Phdr));
+          read_all = syscall(SYS_pread64, fd, ph, want, eh.e_phoff + i * sizeof(Elf64_Phdr)) == want;
+          for (unsigned j = 0; j < n && read_all; ++j) interp = interp || ph[j].p_type == PT_INTERP;
         }
         if (read_all && !interp && (eh.e_type == ET_EXEC || eh.e_type == ET_DYN))
           reason = static_cast<int>(RingUntrackedReason::Static);
