@@ -37,9 +37,9 @@ constexpr const char* kHelp =
     "                      serves without calling malloc, are recorded too\n\n"
     "The recorder finishes the artifact when CMD and every process of its session have exited; daemons\n"
     "(another session) are left running, untracked, and named in the summary. SIGTERM, SIGHUP or SIGINT end\n"
-    "the recording at once. It exits with CMD's exit status (128+N when signal N killed it; 127 when CMD is\n"
-    "not found, 126 when it cannot be executed). A recorder killed with SIGKILL leaves FILE.<pid>.partial:\n"
-    "every whole frame in it is a valid artifact (decode reads it up to the cut).\n"
+    "the recording at once. It exits with CMD's exit status (128+N when signal N killed it;\n"
+    "127 when CMD is not found, 126 when it cannot be executed). A recorder killed with SIGKILL leaves\n"
+    "FILE.<pid>.partial: every whole frame in it is a valid artifact (decode reads it up to the cut).\n"
     "The library is found at <dir of memtrack>/../lib/libmemtrack-preload.so unless MEMTRACK_PRELOAD names\n"
     "another.\n";
 

@@ -41,6 +41,8 @@ struct Event {
   // stacks"); 0 = none. In memory only: the msgpack map and the raw record do not carry it (the artifact
   // keeps it in EventStacks context records, so data frames stay byte-identical without stacks).
   std::uint32_t stack = 0;
+  // Explicit tail padding, always zero: an Event has no indeterminate bytes, so memcmp of events is defined.
+  std::uint32_t padding = 0;
 
   [[nodiscard]] bool has_old_addr() const { return (flags & kFlagHasOldAddr) != 0; }
   friend bool operator==(const Event&, const Event&) = default;
