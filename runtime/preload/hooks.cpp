@@ -7,6 +7,7 @@
 
 #include "resolve.h"
 #include "ring_client.h"
+#include "stacks.h"
 
 namespace memtrack::preload {
 namespace {
@@ -29,15 +30,16 @@ void* realloc_impl(void* p, size_t size) {
     if (q != nullptr) {
       const size_t old = arena_block_size(p);
       memcpy(q, p, old < size ? old : size);
+      const uint32_t stack = capture_stack();
       Ticket tk;
-      if (begin_event(tk)) commit_event(tk, RingEventKind::Realloc, q, size);
+      if (begin_event(tk)) commit_event(tk, RingEventKind::Realloc, q, size, nullptr, false, stack);
     }
     return q;
   }
   if (p == nullptr) {
     // realloc(NULL, n) is an allocation: a Realloc event without old_addr (the format's Option is None).
     void* q = g_real.realloc(nullptr, size);
-    if (q != nullptr) record(RingEventKind::Realloc, q, size);
+    if (q != nullptr) record(RingEventKind::Realloc, q, size, capture_stack());
     return q;
   }
   if (size == 0) {
@@ -45,17 +47,19 @@ void* realloc_impl(void* p, size_t size) {
     // Another allocator may instead return a fresh minimal block: then that is an allocation too.
     record(RingEventKind::Free, p, 0);
     void* q = g_real.realloc(p, 0);
-    if (q != nullptr) record(RingEventKind::Realloc, q, 0);
+    if (q != nullptr) record(RingEventKind::Realloc, q, 0, capture_stack());
     return q;
   }
   // The ticket is taken before the real call releases the old block, and filled after it returns the new
   // one: an allocation elsewhere that reuses p gets a later ticket, a free of the new block too.
+  // The stack is captured before the ticket: new nodes are noted in tickets before this event's.
+  const uint32_t stack = capture_stack();
   Ticket tk;
   const bool recording = begin_event(tk);
   void* q = g_real.realloc(p, size);
   if (recording) {
     if (q != nullptr)
-      commit_event(tk, RingEventKind::Realloc, q, size, p, true);
+      commit_event(tk, RingEventKind::Realloc, q, size, p, true, stack);
     else
       commit_nothing(tk);
   }
@@ -74,13 +78,14 @@ using memtrack::preload::g_real;
 using memtrack::preload::in_arena;
 using memtrack::preload::mul_overflows;
 using memtrack::preload::realloc_impl;
+using memtrack::preload::capture_stack;
 using memtrack::preload::record;
 using memtrack::preload::RingEventKind;
 
 MEMTRACK_EXPORT void* malloc(size_t size) {
   if (!ensure_real()) return arena_alloc(size, 16);
   void* p = g_real.malloc(size);
-  if (p != nullptr) record(RingEventKind::Malloc, p, size);
+  if (p != nullptr) record(RingEventKind::Malloc, p, size, capture_stack());
   return p;
 }
 
@@ -96,7 +101,7 @@ MEMTRACK_EXPORT void* calloc(size_t n, size_t m) {
   const bool overflow = mul_overflows(n, m, &total);
   if (!ensure_real()) return overflow ? nullptr : arena_alloc(total, 16);
   void* p = g_real.calloc(n, m);
-  if (p != nullptr) record(RingEventKind::Calloc, p, total);
+  if (p != nullptr) record(RingEventKind::Calloc, p, total, capture_stack());
   return p;
 }
 
@@ -114,14 +119,14 @@ MEMTRACK_EXPORT void* reallocarray(void* p, size_t n, size_t m) {
 MEMTRACK_EXPORT void* memalign(size_t align, size_t size) {
   if (!ensure_real()) return arena_alloc(size, align);
   void* p = g_real.memalign(align, size);
-  if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size);
+  if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size, capture_stack());
   return p;
 }
 
 MEMTRACK_EXPORT void* aligned_alloc(size_t align, size_t size) {
   if (!ensure_real()) return arena_alloc(size, align);
   void* p = g_real.aligned_alloc(align, size);
-  if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size);
+  if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size, capture_stack());
   return p;
 }
 
@@ -131,35 +136,35 @@ MEMTRACK_EXPORT int posix_memalign(void** out, size_t align, size_t size) {
     return *out != nullptr ? 0 : ENOMEM;
   }
   const int r = g_real.posix_memalign(out, align, size);
-  if (r == 0) record(RingEventKind::AlignedAlloc, *out, size);
+  if (r == 0) record(RingEventKind::AlignedAlloc, *out, size, capture_stack());
   return r;
 }
 
 MEMTRACK_EXPORT void* valloc(size_t size) {
   if (!ensure_real()) return arena_alloc(size, 4096);
   void* p = g_real.valloc(size);
-  if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size);
+  if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size, capture_stack());
   return p;
 }
 
 MEMTRACK_EXPORT void* pvalloc(size_t size) {
   if (!ensure_real()) return arena_alloc(size, 4096);
   void* p = g_real.pvalloc(size);
-  if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size);  // the requested size, not the page-rounded one
+  if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size, capture_stack());  // the requested size, not the page-rounded one
   return p;
 }
 
 MEMTRACK_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
   if (!ensure_real()) return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
   void* p = g_real.mmap(addr, len, prot, flags, fd, off);
-  if (p != MAP_FAILED) record(RingEventKind::Mmap, p, len);
+  if (p != MAP_FAILED) record(RingEventKind::Mmap, p, len, capture_stack());
   return p;
 }
 
 MEMTRACK_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off64_t off) {
   if (!ensure_real()) return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
   void* p = g_real.mmap64(addr, len, prot, flags, fd, off);
-  if (p != MAP_FAILED) record(RingEventKind::Mmap, p, len);
+  if (p != MAP_FAILED) record(RingEventKind::Mmap, p, len, capture_stack());
   return p;
 }
 
@@ -179,7 +184,7 @@ MEMTRACK_EXPORT int brk(void* addr) {
   const int r = g_real.brk(addr);
   if (r == 0 && old != reinterpret_cast<char*>(-1) && addr != old) {
     const char* now = static_cast<const char*>(addr);
-    record(RingEventKind::Brk, addr, static_cast<uint64_t>(now > old ? now - old : old - now));
+    record(RingEventKind::Brk, addr, static_cast<uint64_t>(now > old ? now - old : old - now), capture_stack());
   }
   return r;
 }
@@ -192,7 +197,7 @@ MEMTRACK_EXPORT void* sbrk(intptr_t increment) {
   char* old = static_cast<char*>(g_real.sbrk(increment));
   if (old != reinterpret_cast<char*>(-1) && increment != 0) {
     const uint64_t change = increment > 0 ? static_cast<uint64_t>(increment) : static_cast<uint64_t>(-increment);
-    record(RingEventKind::Brk, old + increment, change);
+    record(RingEventKind::Brk, old + increment, change, capture_stack());
   }
   return old;
 }

@@ -1,4 +1,5 @@
 #include "ring_client.h"
+#include "stacks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,6 +73,7 @@ bool write_note(RingEventKind kind, int32_t pid, uint64_t addr, const char* payl
       e.kind = kind;
       e.flags = flags;
       memset(e.reserved, 0, sizeof e.reserved);
+      e.stack = 0;
     } else {
       runtime::RingNoteData d;
       const size_t off = (j - 1) * runtime::kNoteDataBytes;
@@ -128,6 +130,7 @@ void attach() {
         const uint32_t detached = g_ring->detached.load(std::memory_order_relaxed);
         quiet = detached == runtime::kDetachedQuiet;
         next = detached == 0 && begin_image() ? kRecording : kOff;
+        if (next == kRecording) stacks_attach();  // after the image's note: its modules belong to it
         if (g_ring->detached.load(std::memory_order_relaxed) == runtime::kDetachedQuiet) quiet = true;
       }
     }

@@ -146,7 +146,7 @@ inline bool begin_event(Ticket& tk) {
 
 // Fills the ticket's slot and publishes it. `old_addr` is written only when `has_old` (a Realloc of a block).
 inline void commit_event(Ticket& tk, RingEventKind kind, const void* addr, uint64_t size,
-                         const void* old_addr = nullptr, bool has_old = false) {
+                         const void* old_addr = nullptr, bool has_old = false, uint32_t stack = 0) {
   RingEvent& e = tk.slot->event;
   e.timestamp = tk.timestamp;
   e.addr = reinterpret_cast<uint64_t>(addr);
@@ -157,6 +157,7 @@ inline void commit_event(Ticket& tk, RingEventKind kind, const void* addr, uint6
   e.kind = kind;
   e.flags = has_old ? runtime::kRingFlagHasOldAddr : 0;
   memset(e.reserved, 0, sizeof e.reserved);
+  e.stack = stack;
   tk.slot->seq.store(tk.t + 1, std::memory_order_release);
   t_pending = tk.outer;
 }
@@ -169,9 +170,10 @@ inline void commit_nothing(Ticket& tk) {
 }
 
 // One event, for a call whose result is known (allocations after the real call, frees before it).
-inline void record(RingEventKind kind, const void* addr, uint64_t size) {
+// `stack`: the allocation's stack id (stacks.h), 0 for frees.
+inline void record(RingEventKind kind, const void* addr, uint64_t size, uint32_t stack = 0) {
   Ticket tk;
-  if (begin_event(tk)) commit_event(tk, kind, addr, size);
+  if (begin_event(tk)) commit_event(tk, kind, addr, size, nullptr, false, stack);
 }
 
 }  // namespace memtrack::preload

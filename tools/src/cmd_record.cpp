@@ -18,7 +18,8 @@ namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack record [-o FILE] [--workers N] [--level L] [-q] [--python-malloc] [--] CMD [ARGS...]\n\n"
+    "usage: memtrack record [-o FILE] [--workers N] [--level L] [--no-stacks] [--stack-depth N] [-q]\n"
+    "                       [--python-malloc] [--] CMD [ARGS...]\n\n"
     "Runs CMD with libmemtrack-preload.so and records every malloc, free, calloc, realloc, aligned\n"
     "allocation, mmap, munmap and brk of it and of every process it starts (forks, exec chains), in causal\n"
     "order and without loss: when the recorder falls behind, the program waits. CMD begins at the first word\n"
@@ -29,6 +30,8 @@ constexpr const char* kHelp =
     "                      with what CMD prints; write a file and read it from there.\n"
     "  --workers N         encoder threads, 0..1024 (default 0: hardware threads)\n"
     "  --level L           zstd level, -7..22 (default: -2)\n"
+    "  --no-stacks         record no call stacks (the events cost what they cost without them)\n"
+    "  --stack-depth N     frames recorded per allocation, 1..256 (default 64); deeper stacks are cut and marked\n"
     "  -q, --quiet         no summary line (and no notes) on stderr; errors are still reported\n"
     "  --python-malloc     run CMD with PYTHONMALLOC=malloc, so CPython's small objects, which its pymalloc\n"
     "                      serves without calling malloc, are recorded too\n\n"
@@ -103,7 +106,7 @@ std::string find_preload() {
 }  // namespace
 
 int run_record(int argc, char** argv) {
-  const CommandSplit split = split_command(argc, argv, 2, {"-o", "--output", "--workers", "--level"});
+  const CommandSplit split = split_command(argc, argv, 2, {"-o", "--output", "--workers", "--level", "--stack-depth"});
   Args args(split.options_end, argv, 2);
   if (args.flag("help", "h")) {
     std::fputs(kHelp, stdout);
@@ -116,6 +119,10 @@ int run_record(int argc, char** argv) {
   options.workers = static_cast<unsigned>(parse_int("workers", args.value("workers").value_or("0"), 0, 1024));
   options.level = static_cast<int>(
       parse_int("level", args.value("level").value_or(std::to_string(runtime::kDefaultRecordLevel)), -7, 22));
+  const bool no_stacks = args.flag("no-stacks");
+  options.stack_depth = static_cast<std::uint32_t>(parse_int(
+      "stack-depth", args.value("stack-depth").value_or(std::to_string(runtime::kDefaultStackDepth)), 1, 256));
+  if (no_stacks) options.stack_depth = 0;
   const bool quiet = args.flag("quiet", "q");
   const bool python_malloc = args.flag("python-malloc");
   args.positionals();  // throws on an unknown option before CMD (CMD itself is not in args)
@@ -144,6 +151,10 @@ int run_record(int argc, char** argv) {
                  static_cast<unsigned long long>(r.events), static_cast<unsigned long long>(r.processes),
                  r.processes == 1 ? "" : "es", r.output_path.c_str(), human_bytes(r.artifact_bytes).c_str(),
                  human_bytes(r.peak_heap_bytes).c_str());
+    if (r.stack_nodes != 0)
+      std::fprintf(stderr, ", %llu stack nodes, %llu addresses symbolized in %.2f s",
+                   static_cast<unsigned long long>(r.stack_nodes),
+                   static_cast<unsigned long long>(r.symbolized_addresses), r.symbolize_seconds);
     if (r.abandoned_slots != 0)
       std::fprintf(stderr, ", %llu ring slots skipped (their threads died before filling them)",
                    static_cast<unsigned long long>(r.abandoned_slots));

@@ -32,6 +32,8 @@
 #include "memtrack/runtime/image_check.h"
 #include "recorder_internal.h"
 #include "ring_reader.h"
+#include "stack_tables.h"
+#include "symbols_writer.h"
 #include "shared_ring.h"
 #include "sys_error.h"
 #include "tsc_clock.h"
@@ -56,7 +58,7 @@ void drain(RingReader& reader) {
 }
 
 ReaderOutcome read_and_encode(RingReader& reader, SharedRing& ring, int fd, const RecordOptions& options, bool discard,
-                              const std::string& output_path) {
+                              const std::string& output_path, pipeline::ContextChannel* context) {
   ReaderOutcome outcome;
   if (!discard) {
     try {
@@ -64,6 +66,9 @@ ReaderOutcome read_and_encode(RingReader& reader, SharedRing& ring, int fd, cons
       pipeline::EncoderOptions encoder;
       encoder.workers = options.workers;
       encoder.level = options.level;
+      encoder.context = context;
+      // Each data frame's stacks, right after it (built in the parallel encode stage).
+      if (options.stack_depth != 0) encoder.frame_context = event_stacks_records;
       pipeline::EncoderStats stats;
       outcome.status = pipeline::encode_stream(reader, sink, encoder, &stats);
       outcome.artifact_bytes = stats.bytes_out;
@@ -423,6 +428,7 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   std::unique_ptr<TscClock> tsc;
   if (TscClock::usable()) tsc = std::make_unique<TscClock>();
   ring.header()->timestamp_tsc = tsc ? 1 : 0;
+  ring.header()->stack_depth = options.stack_depth;
 
   // Descendants orphaned by their parents are re-parented to us, so we can wait for all of them and know
   // when no producer is left.
@@ -441,7 +447,9 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
                                    options.command,
                                    clock_ns(CLOCK_REALTIME),
                                    clock_ns(CLOCK_MONOTONIC),
-                                   {"lifecycle"},
+                                   options.stack_depth != 0
+                                       ? std::vector<std::string>{"lifecycle", "stacks", "modules", "symbols"}
+                                       : std::vector<std::string>{"lifecycle"},
                                    static_cast<std::int32_t>(::getpid())});
   const std::string command_path = find_command(options.command[0]);
   const int command_untrackable = command_path.empty() ? 0 : image_untrackable(AT_FDCWD, command_path.c_str());
@@ -480,11 +488,19 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   RingReader reader(ring, watch, processes, heap, tsc.get());
   Lifecycle lifecycle(channel, tsc.get());
   reader.set_lifecycle(&lifecycle);
+  StackTables stacks(channel);
+  SymbolsSummary symbols;
+  if (options.stack_depth != 0)
+    reader.set_stacks(&stacks, [&] { symbols = write_symbols(stacks, channel, ::isatty(2) == 1); });
   ReaderOutcome outcome;
   std::thread reader_thread;
   if (fd >= 0 || internal.discard)
     reader_thread = std::thread(
-        [&] { outcome = read_and_encode(reader, ring, fd, options, internal.discard, result.output_path); });
+        [&] {
+          // The context goes into the artifact, unless a test takes it from the dump instead.
+          outcome = read_and_encode(reader, ring, fd, options, internal.discard, result.output_path,
+                                    internal.context_dump.empty() ? &channel : nullptr);
+        });
 
   signals.enter_wait();
   const WaitOutcome waited = wait_for_processes(child, ring, reader, lifecycle, watch, reader_thread.joinable());
@@ -508,6 +524,12 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   for (const UntrackedProcess& u : lifecycle.untracked())
     if (u.reason != "left-running") result.untracked.push_back({u.pid, u.executable, u.reason});
   result.context_records = lifecycle.records() + 1;  // and the Recording record
+  const StackSummary stack_summary = stacks.summary();
+  result.stack_nodes = stack_summary.nodes;
+  result.stack_modules = stack_summary.modules;
+  result.stack_table_bytes = stack_summary.table_bytes;
+  result.symbolized_addresses = symbols.addresses;
+  result.symbolize_seconds = symbols.seconds;
   if (!internal.context_dump.empty()) {
     std::vector<std::byte> frame;
     const codec::Status st = channel.take_frame(frame);

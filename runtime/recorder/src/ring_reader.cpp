@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace memtrack::runtime {
 namespace {
@@ -48,6 +49,7 @@ inline codec::Event to_event(const RingEvent& r) {
   e.tid = r.tid;
   e.kind = static_cast<codec::EventKind>(r.kind);
   e.flags = (r.flags & kRingFlagHasOldAddr) != 0 ? codec::kFlagHasOldAddr : std::uint8_t{0};
+  e.stack = r.stack;
   return e;
 }
 
@@ -108,8 +110,8 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
       const bool is_event = static_cast<std::uint8_t>(kind - 1u) < 8u;
       if (is_event) [[likely]]
         out[n] = to_event(s.event);
-      else if (kind != 0 && lifecycle_ != nullptr)
-        lifecycle_->on_slot(s.event, events_ + n);
+      else if (kind != 0)
+        on_note(s.event, events_ + n);
       ring_.release(pos_);  // after the slot was read: the producer of ticket pos_ + capacity overwrites it
       ++pos_;
       n += is_event;
@@ -134,6 +136,7 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
     const std::uint64_t head = ring_.header()->head.load(std::memory_order_acquire);
     if (exited && pos_ >= head) {
       ring_.wake_waiters();
+      if (at_end_) std::exchange(at_end_, {})();
       return 0;
     }
     if (pos_ < head) {
@@ -152,7 +155,10 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
         last_check_ = now;  // ask again later, not on every idle round
       }
       if (abandon) {
-        if (lifecycle_ != nullptr) lifecycle_->on_abandoned(events_);
+        if (stacks_block_ && stacks_ != nullptr)
+          stacks_->on_abandoned();
+        else if (lifecycle_ != nullptr)
+          lifecycle_->on_abandoned(events_);
         ring_.release(pos_);
         ++pos_;
         ++abandoned_;
@@ -162,6 +168,21 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
     }
     idle();
   }
+}
+
+// Notes go to the books whose kind they are; a NoteData slot to the books of the block it continues (a
+// block's slots are consecutive tickets).
+void RingReader::on_note(const RingEvent& slot, std::uint64_t position) {
+  if (slot.kind != RingEventKind::NoteData) stacks_block_ = StackTables::takes(slot.kind);
+  if (stacks_block_) {
+    if (stacks_ != nullptr) stacks_->on_slot(slot, position);
+    return;
+  }
+  if (stacks_ != nullptr) {
+    if (slot.kind == RingEventKind::NoteStart) stacks_->on_fork(slot.pid, static_cast<std::int32_t>(slot.addr));
+    if (slot.kind == RingEventKind::NoteExec) stacks_->on_exec(slot.pid);
+  }
+  if (lifecycle_ != nullptr) lifecycle_->on_slot(slot, position);
 }
 
 void RingReader::pause() {

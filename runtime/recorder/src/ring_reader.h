@@ -8,10 +8,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "memtrack/analysis/live_heap.h"
 #include "lifecycle.h"
+#include "stack_tables.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/pipeline/stream_encoder.h"
 #include "processes.h"
@@ -43,6 +45,13 @@ class RingReader final : public pipeline::EventSource {
   // Lifecycle notes met in the ring go to `lifecycle` (set before the first read()); without one they are
   // skipped.
   void set_lifecycle(Lifecycle* lifecycle) { lifecycle_ = lifecycle; }
+  // Stack and module notes go to `stacks` (stack_tables.h), which also sees the fork and exec notes; `at_end`
+  // runs once on this thread when the last ticket was read, before read() first returns 0 (the recording's
+  // symbols are added to the context then, ahead of the encoder's last context frame).
+  void set_stacks(StackTables* stacks, std::function<void()> at_end) {
+    stacks_ = stacks;
+    at_end_ = std::move(at_end);
+  }
   // Tickets read so far (any thread): every note and event of a ticket below it has been handed on.
   [[nodiscard]] std::uint64_t position() const { return read_up_to_.load(std::memory_order_acquire); }
 
@@ -61,7 +70,11 @@ class RingReader final : public pipeline::EventSource {
   SeenProcesses& processes_;
   analysis::LiveHeap& heap_;
   TscClock* tsc_;
+  void on_note(const RingEvent& slot, std::uint64_t position);
   Lifecycle* lifecycle_ = nullptr;
+  StackTables* stacks_ = nullptr;
+  bool stacks_block_ = false;  // the NoteData slots being read belong to a stack note
+  std::function<void()> at_end_;
   std::atomic<std::uint64_t> read_up_to_{0};  // pos_, published after each batch
   std::uint64_t pos_ = 0;                     // the next ticket to read
   std::uint64_t events_ = 0;

@@ -197,9 +197,18 @@ struct Regs {
 
 // One step with libunwind from a context holding only ip, sp and rbp (the only registers a compact rule
 // needs, and the only ones this unwinder tracks; a CFA computed from another register fails here).
+// libunwind takes its own locks: a signal handler that allocates while this thread is inside a libunwind
+// step would wait for a lock its own thread holds (seen: Record.SignalHandlersThatAllocate hung). So a step
+// entered again on the same thread ends that (inner) stack instead.
+__thread bool t_in_fallback __attribute__((tls_model("initial-exec"))) = false;
+
 __attribute__((noinline)) bool fallback_step(Regs* regs) {
   const Libunwind* lib = g_libunwind.load(std::memory_order_acquire);
-  if (lib == nullptr) return false;
+  if (lib == nullptr || t_in_fallback) return false;
+  struct InFallback {
+    InFallback() { t_in_fallback = true; }
+    ~InFallback() { t_in_fallback = false; }
+  } in_fallback;
   g_fallback_steps.fetch_add(1, std::memory_order_relaxed);
   ucontext_t context;
   std::memset(&context, 0, sizeof(context));

@@ -37,6 +37,12 @@ struct Event {
   EventKind kind = EventKind::Malloc;
   std::uint8_t flags = 0;
   std::uint8_t reserved[6] = {};  // always zero; validate_record() rejects an event where it is not
+  // The allocation's call stack: its leaf node in the process image's trace tree (docs/FORMAT.md, "Call
+  // stacks"); 0 = none. In memory only: the msgpack map and the raw record do not carry it (the artifact
+  // keeps it in EventStacks context records, so data frames stay byte-identical without stacks).
+  std::uint32_t stack = 0;
+  // Explicit tail padding, always zero: an Event has no indeterminate bytes, so memcmp of events is defined.
+  std::uint32_t padding = 0;
 
   [[nodiscard]] bool has_old_addr() const { return (flags & kFlagHasOldAddr) != 0; }
   friend bool operator==(const Event&, const Event&) = default;

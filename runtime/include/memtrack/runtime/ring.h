@@ -39,7 +39,8 @@ namespace memtrack::runtime {
 inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 // 6: the slot's payload is RingEvent (until 5 it was codec::Event, the same 48 bytes).
 // 7: lifecycle notes (RingEventKind::Note*, RingNoteData) and RingHeader::detached == kDetachedQuiet.
-inline constexpr std::uint32_t kRingVersion = 7;
+// 8: call stacks: RingEvent::stack, RingHeader::stack_depth, NoteStackNodes and NoteModule.
+inline constexpr std::uint32_t kRingVersion = 8;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -68,7 +69,29 @@ enum class RingEventKind : std::uint8_t {
   NoteUntracked = 35,  // an image that will not be tracked: pid (0: not known), addr = RingUntrackedReason,
                        // size = payload bytes, old_addr = data slots k; the payload is the executable's path
   NoteData = 36,       // a continuation slot of the note k tickets before it: RingNoteData
+  // Stack notes (runtime/preload/stacks.cpp, modules.cpp; "Stack notes" below), blocks like the lifecycle
+  // notes: a head slot, then old_addr = k NoteData slots of payload (size = payload bytes).
+  NoteStackNodes = 40,  // pid, addr = first node id; payload: per node u32 parent, u64 return address (LE)
+  NoteModule = 41,      // pid, addr = load bias, flags kRingModuleUnloaded; payload: RingModulePayload, then
+                        // the build-id bytes, then the path (no NUL)
 };
+
+// Stack notes. A process image keeps its own trace tree (node = parent id + return address, id 0 = the empty
+// stack) in memory it maps itself; a thread that adds nodes writes them as one NoteStackNodes block before
+// the ticket of its event that uses them, so in that thread's order a node is defined before it is used
+// (another thread may find the node in the tree and use it before the defining note's tickets: a reader
+// resolves an image's stacks after reading its notes, not strictly in order). Ids are consecutive within a
+// note. A fork child continues its parent's numbering in its own copy of the tree: an id the child has not
+// defined is its parent's (as of the fork). Modules are noted when the image attaches and when a new node's
+// address lies outside every module seen so far (after a dlopen), together with the unloads found then.
+struct RingModulePayload {
+  std::uint64_t start;  // lowest address of its PT_LOAD segments
+  std::uint64_t end;    // one past the highest
+  std::uint8_t build_id_size;
+  std::uint8_t reserved[7];
+};
+static_assert(sizeof(RingModulePayload) == 24);
+inline constexpr std::uint8_t kRingModuleUnloaded = 0x10;  // NoteModule::flags: the module was unmapped
 
 // Lifecycle notes. A note that carries strings (NoteExec: the executable's path, NUL, then every argv
 // string followed by NUL; NoteUntracked: the executable's path) takes 1 + k consecutive tickets in one
@@ -111,7 +134,8 @@ struct RingEvent {
   std::int32_t tid;
   RingEventKind kind;
   std::uint8_t flags;        // kRingFlagHasOldAddr; other bits 0
-  std::uint8_t reserved[6];  // 0
+  std::uint8_t reserved[2];  // 0
+  std::uint32_t stack;       // the allocation's leaf node in the image's trace tree; 0: none (a free)
 };
 static_assert(std::is_trivially_copyable_v<RingEvent> && std::is_standard_layout_v<RingEvent>);
 static_assert(sizeof(RingEvent) == 48 && alignof(RingEvent) == 8, "RingEvent fills a 64-byte slot with seq and owner");
@@ -179,6 +203,9 @@ struct alignas(64) RingHeader {
   // fields above, which nobody writes after set-up, and not the line of `waiters`, which the recorder writes all the
   // time.
   std::atomic<std::uint32_t> detached;
+  // Frames recorded per allocation (`record --stack-depth`); 0: no stacks (`record --no-stacks`), the
+  // events carry stack 0 and no stack note is written.
+  std::uint32_t stack_depth;
   // Next ticket. On its own cache line: every producer writes it.
   alignas(64) std::atomic<std::uint64_t> head;
   // Producers that gave up spinning and sleep on `wake_futex`; the recorder wakes them after freeing slots.
@@ -214,6 +241,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
   MEMTRACK_RING_FIELD(RingEvent, kind);
   MEMTRACK_RING_FIELD(RingEvent, flags);
   MEMTRACK_RING_FIELD(RingEvent, reserved);
+  MEMTRACK_RING_FIELD(RingEvent, stack);
   add(sizeof(RingSlot));
   add(alignof(RingSlot));
   MEMTRACK_RING_FIELD(RingSlot, seq);
@@ -227,6 +255,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
   MEMTRACK_RING_FIELD(RingHeader, recorder_pid);
   MEMTRACK_RING_FIELD(RingHeader, timestamp_tsc);
   MEMTRACK_RING_FIELD(RingHeader, detached);
+  MEMTRACK_RING_FIELD(RingHeader, stack_depth);
   MEMTRACK_RING_FIELD(RingHeader, head);
   MEMTRACK_RING_FIELD(RingHeader, waiters);
   MEMTRACK_RING_FIELD(RingHeader, wake_futex);
@@ -253,6 +282,8 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
       return 0x955f5a330e446607u;
     case 7:
       return 0xf384e526542bb216u;
+    case 8:
+      return 0xbfa50f6845ae88e2u;
     default:
       return 0;
   }

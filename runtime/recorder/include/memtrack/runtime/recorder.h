@@ -27,6 +27,8 @@ namespace memtrack::runtime {
 // program, and BM_Compress_Frame/level:-2 against level:-5 on the workload generator's events.
 inline constexpr int kDefaultRecordLevel = -2;
 
+inline constexpr std::uint32_t kDefaultStackDepth = 64;
+
 struct RecordOptions {
   std::vector<std::string> command;  // argv of the program; command[0] is looked up in PATH
   std::string output;                // empty: <pid of the command>.MemtrackArtifact.msgpack in the cwd;
@@ -35,6 +37,8 @@ struct RecordOptions {
   unsigned workers = 0;              // encoder workers; 0 = hardware threads
   int level = kDefaultRecordLevel;   // zstd level
   std::uint64_t ring_slots = kDefaultRingSlots;
+  // Frames recorded per allocation (`record --stack-depth`), at most 256; 0: no stacks (`--no-stacks`).
+  std::uint32_t stack_depth = kDefaultStackDepth;
 };
 
 struct ProcessNote {
@@ -56,6 +60,11 @@ struct RecordResult {
   std::vector<ProcessNote> untracked;     // images that could not be tracked (setuid, static)
   std::uint64_t context_records = 0;      // lifecycle records produced (docs/FORMAT.md, Context section)
   int ended_by_signal = 0;                // the signal that ended the recording early, or 0
+  std::uint64_t stack_nodes = 0;          // trace-tree nodes noted by all images
+  std::uint64_t stack_modules = 0;        // Module records
+  std::uint64_t stack_table_bytes = 0;    // the recorder's stack and module tables (estimate)
+  std::uint64_t symbolized_addresses = 0; // distinct module-relative addresses symbolized at the end
+  double symbolize_seconds = 0;           // time spent symbolizing them
 };
 
 // The command could not be started. exit_status is what shells, env and timeout exit with then: 127 when

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Call stacks' cost (docs/RUNTIME.md, "Call stacks"): bench/churn_deep.c (THREADS x OPS malloc/free at a call
+# depth of DEPTH frames, plain -O2, no frame pointers) natively, under heaptrack (a stack per allocation),
+# under `memtrack record` (stacks on, the default) and `memtrack record --no-stacks`, interleaved round by
+# round. Prints medians and the ratios of one run, bytes per event with and without stacks, the stack
+# tables and the symbolization time (from record's summary line).
+#   bench/record_stacks.sh [BUILD_DIR] [ROUNDS] [THREADS] [OPS] [DEPTH]
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+source "$here/bench/record_common.sh"
+build=$(cd "${1:-$here/build/dev}" && pwd)
+rounds=${2:-5}
+threads=${3:-2}
+ops=${4:-1000000}
+depth=${5:-24}
+memtrack=$build/bin/memtrack
+[[ -x $memtrack ]] || { echo "record_stacks.sh: no $memtrack (build first)" >&2; exit 2; }
+command -v heaptrack > /dev/null || { echo "record_stacks.sh: heaptrack is not installed" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc -O2 -fomit-frame-pointer -pthread "$here/bench/churn_deep.c" -o "$work/churn_deep"
+prog=("$work/churn_deep" "$threads" "$ops" "$depth")
+
+run() {
+  local name=$1
+  shift
+  /usr/bin/time -o "$work/$name.time" -f "%e %U %S" "$@" > "$work/$name.out" 2> "$work/$name.err"
+  read -r wall user sys < "$work/$name.time"
+  echo "$wall" >> "$work/$name.times"
+  echo "$user + $sys" | bc -l >> "$work/$name.cpu"
+}
+
+for ((r = 1; r <= rounds; r++)); do
+  run native "${prog[@]}"
+  run heaptrack heaptrack -o "$work/ht.$r" "${prog[@]}"
+  run stacks "$memtrack" record -o "$work/st.msgpack" -- "${prog[@]}"
+  run nostacks "$memtrack" record --no-stacks -o "$work/ns.msgpack" -- "${prog[@]}"
+  echo "round $r: native $(tail -1 "$work/native.times")s heaptrack $(tail -1 "$work/heaptrack.times")s" \
+       "memtrack $(tail -1 "$work/stacks.times")s --no-stacks $(tail -1 "$work/nostacks.times")s"
+  rm -f "$work"/ht."$r"*
+done
+
+n=$(median < "$work/native.times"); nc=$(median < "$work/native.cpu")
+h=$(median < "$work/heaptrack.times"); hc=$(median < "$work/heaptrack.cpu")
+s=$(median < "$work/stacks.times"); sc=$(median < "$work/stacks.cpu")
+x=$(median < "$work/nostacks.times"); xc=$(median < "$work/nostacks.cpu")
+events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$work/stacks.err")
+nodes=$(sed -n 's/.*, \([0-9]*\) stack nodes.*/\1/p' "$work/stacks.err")
+symbolized=$(sed -n 's/.*stack nodes, \([0-9]*\) addresses symbolized in \([0-9.]*\) s.*/\1 addresses in \2 s/p' "$work/stacks.err")
+sb=$(stat -c %s "$work/st.msgpack"); xb=$(stat -c %s "$work/ns.msgpack")
+echo
+echo "churn_deep $threads x $ops at depth $depth, $rounds rounds, medians (wall s / CPU s):"
+printf '| run | wall s | CPU s | wall / native | heaptrack / this (wall) |\n| --- | --- | --- | --- | --- |\n'
+printf '| native | %s | %s | 1.00 | |\n' "$n" "$nc"
+printf '| heaptrack | %s | %s | %.2f | 1.00 |\n' "$h" "$hc" "$(echo "$h / $n" | bc -l)"
+printf '| memtrack record (stacks) | %s | %s | %.2f | %.2f |\n' "$s" "$sc" "$(echo "$s / $n" | bc -l)" "$(echo "$h / $s" | bc -l)"
+printf '| memtrack record --no-stacks | %s | %s | %.2f | %.2f |\n' "$x" "$xc" "$(echo "$x / $n" | bc -l)" "$(echo "$h / $x" | bc -l)"
+echo
+printf 'artifact bytes per event: %.3f with stacks, %.3f without (%s events)\n' \
+  "$(echo "$sb / $events" | bc -l)" "$(echo "$xb / $events" | bc -l)" "$events"
+# The tracee's tree: per node a u64 address + u32 parent, and a u32 hash slot per 2 nodes' capacity touched
+# sparsely (the rest of its 20 MiB mapping is never touched).
+echo "stack nodes: $nodes (tracee's tree: $((nodes * 12)) bytes of node arrays + touched hash pages); symbolized: $symbolized"

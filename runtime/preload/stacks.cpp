@@ -1,0 +1,234 @@
+// The trace tree of this process image and the capture of an allocation's stack (stacks.h).
+//
+// Why a tree in the tracee and not raw stacks in the ring: a stack of 24-64 return addresses is 200-500 bytes
+// per event, 4-10 ring slots; the tree makes it one u32 in the event's slot, and each distinct stack crosses
+// to the recorder once (heaptrack's design). The tree is an open-addressing hash table keyed by
+// (parent id, return address) over arrays indexed by node id, in memory mapped at attach and bounded
+// (kMaxNodes): lock-free for readers, one CAS per new node. A per-thread record of the last stack (ids and
+// addresses, outermost first) makes the common case, a stack sharing its outer frames with the previous
+// one of this thread, cost one compare per frame and hash probes only for the frames that differ.
+#include "stacks.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include <atomic>
+
+#include "memtrack/unwind/unwind.h"
+#include "ring_client.h"
+
+namespace memtrack::preload {
+
+constinit uint32_t g_stack_depth = 0;
+
+namespace {
+
+// 1M nodes: 12 MiB of node arrays and 8 MiB of hash slots, mapped once per image, touched as used.
+constexpr uint32_t kMaxNodes = 1u << 20;
+constexpr uint32_t kHashSlots = 2 * kMaxNodes;  // load factor <= 0.5
+constexpr uint64_t kTruncatedAddress = 1;       // the pseudo-node above a stack cut at the depth cap
+
+struct Tree {
+  uint64_t* addresses;            // [kMaxNodes], by id; id 0 unused (the empty stack)
+  uint32_t* parents;              // [kMaxNodes]
+  std::atomic<uint32_t>* slots;   // [kHashSlots]: 0 = empty, else a node id
+  std::atomic<uint32_t> next_id;  // ids handed out so far + 1
+  std::atomic<uint64_t> overflowed;
+  size_t bytes;
+};
+constinit Tree g_tree = {nullptr, nullptr, nullptr, {1}, {0}, 0};
+
+// The last stack this thread captured, outermost first, and its node ids (t_ids[i] is the node of
+// t_addrs[0..i]). Initial-exec TLS (preload_internal.h): 2 * 257 * 8 + 257 * 4 bytes.
+MEMTRACK_TLS uint64_t t_addrs[kMaxStackDepth + 1];
+MEMTRACK_TLS uint32_t t_ids[kMaxStackDepth + 1];
+MEMTRACK_TLS uint32_t t_len;
+MEMTRACK_TLS bool t_capturing;  // a signal handler's capture on this thread must not touch the record
+// The raw captures, double-buffered: a capture equal to the previous one (the same call site again, the
+// common case in a loop) is recognised with one memcmp and returns the previous leaf without walking the
+// record. t_last_n == 0: no previous capture to reuse.
+MEMTRACK_TLS uintptr_t t_frames[2][kMaxStackDepth + 8];
+MEMTRACK_TLS uint32_t t_cur;
+MEMTRACK_TLS size_t t_last_n;
+MEMTRACK_TLS uint32_t t_last_leaf;
+
+inline uint32_t slot_of(uint32_t parent, uint64_t address) {
+  uint64_t h = (address ^ (static_cast<uint64_t>(parent) << 40) ^ parent) * 0x9E3779B97F4A7C15u;
+  h ^= h >> 29;
+  return static_cast<uint32_t>(h) & (kHashSlots - 1);
+}
+
+// The node (parent, address), or 0 when it is not in the tree. Lock-free: a slot is published (release)
+// only after its node's fields were written.
+uint32_t find(uint32_t parent, uint64_t address) {
+  for (uint32_t s = slot_of(parent, address);; s = (s + 1) & (kHashSlots - 1)) {
+    const uint32_t id = g_tree.slots[s].load(std::memory_order_acquire);
+    if (id == 0) return 0;
+    if (g_tree.parents[id] == parent && g_tree.addresses[id] == address) return id;
+  }
+}
+
+// Defines node `id` as (parent, address) and publishes it, unless another thread published the same key
+// first: then `id` stays defined (a duplicate no stack uses) and the other node is returned.
+uint32_t insert(uint32_t id, uint32_t parent, uint64_t address) {
+  g_tree.parents[id] = parent;
+  g_tree.addresses[id] = address;
+  for (uint32_t s = slot_of(parent, address);; s = (s + 1) & (kHashSlots - 1)) {
+    uint32_t cur = g_tree.slots[s].load(std::memory_order_acquire);
+    if (cur == 0) {
+      if (g_tree.slots[s].compare_exchange_strong(cur, id, std::memory_order_release, std::memory_order_acquire))
+        return id;
+    }
+    if (g_tree.parents[cur] == parent && g_tree.addresses[cur] == address) return cur;
+  }
+}
+
+// One NoteStackNodes block for nodes [first, first + n): parent u32, address u64 each, little-endian.
+void note_nodes(uint32_t first, uint32_t n) {
+  char payload[(kMaxStackDepth + 1) * 12];
+  for (uint32_t i = 0; i < n; ++i) {
+    memcpy(payload + 12 * i, &g_tree.parents[first + i], 4);
+    memcpy(payload + 12 * i + 4, &g_tree.addresses[first + i], 8);
+  }
+  (void)write_note(RingEventKind::NoteStackNodes, g_pid, first, payload, 12 * static_cast<size_t>(n));
+}
+
+// Interns `frames[0..n)` (outermost first) starting below node `parent` at frame `from`, writing the ids
+// into ids[from..n). Returns the leaf id. New nodes are noted in one block; past the tree's bound (or when
+// !may_add) the stack is cut to its longest known prefix and `valid` says how many ids are set.
+uint32_t intern_from(const uint64_t* frames, uint32_t* ids, uint32_t from, uint32_t n, uint32_t parent, bool may_add,
+                     uint32_t& valid) {
+  valid = n;
+  uint32_t i = from;
+  for (; i < n; ++i) {
+    const uint32_t id = find(parent, frames[i]);
+    if (id == 0) break;
+    ids[i] = parent = id;
+  }
+  if (i == n) return parent;
+  const uint32_t missing = n - i;
+  // Past the bound the counter stops moving (checked before the fetch_add, so it cannot wrap).
+  uint32_t first = kMaxNodes;
+  if (may_add && g_tree.next_id.load(std::memory_order_relaxed) <= kMaxNodes - missing)
+    first = g_tree.next_id.fetch_add(missing, std::memory_order_relaxed);
+  if (first > kMaxNodes - missing) {
+    if (may_add) g_tree.overflowed.fetch_add(1, std::memory_order_relaxed);
+    valid = i;  // ids[i..n) are stale: the thread's record keeps only [0, i)
+    return parent;
+  }
+  // Addresses outside every known module: a library was loaded since the last scan. Its module note goes
+  // before the nodes (a reader can place each address when it reads the nodes). New nodes are rare (each
+  // distinct stack once), so the loader's counters are checked here too.
+  bool outside = false;
+  for (uint32_t j = i; j < n && !outside; ++j) outside = frames[j] != kTruncatedAddress && !in_known_module(frames[j]);
+  if (outside)
+    scan_modules();
+  else
+    rescan_if_changed();  // an unload (dlclose) since the last scan
+  for (uint32_t j = i; j < n; ++j) ids[j] = parent = insert(first + (j - i), parent, frames[j]);
+  note_nodes(first, missing);
+  return parent;
+}
+
+}  // namespace
+
+void stacks_attach() {
+  g_stack_depth = g_ring->stack_depth < kMaxStackDepth ? g_ring->stack_depth : kMaxStackDepth;
+  if (g_stack_depth == 0) return;
+  const size_t bytes = size_t{kMaxNodes} * (8 + 4) + size_t{kHashSlots} * 4;
+  void* map = reinterpret_cast<void*>(
+      syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  if (map == MAP_FAILED) {
+    write_stderr("memtrack: cannot map the stack table; this process is recorded without stacks\n");
+    g_stack_depth = 0;
+    return;
+  }
+  g_tree.addresses = static_cast<uint64_t*>(map);
+  g_tree.parents = reinterpret_cast<uint32_t*>(g_tree.addresses + kMaxNodes);
+  g_tree.slots = reinterpret_cast<std::atomic<uint32_t>*>(g_tree.parents + kMaxNodes);
+  g_tree.next_id.store(1, std::memory_order_relaxed);
+  g_tree.bytes = bytes;
+  t_len = 0;
+  (void)memtrack_unwind_init();  // libunwind for frames without a compact rule; stacks end there without it
+  scan_modules();
+}
+
+namespace {
+
+uint32_t capture_with(uintptr_t* raw, uint64_t* frames, uint32_t* ids, bool nested) {
+  // A few frames more than we keep: memtrack's own (this function, the hook; how many depends on inlining)
+  // are dropped by address.
+  bool truncated = false;
+  size_t n = memtrack_unwind_capture(raw, g_stack_depth + 4, 0, &truncated);
+  if (!nested) {
+    // The same stack as this thread's previous capture: same leaf (nodes are never removed).
+    const uintptr_t* last = t_frames[t_cur ^ 1];
+    if (n == t_last_n && n != 0 && memcmp(raw, last, n * sizeof *raw) == 0 && !truncated) return t_last_leaf;
+    t_last_n = 0;
+  }
+  size_t own = 0;
+  while (own < n && raw[own] >= g_self_start && raw[own] < g_self_end) ++own;
+  n -= own;
+  if (n > g_stack_depth) {
+    n = g_stack_depth;
+    truncated = true;
+  }
+  // Outermost first (behind the pseudo-node when cut), written over the thread's record: `p` counts the
+  // leading entries equal to the record's, whose ids stay valid.
+  const uint32_t old_len = nested ? 0 : t_len;
+  uint32_t len = 0, p = 0;
+  bool matching = true;
+  auto put = [&](uint64_t a) {
+    if (matching && len < old_len && frames[len] == a) {
+      ++p;
+    } else {
+      matching = false;
+      frames[len] = a;
+    }
+    ++len;
+  };
+  if (truncated) put(kTruncatedAddress);
+  for (size_t k = n; k-- > 0;) put(raw[own + k]);
+  // New nodes are not noted while this thread holds an unfilled ticket (a handler that interrupted an
+  // event): the note's block could need the reader to pass that ticket first.
+  const bool may_add = t_pending == kNoTicket;
+  uint32_t valid = len;
+  const uint32_t leaf = intern_from(frames, ids, p, len, p > 0 ? ids[p - 1] : 0, may_add, valid);
+  if (!nested) {
+    t_len = valid;
+    // Reusable only when the whole stack was interned (not cut by the bound or by !may_add).
+    if (valid == len && !truncated) {
+      t_last_n = n + own;
+      t_last_leaf = leaf;
+      t_cur ^= 1;
+    }
+  }
+  return leaf;
+}
+
+// A capture that interrupted this thread's own capture (a signal handler): buffers in its own frame, about
+// 5 KiB of the signal stack, and the thread's record left alone.
+__attribute__((noinline)) uint32_t capture_nested() {
+  uintptr_t raw[kMaxStackDepth + 8];
+  uint64_t frames[kMaxStackDepth + 1];
+  uint32_t ids[kMaxStackDepth + 1];
+  return capture_with(raw, frames, ids, true);
+}
+
+}  // namespace
+
+uint32_t capture_stack() {
+  if (g_stack_depth == 0 || t_busy || g_state.load(std::memory_order_relaxed) != kRecording) return 0;
+  if (t_capturing) return capture_nested();
+  t_capturing = true;
+  const uint32_t leaf = capture_with(t_frames[t_cur], t_addrs, t_ids, false);
+  t_capturing = false;
+  return leaf;
+}
+
+StackCounters stack_counters() {
+  return {g_tree.next_id.load(std::memory_order_relaxed) - 1, g_tree.overflowed.load(std::memory_order_relaxed),
+          g_tree.bytes};
+}
+
+}  // namespace memtrack::preload

@@ -1,0 +1,51 @@
+// Call stacks of allocations (docs/RUNTIME.md, "Call stacks"): capture with memtrack::unwind, interning in
+// this image's trace tree, and the stack and module notes that carry new nodes and modules to the recorder
+// (ring.h, "Stack notes"). stacks.cpp holds the tree and the capture, modules.cpp the module list.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "preload_internal.h"
+
+#pragma GCC visibility push(hidden)
+
+namespace memtrack::preload {
+
+// Frames per stack, from RingHeader::stack_depth at attach (clamped to kMaxStackDepth); 0: stacks are off.
+extern uint32_t g_stack_depth;
+inline constexpr uint32_t kMaxStackDepth = 256;
+
+// At attach, after the image's NoteExec: maps the trace tree, notes every module of the image, loads the
+// unwinder's fallback. Called with t_busy set (it allocates through dlopen). A fork child keeps the parent's
+// tree and module list (copy-on-write) and needs nothing.
+void stacks_attach();
+
+// The calling thread's stack at this allocation, as a leaf node id of the image's tree (0: stacks off, or
+// this call is not recorded). New nodes (and the modules their addresses revealed) are noted before it
+// returns, so before the ticket of the event that carries the id. Never allocates; async-signal-safe except
+// for what memtrack::unwind says of a rule-cache miss (dl_iterate_phdr's lock).
+uint32_t capture_stack();
+
+// modules.cpp. Notes the image's modules that are new since the last scan (loaded) or gone (unloaded):
+// at attach, and when a new node's address lies outside every known module. Returns without scanning when
+// another thread is scanning.
+void scan_modules();
+// Scans when the loader's load/unload counters moved since the last scan (one dl_iterate_phdr step).
+void rescan_if_changed();
+// True if `address` lies in a module noted so far (a lock-free read of the module list).
+bool in_known_module(uintptr_t address);
+// This library's own address range: frames in it are memtrack's and not part of the program's stack.
+extern uintptr_t g_self_start, g_self_end;
+
+// Counters for the recorder's summary are not sent; these are for tests and the report (relaxed).
+struct StackCounters {
+  uint64_t nodes;       // nodes allocated in this image's tree
+  uint64_t overflowed;  // captures that hit the tree's bound and were cut to their longest known prefix
+  uint64_t tree_bytes;  // bytes mapped for the tree and its hash table
+};
+StackCounters stack_counters();
+
+}  // namespace memtrack::preload
+
+#pragma GCC visibility pop

@@ -1,0 +1,142 @@
+#include "stack_tables.h"
+
+#include <cstring>
+#include <utility>
+
+namespace memtrack::runtime {
+
+namespace {
+
+template <typename T>
+T load_le(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);  // x86_64 only (ring.h's producers): the bytes are little-endian already
+  return v;
+}
+
+}  // namespace
+
+ImageTables& StackTables::current(std::int32_t pid) {
+  auto it = current_.find(pid);
+  if (it == current_.end()) {
+    images_.push_back(ImageTables{pid, {}, {}});
+    it = current_.emplace(pid, images_.size() - 1).first;
+  }
+  return images_[it->second];
+}
+
+void StackTables::on_fork(std::int32_t pid, std::int32_t ppid) {
+  ImageTables copy;
+  if (const auto parent = current_.find(ppid); parent != current_.end()) copy = images_[parent->second];
+  copy.pid = pid;
+  images_.push_back(std::move(copy));
+  current_[pid] = images_.size() - 1;
+}
+
+void StackTables::on_exec(std::int32_t pid) {
+  images_.push_back(ImageTables{pid, {}, {}});
+  current_[pid] = images_.size() - 1;
+}
+
+void StackTables::on_slot(const RingEvent& slot, std::uint64_t position) {
+  if (slot.kind == RingEventKind::NoteData) {
+    if (note_.missing == 0) return;
+    RingNoteData d;
+    std::memcpy(&d, &slot, sizeof d);
+    note_.payload.append(d.bytes, d.length < kNoteDataBytes ? d.length : kNoteDataBytes);
+    if (--note_.missing == 0) finish_note();
+    return;
+  }
+  note_ = Note{};
+  note_.head = slot;
+  note_.position = position;
+  note_.missing = slot.old_addr;
+  if (note_.missing == 0) finish_note();
+}
+
+void StackTables::on_abandoned() {
+  // A block whose writer died midway: the nodes or module are lost (the process is gone too).
+  note_.missing = 0;
+}
+
+void StackTables::finish_note() {
+  const RingEvent& h = note_.head;
+  const std::string& p = note_.payload;
+  ImageTables& image = current(h.pid);
+  if (h.kind == RingEventKind::NoteStackNodes) {
+    codec::StackNodes r;
+    r.pid = h.pid;
+    r.event = note_.position;
+    r.first_id = static_cast<std::uint32_t>(h.addr);
+    const std::size_t n = p.size() / 12;
+    r.parents.reserve(n);
+    r.addresses.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      r.parents.push_back(load_le<std::uint32_t>(p.data() + 12 * i));
+      r.addresses.push_back(load_le<std::uint64_t>(p.data() + 12 * i + 4));
+      image.addresses[r.first_id + static_cast<std::uint32_t>(i)] = r.addresses.back();
+    }
+    nodes_ += n;
+    if (n != 0) channel_.add(std::move(r));
+    return;
+  }
+  if (h.kind != RingEventKind::NoteModule || p.size() < sizeof(RingModulePayload)) return;
+  RingModulePayload m;
+  std::memcpy(&m, p.data(), sizeof m);
+  const bool loaded = (h.flags & kRingModuleUnloaded) == 0;
+  ModuleEntry e;
+  e.bias = h.addr;
+  e.start = m.start;
+  e.end = m.end;
+  e.loaded = loaded;
+  if (loaded) {
+    const std::size_t id_end = sizeof m + m.build_id_size;
+    if (id_end > p.size()) return;
+    e.build_id.assign(p.begin() + sizeof m, p.begin() + static_cast<std::ptrdiff_t>(id_end));
+    e.path = p.substr(id_end);
+    image.modules.push_back(e);
+  } else {
+    // The unload names the range of a module noted before: its path and build-id come from there.
+    for (auto it = image.modules.rbegin(); it != image.modules.rend(); ++it) {
+      if (it->loaded && it->start == e.start && it->end == e.end && it->bias == e.bias) {
+        it->loaded = false;
+        e.path = it->path;
+        e.build_id = it->build_id;
+        break;
+      }
+    }
+  }
+  ++modules_;
+  channel_.add(codec::Module{h.pid, note_.position, e.path, e.build_id, e.bias, e.start, e.end, loaded});
+}
+
+StackSummary StackTables::summary() const {
+  StackSummary s;
+  s.nodes = nodes_;
+  s.modules = modules_;
+  s.images = images_.size();
+  for (const ImageTables& image : images_) {
+    // A std::map node: key, value and about 32 bytes of links and colour.
+    s.table_bytes += image.addresses.size() * (4 + 8 + 32);
+    for (const ModuleEntry& m : image.modules) s.table_bytes += sizeof m + m.path.size() + m.build_id.size();
+  }
+  return s;
+}
+
+codec::Status event_stacks_records(const pipeline::FrameContextInput& frame, std::vector<codec::ContextRecord>& out) {
+  // A frame's ids column is 4 bytes per event: split at the reader's bin limit.
+  const std::size_t per_record = codec::kMaxContextBinBytes / 4;
+  const std::span<const codec::Event> events = frame.events;
+  for (std::size_t i = 0; i < events.size() || (i == 0 && events.empty()); i += per_record) {
+    codec::EventStacks part;
+    part.first_event = frame.first_event + i;
+    const std::size_t end = std::min(events.size(), i + per_record);
+    part.ids.reserve(end - std::min(i, end));
+    for (std::size_t k = i; k < end; ++k) part.ids.push_back(events[k].stack);
+    out.emplace_back(std::move(part));
+    if (events.empty()) break;
+  }
+  return {};
+}
+
+}  // namespace memtrack::runtime

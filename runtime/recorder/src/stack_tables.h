@@ -1,0 +1,93 @@
+// The recorder's books of call stacks (docs/RUNTIME.md, "Call stacks"): the stack and module notes of the ring
+// (ring.h, "Stack notes") become Module and StackNodes context records (docs/FORMAT.md, "Context section:
+// stacks and modules") as the reader meets them, and are kept per process image so the recording's end can
+// symbolize every address (symbols_writer.h). Also the per-frame EventStacks builder for the encoder.
+//
+// Thread safety: on_slot(), on_abandoned() and the image notes from the reader thread only; finish()
+// after the reader has seen the last slot (the reader thread too). event_stacks_records() from any thread
+// (it touches nothing here).
+#pragma once
+
+#include "memtrack/pipeline/stream_encoder.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memtrack/codec/context.h"
+#include "memtrack/codec/event.h"
+#include "memtrack/pipeline/context_channel.h"
+#include "memtrack/runtime/ring.h"
+
+namespace memtrack::runtime {
+
+struct ModuleEntry {
+  std::string path;
+  std::vector<std::uint8_t> build_id;
+  std::uint64_t bias = 0, start = 0, end = 0;
+  bool loaded = true;
+};
+
+// One process image's tables. A fork child's starts as a copy of its parent's at the fork.
+struct ImageTables {
+  std::int32_t pid = 0;
+  std::map<std::uint32_t, std::uint64_t> addresses;  // node id -> return address
+  std::vector<ModuleEntry> modules;                  // in note order; unloaded ones stay (loaded = false)
+};
+
+struct StackSummary {
+  std::uint64_t nodes = 0;        // StackNodes entries received, all images
+  std::uint64_t modules = 0;      // Module records
+  std::uint64_t table_bytes = 0;  // the recorder's tables (addresses + modules), an estimate
+  std::uint64_t images = 0;
+};
+
+class StackTables {
+ public:
+  explicit StackTables(pipeline::ContextChannel& channel) : channel_(channel) {}
+
+  // True for the note kinds these books take (NoteStackNodes, NoteModule), whose NoteData slots follow.
+  [[nodiscard]] static bool takes(RingEventKind kind) {
+    return kind == RingEventKind::NoteStackNodes || kind == RingEventKind::NoteModule;
+  }
+  // Reader thread: a head slot of one of our kinds, or one of its NoteData slots, at event position `position`.
+  void on_slot(const RingEvent& slot, std::uint64_t position);
+  // Reader thread: a slot of the current block skipped unfilled (its owner died): the block is dropped.
+  void on_abandoned();
+  // True while a block's data slots are still to come.
+  [[nodiscard]] bool in_block() const { return note_.missing != 0; }
+
+  // Lifecycle notes, seen by the reader as they pass: a fork child's tables start as its parent's copy, a
+  // new image (NoteExec) starts empty.
+  void on_fork(std::int32_t pid, std::int32_t ppid);
+  void on_exec(std::int32_t pid);
+
+  // Every image seen (replaced ones included), for symbolization.
+  [[nodiscard]] const std::vector<ImageTables>& images() const { return images_; }
+  [[nodiscard]] StackSummary summary() const;
+
+ private:
+  struct Note {
+    RingEvent head{};
+    std::uint64_t position = 0;
+    std::uint64_t missing = 0;
+    std::string payload;
+  };
+  void finish_note();
+  ImageTables& current(std::int32_t pid);
+
+  pipeline::ContextChannel& channel_;
+  Note note_;
+  std::vector<ImageTables> images_;
+  std::map<std::int32_t, std::size_t> current_;  // pid -> its current image in images_
+  std::uint64_t nodes_ = 0, modules_ = 0;
+};
+
+// The EventStacks records of one data frame (docs/FORMAT.md): the `stack` of every event, from the frame's
+// first event on, split at the reader's bin limit (pipeline::FrameContextBuilder; thread-safe, no state).
+codec::Status event_stacks_records(const pipeline::FrameContextInput& frame, std::vector<codec::ContextRecord>& out);
+
+}  // namespace memtrack::runtime

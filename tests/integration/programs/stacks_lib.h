@@ -1,0 +1,3 @@
+#pragma once
+#include <stddef.h>
+void* lib_outer(size_t n);
