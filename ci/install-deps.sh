@@ -9,6 +9,8 @@ packages=(
   # phase two: the unwinder's fallback, symbols, the report's browser test
   libunwind-dev libdw-dev libelf-dev binutils zlib1g-dev
   chromium fonts-dejavu-core
+  # memtrack export --format pprof: protobuf, and Debian's profile.proto (a copy is checked in too)
+  protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev
 )
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
