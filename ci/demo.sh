@@ -16,9 +16,11 @@ trap 'rm -rf "$out"' EXIT
 echo "churn's own count, then the recorder's and stats' (which include the C runtime's allocations):"
 $bin record -o "$out/churn.MemtrackArtifact.msgpack" -- build/release/tests/programs/churn 2 200000
 $bin stats "$out/churn.MemtrackArtifact.msgpack"
+# Where the memory went: the allocation sites (call stacks) of the recording, by bytes allocated.
+$bin top "$out/churn.MemtrackArtifact.msgpack" --by allocated -n 3
 # The report page of that recording, kept (not in the temporary directory) so it can be opened afterwards.
 report=${MEMTRACK_DEMO_REPORT:-$PWD/build/release/churn.report.html}
-$bin report "$out/churn.MemtrackArtifact.msgpack" -o "$report" 2>/dev/null
+$bin report "$out/churn.MemtrackArtifact.msgpack" -o "$report"
 echo "report of the recording: $report ($(stat -c %s "$report") bytes; open it in any browser, it loads nothing)"
 $bin encode -i tests/data/realistic-140k.raw -o "$out/demo.MemtrackArtifact.msgpack"
 $bin decode "$out/demo.MemtrackArtifact.msgpack" --format raw -o "$out/roundtrip.raw"
