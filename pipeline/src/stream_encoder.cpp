@@ -112,6 +112,33 @@ namespace {
 
 // The machinery shared by StreamEncoder (push) and encode_stream (pull). The producer side (acquire, submit,
 // cancel, close) is called from one thread at a time.
+// Blocks SIGPIPE on the calling thread for its lifetime; a SIGPIPE raised meanwhile (by a write to a closed
+// pipe, directed at this thread) is taken off the pending set before the old mask comes back.
+class PipeSignalScope {
+ public:
+  PipeSignalScope() {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old_);
+  }
+  ~PipeSignalScope() {
+    sigset_t pipe, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1 && sigismember(&old_, SIGPIPE) == 0) {
+      const timespec now = {0, 0};
+      (void)sigtimedwait(&pipe, nullptr, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  PipeSignalScope(const PipeSignalScope&) = delete;
+  PipeSignalScope& operator=(const PipeSignalScope&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
 class Engine {
  public:
   Engine(Sink& sink, const EncoderOptions& options)
@@ -235,6 +262,10 @@ class Engine {
       }
       writer_cv_.notify_one();
       writer_.join();
+      // What close() writes itself (the last context frame, the index) gets the writer thread's EPIPE
+      // handling: SIGPIPE blocked on this thread, and a SIGPIPE the write raised discarded before unblocking,
+      // so a pipe closed after the last frame is an error value, not a dead process.
+      const PipeSignalScope no_sigpipe;
       // The last context frame (what arrived after the last data frame, and End) goes before the index.
       if (context_ != nullptr && !failed()) {
         const EncoderStats counts = stats();
