@@ -149,24 +149,26 @@ codec::Status read_sites(std::span<const std::byte> file, const std::string& nam
   return {};
 }
 
-bool has_stacks(std::span<const std::byte> file) {
+namespace {
+
+// Calls `visit` with each record of every context frame of `file`, in file order, stepping over data frames
+// by their compressed size, until `visit` returns false. Stops quietly at the first damage (the caller's own
+// reading reports it); returns false if it stopped there.
+template <class Visit>
+bool for_each_context_record(std::span<const std::byte> file, Visit&& visit) {
   std::vector<codec::ContextRecord> records;
   for (std::size_t pos = 0; file.size() - pos >= 8;) {
-    const std::uint32_t magic = load_le32(file.data() + pos);
     std::size_t size = 0;
-    if ((magic & kSkippableMask) == kSkippableBase) {
+    if ((load_le32(file.data() + pos) & kSkippableMask) == kSkippableBase) {
       const std::uint64_t n = 8ull + load_le32(file.data() + pos + 4);
       if (n > file.size() - pos) return false;
       size = static_cast<std::size_t>(n);
       const auto bytes = file.subspan(pos, size);
       records.clear();
-      if (codec::is_context_frame(bytes) && codec::decode_context_frame(bytes, pos, records)) {
-        for (const codec::ContextRecord& r : records) {
-          if (std::holds_alternative<codec::StackNodes>(r) || std::holds_alternative<codec::EventStacks>(r))
-            return true;
-          if (const auto* info = std::get_if<codec::RecordingInfo>(&r))
-            if (std::find(info->sections.begin(), info->sections.end(), "stacks") != info->sections.end()) return true;
-        }
+      if (codec::is_context_frame(bytes)) {
+        if (!codec::decode_context_frame(bytes, pos, records)) return false;
+        for (codec::ContextRecord& r : records)
+          if (!visit(r)) return true;
       }
     } else {
       size = ZSTD_findFrameCompressedSize(file.data() + pos, file.size() - pos);
@@ -174,35 +176,31 @@ bool has_stacks(std::span<const std::byte> file) {
     }
     pos += size;
   }
-  return false;
+  return true;
+}
+
+}  // namespace
+
+bool has_stacks(std::span<const std::byte> file) {
+  bool found = false;
+  for_each_context_record(file, [&](const codec::ContextRecord& r) {
+    if (std::holds_alternative<codec::StackNodes>(r) || std::holds_alternative<codec::EventStacks>(r)) found = true;
+    if (const auto* info = std::get_if<codec::RecordingInfo>(&r))
+      found = found || std::find(info->sections.begin(), info->sections.end(), "stacks") != info->sections.end();
+    return !found;
+  });
+  return found;
 }
 
 std::vector<codec::ContextRecord> read_lifecycle_records(std::span<const std::byte> file) {
-  std::vector<codec::ContextRecord> kept, records;
-  for (std::size_t pos = 0; file.size() - pos >= 8;) {
-    const std::uint32_t magic = load_le32(file.data() + pos);
-    std::size_t size = 0;
-    if ((magic & kSkippableMask) == kSkippableBase) {
-      const std::uint64_t n = 8ull + load_le32(file.data() + pos + 4);
-      if (n > file.size() - pos) break;
-      size = static_cast<std::size_t>(n);
-      const auto bytes = file.subspan(pos, size);
-      records.clear();
-      if (codec::is_context_frame(bytes)) {
-        if (!codec::decode_context_frame(bytes, pos, records)) break;
-        for (codec::ContextRecord& r : records) {
-          if (std::holds_alternative<codec::RecordingInfo>(r) || std::holds_alternative<codec::ProcessStart>(r) ||
-              std::holds_alternative<codec::ProcessExec>(r) || std::holds_alternative<codec::ProcessExit>(r) ||
-              std::holds_alternative<codec::Untracked>(r) || std::holds_alternative<codec::StreamEnd>(r))
-            kept.push_back(std::move(r));
-        }
-      }
-    } else {
-      size = ZSTD_findFrameCompressedSize(file.data() + pos, file.size() - pos);
-      if (ZSTD_isError(size)) break;
-    }
-    pos += size;
-  }
+  std::vector<codec::ContextRecord> kept;
+  for_each_context_record(file, [&](codec::ContextRecord& r) {
+    if (std::holds_alternative<codec::RecordingInfo>(r) || std::holds_alternative<codec::ProcessStart>(r) ||
+        std::holds_alternative<codec::ProcessExec>(r) || std::holds_alternative<codec::ProcessExit>(r) ||
+        std::holds_alternative<codec::Untracked>(r) || std::holds_alternative<codec::StreamEnd>(r))
+      kept.push_back(std::move(r));
+    return true;
+  });
   return kept;
 }
 
