@@ -130,8 +130,26 @@ const char* relocate(const ZydisDecoder& dec, uintptr_t entry, size_t size, uint
       } else if (in.meta.category == ZYDIS_CATEGORY_UNCOND_BR && in.length == 5) {
         put_abs_jump(at, target);
         out.code_len += kAbsJumpBytes;
+      } else if ((in.meta.category == ZYDIS_CATEGORY_COND_BR || in.meta.category == ZYDIS_CATEGORY_UNCOND_BR) &&
+                 ((in.length == 2 && (src[0] == 0xeb || (src[0] >= 0x70 && src[0] <= 0x7f))) ||
+                  (in.length == 6 && src[0] == 0x0f && src[1] >= 0x80 && src[1] <= 0x8f))) {
+        // jcc/jmp rel8 or jcc rel32: re-encoded as rel32 from the trampoline (the island is within reach of
+        // the function, so of its branch targets too).
+        const bool jmp = src[0] == 0xeb;
+        const size_t n = jmp ? 5 : 6;
+        const uintptr_t end = dst + out.code_len + n;
+        if (!within_rel32(end, target)) return "a branch in its first 5 bytes is out of the island's reach";
+        if (jmp) {
+          at[0] = 0xe9;
+        } else {
+          at[0] = 0x0f;
+          at[1] = static_cast<uint8_t>(in.length == 2 ? 0x80 + (src[0] - 0x70) : src[1]);
+        }
+        const int32_t rel = static_cast<int32_t>(static_cast<int64_t>(target - end));
+        memcpy(at + n - 4, &rel, 4);
+        out.code_len += n;
       } else {
-        return "its first 5 bytes hold a short or conditional branch";
+        return "its first 5 bytes hold a branch that cannot be relocated (loop, jrcxz, indirect through RIP)";
       }
     } else {
       memcpy(at, src, in.length);

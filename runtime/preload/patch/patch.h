@@ -5,7 +5,8 @@
 //
 // How (x86-64): the instructions covering the first 5 bytes of the function are decoded with Zydis (which
 // never allocates) and copied into an "island" page mapped within +-2 GiB of the function, RIP-relative
-// operands re-encoded for their new address and `call/jmp rel32` turned into absolute ones; then the entry
+// operands re-encoded for their new address, `call/jmp rel32` turned into absolute ones and `jcc/jmp rel8`
+// into rel32; then the entry
 // gets a `jmp rel32` to a 14-byte absolute jump to the hook placed in the same island. Concurrent callers
 // are safe: the trampoline and the hook's jump are written (and made executable) before the entry changes,
 // and the entry changes with one aligned 8-byte store (the 5 bytes lie in one naturally aligned quadword;
@@ -15,8 +16,8 @@
 //
 // Fail closed: the function is left untouched, and the reason returned, when any of these holds: its size
 // is unknown; an instruction cannot be decoded; fewer than 5 bytes precede a return; a displaced instruction
-// is a short or conditional branch, or RIP-relative out of reach of the island; any branch of the function
-// jumps into the displaced bytes (the whole function is decoded to check); the 5 bytes straddle an 8-byte
+// is a branch other than call/jmp/jcc (loop, jrcxz), or RIP-relative out of reach of the island; any branch of the
+// function jumps into the displaced bytes (the whole function is decoded to check); the 5 bytes straddle an 8-byte
 // word; no island can be mapped within reach; or the page cannot be made writable. No allocation: the islands
 // are raw mmaps, everything else is on the stack. Installation is serialized by a spinlock.
 #pragma once

@@ -42,6 +42,10 @@ constexpr EntrySpec kStandardSpecs[] = {
     {"posix_memalign", Rule::PosixMemalign, K::AlignedAlloc, -1, 2, -1, nullptr, -1},
     {"valloc", Rule::Alloc, K::AlignedAlloc, -1, 0, -1, nullptr, -1},
     {"pvalloc", Rule::Alloc, K::AlignedAlloc, -1, 0, -1, nullptr, -1},
+    {"mmap", Rule::Mmap, K::Mmap, -1, 1, -1, nullptr, -1},
+    {"mmap64", Rule::Mmap, K::Mmap, -1, 1, -1, nullptr, -1},
+    {"munmap", Rule::Munmap, K::Munmap, 0, 1, -1, nullptr, -1},
+    {"sbrk", Rule::Sbrk, K::Brk, -1, 0, -1, nullptr, -1},
     {"_Znwm", Rule::Alloc, K::Malloc, -1, 0, -1, kNothrowNew, 1},
     {"_Znam", Rule::Alloc, K::Malloc, -1, 0, -1, kNothrowNewArray, 1},
     {kNothrowNew, Rule::Alloc, K::Malloc, -1, 0, -1, nullptr, -1},
@@ -167,6 +171,26 @@ uintptr_t run_site(const Site& site, uintptr_t* a) {
         if (r != 0 || site.twin == 0) return r;
       }
       return call(orig, a);
+    }
+    case Rule::Mmap: {
+      EntryScope scope;
+      const uintptr_t r = call(orig, a);
+      if (r != reinterpret_cast<uintptr_t>(MAP_FAILED)) record(K::Mmap, reinterpret_cast<void*>(r), a[1]);
+      return r;
+    }
+    case Rule::Munmap: {
+      EntryScope scope;
+      if (a[1] != 0 && (a[0] & 4095u) == 0) record(K::Munmap, reinterpret_cast<void*>(a[0]), a[1]);
+      return call(orig, a);
+    }
+    case Rule::Sbrk: {
+      EntryScope scope;
+      const uintptr_t r = call(orig, a);
+      const auto inc = static_cast<intptr_t>(a[0]);
+      if (r != ~uintptr_t{0} && inc != 0)
+        record(K::Brk, reinterpret_cast<void*>(r + a[0]),
+               inc > 0 ? static_cast<uint64_t>(inc) : static_cast<uint64_t>(-inc));
+      return r;
     }
     case Rule::Free: {
       void* p = reinterpret_cast<void*>(a[s.ptr]);

@@ -27,6 +27,9 @@ enum class Rule : uint8_t {
   Mallocx,        // jemalloc mallocx(size, flags): AlignedAlloc when flags ask an alignment, Calloc for
                   // MALLOCX_ZERO, else Malloc
   Strdup,         // Malloc of strlen(result) + 1
+  Mmap,           // mmap defined by the allocator (gperftools exports its own): Mmap{size: arg 1} unless MAP_FAILED
+  Munmap,         // Munmap{arg 0, size: arg 1}, before the call, unless it must fail (len 0, unaligned)
+  Sbrk,           // Brk{new break, |increment|} unless it fails or does not move the break
 };
 
 struct EntrySpec {

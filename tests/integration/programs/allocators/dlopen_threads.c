@@ -30,8 +30,8 @@ static void logf_(struct Log* log, const char* kind, size_t size, void* p, void*
   const long tid = syscall(SYS_gettid);
   char oldbuf[32] = "-";
   if (old) snprintf(oldbuf, sizeof oldbuf, "%llu", (unsigned long long)(uintptr_t)old);
-  log->len += (size_t)snprintf(log->text + log->len, sizeof log->text - log->len, "ev %ld %s %zu %llu %s\n", tid,
-                               kind, size, (unsigned long long)(uintptr_t)p, oldbuf);
+  log->len += (size_t)snprintf(log->text + log->len, sizeof log->text - log->len, "ev %ld %s %zu %llu %s\n", tid, kind,
+                               size, (unsigned long long)(uintptr_t)p, oldbuf);
 }
 
 static void* worker(void* arg) {

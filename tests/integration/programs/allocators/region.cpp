@@ -3,13 +3,12 @@
 // marker mappings (7 and 9 pages) it makes a known list of calls and prints, for each, the one event it
 // must make: "ev KIND SIZE ADDR OLD" (OLD is - when the event has none), frees before the call, allocations
 // after. A large block makes the allocator map memory of its own inside the region: none of that may show.
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-#include <malloc.h>
 
 #include <new>
 
