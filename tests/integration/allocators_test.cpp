@@ -52,20 +52,20 @@ int shell(const std::string& cmd) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-struct Run {
+struct RecordRun {
   int exit_code = -1;
   std::string out, err;
   std::vector<Ev> events;  // in artifact order
 };
 
-Run record(const std::vector<std::string>& command, const std::string& prefix = "") {
+RecordRun record(const std::vector<std::string>& command, const std::string& prefix = "") {
   const auto* info = testing::UnitTest::GetInstance()->current_test_info();
   const fs::path dir = fs::path(testing::TempDir()) / (std::string("memtrack_alloc_") + info->name());
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string cmd = "cd '" + dir.string() + "' && " + prefix + "'" + kMemtrack + "' record -o a.msgpack --";
   for (const std::string& a : command) cmd += " '" + a + "'";
-  Run run;
+  RecordRun run;
   run.exit_code = shell(cmd + " > out.txt 2> err.txt");
   run.out = slurp(dir / "out.txt");
   run.err = slurp(dir / "err.txt");
@@ -119,7 +119,7 @@ Account parse(const std::string& out, bool with_tid) {
 }
 
 // The artifact's events strictly between the two marker mappings.
-std::vector<Ev> region(const Run& run, const Account& a) {
+std::vector<Ev> region(const RecordRun& run, const Account& a) {
   std::vector<Ev> r;
   bool in = false;
   for (const Ev& e : run.events) {
@@ -142,7 +142,7 @@ void expect_same(const std::vector<Ev>& got, const std::vector<Ev>& want) {
 }
 
 void check_region(const std::string& program) {
-  const Run run = record({kDir + "/" + program});
+  const RecordRun run = record({kDir + "/" + program});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.err.find("cannot hook"), std::string::npos) << run.err;
   const Account a = parse(run.out, false);
@@ -159,7 +159,7 @@ TEST(Allocators, TcmallocDynamic) { check_region("region_tcmalloc"); }
 TEST(Allocators, TcmallocStatic) { check_region("region_tcmalloc_static"); }
 
 void check_dlopen(int threads) {
-  const Run run = record({kDir + "/dlopen_threads", MEMTRACK_MIMALLOC_SO, std::to_string(threads)});
+  const RecordRun run = record({kDir + "/dlopen_threads", MEMTRACK_MIMALLOC_SO, std::to_string(threads)});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.err.find("cannot hook"), std::string::npos) << run.err;
   const Account a = parse(run.out, true);
@@ -178,5 +178,30 @@ void check_dlopen(int threads) {
 
 TEST(Allocators, DlopenedAllocatorThroughDlsymOneThread) { check_dlopen(1); }
 TEST(Allocators, DlopenedAllocatorThroughDlsymFourThreads) { check_dlopen(4); }
+
+}  // namespace
+
+namespace {
+
+// A statically linked executable: nothing of it can be recorded, and the summary says so, naming the
+// process; record still exits with the program's status (3).
+TEST(Allocators, StaticExecutableRunDirectlyIsNamedInTheSummary) {
+  const RecordRun run = record({kDir + "/static_exe"});
+  EXPECT_EQ(run.exit_code, 3) << run.err;
+  const std::string line = "(" + kDir + "/static_exe) ran untracked: statically linked (no PT_INTERP)";
+  EXPECT_NE(run.err.find(line), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("memtrack record: pid "), std::string::npos) << run.err;
+}
+
+TEST(Allocators, StaticExecutableRunByATrackedShellIsNamedInTheSummary) {
+  const RecordRun run = record({"/bin/sh", "-c", kDir + "/static_exe; echo status $?"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("status 3"), std::string::npos) << run.out;
+  const std::string line = "(" + kDir + "/static_exe) ran untracked: statically linked (no PT_INTERP)";
+  const auto pos = run.err.find(line);
+  EXPECT_NE(pos, std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find(line, pos + 1), std::string::npos) << "one line per process: " << run.err;
+  EXPECT_EQ(run.err.find("(/bin/sh) ran untracked"), std::string::npos) << run.err;
+}
 
 }  // namespace

@@ -146,6 +146,7 @@ int run_record(int argc, char** argv) {
       std::fprintf(stderr, ", %llu ring slots skipped (their threads died before filling them)",
                    static_cast<unsigned long long>(r.abandoned_slots));
     std::fputc('\n', stderr);
+    for (const std::string& line : r.untracked) std::fprintf(stderr, "memtrack record: %s\n", line.c_str());
     if (python_note) {
       std::fprintf(stderr,
                    "memtrack record: note: %s looks like CPython, whose pymalloc serves small objects without "

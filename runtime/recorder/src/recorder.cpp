@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include "memtrack/analysis/live_heap.h"
 #include "memtrack/pipeline/sink.h"
 #include "memtrack/pipeline/stream_encoder.h"
+#include "memtrack/runtime/static_image.h"
 #include "output_file.h"
 #include "processes.h"
 #include "recorder_internal.h"
@@ -74,7 +77,50 @@ void forward_signal(int sig) {
   if (g_child_pid > 0) ::kill(g_child_pid, sig);
 }
 
-std::vector<std::string> child_environment(const std::string& preload, const std::string& ring_path) {
+// The file posix_spawnp will run: CMD itself when it names a path, else the first executable match in PATH.
+std::string find_in_path(const std::string& cmd) {
+  if (cmd.find('/') != std::string::npos) return cmd;
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path != nullptr ? path : "/usr/bin:/bin";
+  for (;;) {
+    const std::size_t colon = rest.find(':');
+    const std::string dir(rest.substr(0, colon));
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + cmd;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) return {};
+    rest.remove_prefix(colon + 1);
+  }
+}
+
+std::string untracked_line(pid_t pid, const std::string& image) {
+  return "pid " + std::to_string(pid) + " (" + image + ") ran untracked: " + kStaticImageReason;
+}
+
+// Lines "PID\tPATH\tREASON\n" appended by the preload (ring.h, kEnvUntracked).
+void read_untracked_notes(int fd, std::vector<std::string>& out) {
+  std::string text;
+  char buf[4096];
+  for (off_t off = 0;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, off);
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    off += n;
+  }
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    const std::size_t t1 = line.find('\t'), t2 = line.find('\t', t1 == std::string::npos ? t1 : t1 + 1);
+    if (t1 == std::string::npos || t2 == std::string::npos) continue;
+    out.push_back("pid " + line.substr(0, t1) + " (" + line.substr(t1 + 1, t2 - t1 - 1) +
+                  ") ran untracked: " + line.substr(t2 + 1));
+  }
+}
+
+std::vector<std::string> child_environment(const std::string& preload, const std::string& ring_path,
+                                           const std::string& untracked_path) {
   std::vector<std::string> env;
   std::string ld_preload = "LD_PRELOAD=" + preload;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -83,11 +129,12 @@ std::vector<std::string> child_environment(const std::string& preload, const std
       if (v.size() > 11) ld_preload += ":" + std::string(v.substr(11));
       continue;
     }
-    if (v.starts_with(std::string(kEnvRing) + "=")) continue;
+    if (v.starts_with(std::string(kEnvRing) + "=") || v.starts_with(std::string(kEnvUntracked) + "=")) continue;
     env.emplace_back(v);
   }
   env.push_back(ld_preload);
   env.push_back(std::string(kEnvRing) + "=" + ring_path);
+  env.push_back(std::string(kEnvUntracked) + "=" + untracked_path);
   return env;
 }
 
@@ -183,7 +230,13 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   if (!internal.discard || !options.output.empty()) out.emplace(options.output);
   int fd = out ? out->fd() : -1;
 
-  std::vector<std::string> env = child_environment(options.preload_path, ring.path());
+  // The notes of untracked processes: a memfd the preload appends to through /proc (like the ring).
+  const int notes_fd = static_cast<int>(::syscall(SYS_memfd_create, "memtrack-untracked", MFD_CLOEXEC));
+  if (notes_fd < 0) throw sys_error("memfd_create");
+  const std::string notes_path = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(notes_fd);
+  std::vector<std::string> env = child_environment(options.preload_path, ring.path(), notes_path);
+  const std::string cmd_image = find_in_path(options.command[0]);
+  const bool cmd_static = !cmd_image.empty() && is_static_executable(cmd_image.c_str());
   std::vector<std::string> argv_strings = options.command;
   std::vector<char*> envp = c_strings(env);
   std::vector<char*> argv = c_strings(argv_strings);
@@ -204,6 +257,7 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   g_child_pid = child;
 
   RecordResult result;
+  if (cmd_static) result.untracked.push_back(untracked_line(child, cmd_image));
   result.output_path = options.output.empty() ? std::to_string(child) + ".MemtrackArtifact.msgpack" : options.output;
   if (out && options.output.empty()) out->name_default(result.output_path);
 
@@ -247,6 +301,8 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   result.abandoned_slots = reader.abandoned();
   result.peak_heap_bytes = heap.total_peak_bytes();
   result.processes = processes.count();
+  read_untracked_notes(notes_fd, result.untracked);
+  ::close(notes_fd);
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
   return result;
 }

@@ -45,6 +45,9 @@ inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
 
 // Environment variables the recorder sets for the tracked program (and which survive exec).
 inline constexpr const char* kEnvRing = "MEMTRACK_RING";  // a path the preload opens: /proc/<pid>/fd/<n>
+// Where a tracked process notes a process the preload cannot enter (one "PID\tPATH\tREASON\n" line each):
+// /proc/<recorder pid>/fd/<n>, a memfd the recorder reads when everything has exited.
+inline constexpr const char* kEnvUntracked = "MEMTRACK_UNTRACKED";
 
 // RingEvent::kind. The values are the artifact's kinds (codec::EventKind) on purpose, so the recorder's
 // conversion is a copy, but they belong to this ABI: ring_reader.cpp checks they still agree.

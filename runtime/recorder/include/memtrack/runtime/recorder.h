@@ -43,6 +43,10 @@ struct RecordResult {
   std::uint64_t processes = 0;        // distinct pids in the recorded events
   std::uint64_t abandoned_slots = 0;  // tickets whose thread died (killed, or replaced by exec) unfilled
   codec::Status status;               // artifact write failures
+  // Processes that ran untracked, one line each naming the pid, the image and why (a statically linked
+  // executable, which LD_PRELOAD never enters): CMD itself, checked before it starts, and any image a
+  // tracked process executes (the preload checks it at exec).
+  std::vector<std::string> untracked;
 };
 
 // The command could not be started. exit_status is what shells, env and timeout exit with then: 127 when
