@@ -9,6 +9,8 @@ packages=(
   # phase two: the unwinder's fallback, symbols, the report's browser test
   libunwind-dev libdw-dev libelf-dev binutils zlib1g-dev
   chromium fonts-dejavu-core
+  # allocators beyond glibc: the preload's instruction decoder, and the allocators the tests build against
+  libzydis-dev libjemalloc-dev libgoogle-perftools-dev
 )
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi

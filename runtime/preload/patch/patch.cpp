@@ -179,6 +179,10 @@ const char* check_branches(const ZydisDecoder& dec, uintptr_t entry, size_t size
 }  // namespace
 
 const char* patch_entry(uintptr_t entry, size_t size, uintptr_t hook, uintptr_t* original) {
+#if !defined(__x86_64__)
+  (void)entry, (void)size, (void)hook, (void)original;
+  return "entry patching is implemented for x86-64 only";
+#endif
   if (size < kJumpBytes) return size == 0 ? "its size is unknown" : "it is shorter than 5 bytes";
   if ((entry & 7) + kJumpBytes > 8) return "its first 5 bytes straddle an 8-byte word (no atomic patch)";
   while (g_lock.test_and_set(std::memory_order_acquire)) sched_yield();
