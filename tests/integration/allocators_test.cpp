@@ -205,3 +205,20 @@ TEST(Allocators, StaticExecutableRunByATrackedShellIsNamedInTheSummary) {
 }
 
 }  // namespace
+
+namespace {
+
+// Fail closed: an entry the patcher cannot hook safely is reported, one line naming it, its file and the
+// reason, and left untouched (the call still works).
+TEST(Allocators, AnUnsafeEntryIsRefusedAndReported) {
+  const RecordRun run = record({kDir + "/dlopen_unsafe", kDir + "/libunsafe_entry.so"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("result (nil)"), std::string::npos) << run.out;
+  EXPECT_NE(run.err.find("memtrack: cannot hook mi_malloc in " + kDir +
+                         "/libunsafe_entry.so: a branch of the function lands in its first bytes; its calls are not "
+                         "recorded"),
+            std::string::npos)
+      << run.err;
+}
+
+}  // namespace
