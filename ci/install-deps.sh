@@ -11,6 +11,8 @@ packages=(
   chromium fonts-dejavu-core
   # memtrack export --format pprof: protobuf, and Debian's profile.proto (a copy is checked in too)
   protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev
+  # allocators beyond glibc: the preload's instruction decoder, and the allocators the tests build against
+  libzydis-dev libjemalloc-dev libgoogle-perftools-dev
 )
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
