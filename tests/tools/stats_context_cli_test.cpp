@@ -1,6 +1,7 @@
 // `memtrack stats` on artifacts written by the pipeline with a context section: the lifecycle records reach
 // the accounting through both readers (the frame index, which lists the context frames too, and the
-// sequential one), and `decode --frames` counts data frames only.
+// sequential one, for a file and for a pipe alike: one pass reads both), and `decode --frames` counts data
+// frames only.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -80,6 +81,37 @@ TEST(StatsContext, DecodeFramesCountsDataFramesOnly) {
   const RunResult outside = run(memtrack_bin() + " decode " + file + " --frames 3:4");
   EXPECT_EQ(outside.status, 2);
   EXPECT_NE(outside.err.find("is outside the 3 frames of the index"), std::string::npos) << outside.err;
+}
+
+// Without the "indexed" key: a file with an index is read through it, a pipe sequentially; everything else
+// must be the same bytes.
+std::string without_indexed(std::string json) {
+  for (const char* v : {"\"indexed\":true", "\"indexed\":false"})
+    if (const std::size_t at = json.find(v); at != std::string::npos) json.erase(at, std::string(v).size());
+  return json;
+}
+
+// `stats -` from a pipe read the events only (the context frames were read from the file beforehand, which
+// a pipe cannot do): 30 sequential children gave a 30 MiB peak there. One pass now reads both.
+TEST(StatsContext, TheSameArtifactThroughAFileAndAPipeGivesTheSameJson) {
+  for (const bool with_index : {true, false}) {
+    const std::string file = write_sequential_children(with_index ? "pipe.idx.mt" : "pipe.seq.mt", 30, with_index);
+    const RunResult from_file = run(memtrack_bin() + " stats --json " + file);
+    const RunResult from_pipe = run("cat " + file + " | " + memtrack_bin() + " stats --json -");
+    const RunResult from_stdin = run(memtrack_bin() + " stats --json - < " + file);
+    ASSERT_EQ(from_file.status, 0) << from_file.err;
+    ASSERT_EQ(from_pipe.status, 0) << from_pipe.err;
+    ASSERT_EQ(from_stdin.status, 0) << from_stdin.err;
+    EXPECT_EQ(json_value(from_pipe.out, "peak_live_bytes"), std::to_string(kMiB)) << from_pipe.out;
+    EXPECT_EQ(json_value(from_pipe.out, "context"), "true") << from_pipe.out;
+    EXPECT_EQ(json_value(from_pipe.out, "indexed"), "false") << from_pipe.out;
+    if (with_index) {
+      EXPECT_EQ(without_indexed(from_pipe.out), without_indexed(from_file.out));
+    } else {
+      EXPECT_EQ(from_pipe.out, from_file.out);
+    }
+    EXPECT_EQ(from_stdin.out, from_file.out);
+  }
 }
 
 }  // namespace
