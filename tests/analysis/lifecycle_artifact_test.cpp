@@ -262,6 +262,27 @@ TEST(LifecycleArtifact, StreamIndexedAndInMemoryReadersGiveTheLifecycleNumbers) 
   }
 }
 
+// Cut at every byte: the stream reader never reads past the cut, reports an error naming a frame for every
+// cut inside a frame, and delivers only events of whole data frames (a prefix of the trace).
+TEST(LifecycleArtifact, StreamReaderCutAtEveryByteDeliversAPrefixAndOneError) {
+  const Trace t = sequential_children();
+  const Built b = build(t, 16);
+  std::vector<std::size_t> ends;
+  for (const auto& boundary : b.boundaries) ends.push_back(boundary.offset);
+  for (std::size_t n = 1; n < b.bytes.size(); ++n) {
+    const std::vector<std::byte> cut(b.bytes.begin(), b.bytes.begin() + static_cast<std::ptrdiff_t>(n));
+    codec::MemorySource source(cut);
+    const Stats s = compute_stats(source, "cut");
+    const bool at_boundary = std::find(ends.begin(), ends.end(), n) != ends.end();
+    EXPECT_EQ(s.status.is_ok(), at_boundary) << n << ": " << s.status.message();
+    if (!s.status.is_ok()) {
+      EXPECT_EQ(s.status.message().rfind("cut: ", 0), 0u) << s.status.message();
+    }
+    EXPECT_EQ(s.counts.events % 16 == 0 || s.counts.events == t.events.size(), true) << n;
+    EXPECT_LE(s.file.compressed_bytes, n);
+  }
+}
+
 TEST(LifecycleArtifact, TodaysSequentialReaderReadsEveryEventAndSeesTheIndex) {
   const Trace t = sequential_children();
   const Built b = build(t, 7);
