@@ -209,6 +209,11 @@ def ms(ns):
     return f"{ns / 1e6:.2f} ms"
 
 
+def short(ns):
+    """ms, or ns below 0.1 ms (a capture takes nanoseconds)."""
+    return ms(ns) if ns >= 1e5 else f"{ns:.0f} ns"
+
+
 def x(v):
     return f"{v:.2f}x"
 
@@ -327,6 +332,16 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
         w("though the interleaved rounds spread them over both sides of each ratio. Re-run on a quiet machine.")
     else:
         w(f"The machine was quiet at the start of the run (load {load_start:.2f} on {nproc} cores).")
+        if load_max >= nproc + 1:
+            # The suite alone keeps the load near the core count; well above it, others joined in.
+            first = next(i for i, v in enumerate(loads) if v >= nproc + 1)
+            w(f"**It did not stay quiet**: the load passed {nproc + 1} about {first * 5} s into the run and reached "
+              f"{load_max:.2f} (load.txt in the results directory has every sample, 5 s apart). The suite runs "
+              "more threads than cores at times (the pipeline rows' encoders; a recording's program, recorder and "
+              "encoders), so part of that is the suite itself, and part other processes"
+              + (" (their CPU is in the table above)" if others else "") + ": the rows measured from then on, the "
+              "wall-clock ones especially, may include their work. Compare ratios within one table (the rounds of "
+              "each are interleaved), and re-run before trusting a goal.")
     w("")
     w("```sh")
     w("cmake --preset release && cmake --build --preset release -j2")
@@ -339,6 +354,9 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
         w(c)
     w("```")
     w("")
+    if meta.get("note"):  # written into meta.txt by hand when a run needed finishing (say what and why)
+        w(f"**Note on this run**: {meta['note']}")
+        w("")
     if meta.get("record_skipped"):
         w(f"The recording benchmarks were skipped: {meta['record_skipped']}.")
         w("")
@@ -735,8 +753,8 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
                           xr(m["addr2line_s"], m["memtrack_s"]),
                           f"DWARF {m['dwarf']}, .symtab {m['symtab']}, .dynsym {m['dynsym']}, none {m['none']}",
                           f"{m['frames']:,} ({m['inlined']:,} inlined)"])
-        w(table(["module", "addresses", "memtrack", "open / lookups", "addresses/s", "addr2line", "addr2line / memtrack",
-                 "named from", "frames"], srows))
+        w(table(["module", "addresses", "memtrack", "open / lookups", "addresses/s", "addr2line",
+                 "addr2line / memtrack", "named from", "frames"], srows))
         w("")
 
     # ----------------------------------------------------------------------------------------------- reports
@@ -827,7 +845,7 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
 
     for name in sorted(b, key=order):
         r = b[name]
-        all_rows.append([f"`{name}`", ms(r.real_ns), ms(r.cpu_ns), len(r.runs),
+        all_rows.append([f"`{name}`", short(r.real_ns), short(r.cpu_ns), len(r.runs),
                          mib(r.heap) if r.heap is not None else ""])
     w(table(["benchmark", "wall", "CPU", "repetitions", "peak heap"], all_rows))
     w("")

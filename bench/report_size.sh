@@ -43,7 +43,8 @@ timed() {
     { echo "report_size.sh: $* failed:" >&2; cat "$dir/$name.err" >&2; exit 1; }
 }
 
-printf 'variant\tevents\tartifact_bytes\tpage_bytes\treport_wall_s\treport_user_s\treport_max_rss_kib\tstats_wall_s\tstats_user_s\n'
+printf 'variant\tevents\tartifact_bytes\tpage_bytes\treport_wall_s\treport_user_s\treport_max_rss_kib\t'
+printf 'stats_wall_s\tstats_user_s\n'
 if [[ -n $tsv ]]; then : > "$tsv"; fi
 for variant in events stacks; do
   for n in "${sizes[@]}"; do

@@ -23,7 +23,7 @@
 #              the rows that are missing instead of writing the document
 #
 # The full run (`bench/run_suite.sh --with-record --build build/release`, the command docs/PERFORMANCE.md
-# names) takes about eight minutes on 2 cores. Run it on a quiet machine: the document records the load
+# names) takes about seven minutes on 2 cores. Run it on a quiet machine: the document records the load
 # average sampled during the run, so a contended run is visible as such.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -157,7 +157,8 @@ kill $sampler 2> /dev/null || true
 # `times`' second line: user and system time of the children, as "1m2.345s 0m0.678s" (into a file: in a
 # pipe it would run in a subshell, which has no children).
 times > "$out/times.txt"
-own_cpu=$(tail -n1 "$out/times.txt" | awk '{ s = 0; for (i = 1; i <= 2; ++i) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } print s }')
+own_cpu=$(tail -n1 "$out/times.txt" |
+  awk '{ s = 0; for (i = 1; i <= 2; ++i) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } print s }')
 
 # What the renderer cannot read from the benchmark JSON.
 {
