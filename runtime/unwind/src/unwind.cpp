@@ -7,6 +7,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 
@@ -263,9 +264,12 @@ namespace {
 // read. A new capture unwinds fresh frames until one has the same (ip, sp, rbp) as a recorded frame; if
 // every value the recorded steps read from there outwards is still in memory (each return address at
 // its slot, each saved rbp at its slot), the rest of the stack is the recorded one: unwinding is a
-// function of (ip, sp, rbp), the rules (same generation) and those values. The check is one load and
-// compare per frame with no dependency between frames, where an unwind step is a chain of dependent
-// loads; in a loop that allocates from the same place it is the whole capture.
+// function of (ip, sp, rbp), the rules (same generation) and those values. A frame's rbp is part of that
+// only when it is live: some step from there outwards computes a CFA or an rbp slot from it before an
+// outer step reloads rbp from the stack. Where it is dead it is not compared: a hook that holds a changing
+// value in rbp (the preload's malloc keeps its result there) still meets the record at its own frame.
+// The check is one load and compare per frame with no dependency between frames, where an unwind step is
+// a chain of dependent loads; in a loop that allocates from the same place it is the whole capture.
 constexpr std::size_t kRecordFrames = 128;
 constexpr std::size_t kNoJunction = ~std::size_t{0};
 // Arrays rather than an array of frames: the reuse path copies ip[] to the output and compares strided
@@ -274,8 +278,39 @@ struct Frames {
   std::uintptr_t ip[kRecordFrames];
   std::uintptr_t sp[kRecordFrames];
   std::uintptr_t rbp[kRecordFrames];
-  std::uintptr_t rbp_slot[kRecordFrames];  // where the step to the caller read its rbp; 0: rbp unchanged
+  // Where the step to the caller read the caller's rbp, when that rbp is live (its value is checked); 0:
+  // rbp unchanged, or read but dead.
+  std::uintptr_t rbp_slot[kRecordFrames];
+  // ~0 where the frame's rbp is live (compared at a junction), 0 where it is dead. While a capture runs,
+  // fresh frames hold kRbpPassed instead when their step left rbp unchanged (live iff the caller's is).
+  std::uintptr_t rbp_live[kRecordFrames];
 };
+constexpr std::uintptr_t kRbpLive = ~std::uintptr_t{0}, kRbpDead = 0, kRbpPassed = 1;
+
+// A compact step's use of the frame's rbp, by the packed rule's kind and rbp rule (its low 5 bits): live
+// when the CFA or the rbp slot is computed from it, passed on when the caller's rbp is this one, dead when
+// the caller's is loaded from a slot found from rsp.
+constexpr auto kRbpUse = [] {
+  std::array<std::uintptr_t, 32> use{};
+  for (unsigned i = 0; i < 32; ++i) {
+    const auto kind = static_cast<RuleKind>(i & 7);
+    const auto rbp = static_cast<RbpRule>(i >> 3);
+    use[i] = kind == RuleKind::kCfaRbp || rbp == RbpRule::kAtRbp ? kRbpLive
+             : rbp == RbpRule::kSame                             ? kRbpPassed
+                                                                 : kRbpDead;
+  }
+  return use;
+}();
+
+// Once the liveness of their caller's rbp is known (`caller`, the frame after them): resolves the
+// kRbpPassed entries of fresh frames [0, n) and drops the rbp slots whose loaded value is dead.
+inline void resolve_rbp_live(Frames& fresh, std::size_t n, std::uintptr_t caller) {
+  for (std::size_t k = n; k-- > 0;) {
+    if (caller == kRbpDead) fresh.rbp_slot[k] = 0;
+    if (fresh.rbp_live[k] == kRbpPassed) fresh.rbp_live[k] = caller;
+    caller = fresh.rbp_live[k];
+  }
+}
 struct ThreadRecord {
   std::uint32_t count;       // frames in `frames`; 0: none
   std::uint32_t generation;  // the rule generation they were unwound in
@@ -342,7 +377,7 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
       while (p < rec.count && frames.sp[p] < sp) ++p;
       if (p == rec.count) {
         p = kNoJunction;
-      } else if (frames.sp[p] == sp && frames.ip[p] == ip && frames.rbp[p] == rbp) {
+      } else if (frames.sp[p] == sp && frames.ip[p] == ip && ((frames.rbp[p] ^ rbp) & frames.rbp_live[p]) == 0) {
         if (holds_from == kNoJunction) holds_from = record_holds_from(frames, rec.count);
         if (p >= holds_from) {
           if (outputting) {
@@ -357,15 +392,19 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
           }
           const std::size_t tail = rec.count - p;
           if (recordable && nf + tail <= kRecordFrames) {
+            // The junction's recorded rbp stays where it is dead: it is never compared or checked.
+            if (nf != 0) resolve_rbp_live(fresh, nf, frames.rbp_live[p]);
             if (nf != p) {
-              for (std::uintptr_t* a : {frames.ip, frames.sp, frames.rbp, frames.rbp_slot})
+              for (std::uintptr_t* a : {frames.ip, frames.sp, frames.rbp, frames.rbp_slot, frames.rbp_live})
                 std::memmove(a + nf, a + p, tail * sizeof(std::uintptr_t));
             }
-            if (nf != 0) {
-              std::memcpy(frames.ip, fresh.ip, nf * sizeof(std::uintptr_t));
-              std::memcpy(frames.sp, fresh.sp, nf * sizeof(std::uintptr_t));
-              std::memcpy(frames.rbp, fresh.rbp, nf * sizeof(std::uintptr_t));
-              std::memcpy(frames.rbp_slot, fresh.rbp_slot, nf * sizeof(std::uintptr_t));
+            // Usually a few frames: one loop rather than five memcpy calls.
+            for (std::size_t k = 0; k < nf; ++k) {
+              frames.ip[k] = fresh.ip[k];
+              frames.sp[k] = fresh.sp[k];
+              frames.rbp[k] = fresh.rbp[k];
+              frames.rbp_slot[k] = fresh.rbp_slot[k];
+              frames.rbp_live[k] = fresh.rbp_live[k];
             }
             rec.count = static_cast<std::uint32_t>(nf + tail);
           }
@@ -407,7 +446,7 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
       cfa = rbp + static_cast<std::intptr_t>(packed_cfa_offset(bits));
     } else {
       if (kind == RuleKind::kEnd || kind == RuleKind::kNoInfo) {
-        if (recordable) ++nf;
+        if (recordable) fresh.rbp_live[nf++] = kRbpDead;  // the last step read nothing
         complete = true;
         break;
       }
@@ -438,13 +477,17 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
     else if (rbp_rule == RbpRule::kAtRbp)
       rbp_slot = rbp + static_cast<std::intptr_t>(packed_rbp_offset(bits));
     if (rbp_slot != 0) rbp = load(rbp_slot);
-    if (recordable) fresh.rbp_slot[nf++] = rbp_slot;
+    if (recordable) {
+      fresh.rbp_slot[nf] = rbp_slot;
+      fresh.rbp_live[nf++] = kRbpUse[bits & 31];
+    }
     ip = load(cfa - 8);
     sp = cfa;
     exact = 0;
   }
   if (recordable && complete) {
-    rec.current ^= 1;  // the capture becomes the record
+    resolve_rbp_live(fresh, nf, kRbpDead);  // the outermost frame's entries are already final
+    rec.current ^= 1;                       // the capture becomes the record
     rec.count = static_cast<std::uint32_t>(nf);
     rec.generation = generation;
   }
