@@ -304,17 +304,22 @@ constexpr auto kRbpUse = [] {
 
 // Once the liveness of their caller's rbp is known (`caller`, the frame after them): resolves the
 // kRbpPassed entries of fresh frames [0, n) and drops the rbp slots whose loaded value is dead.
-inline void resolve_rbp_live(Frames& fresh, std::size_t n, std::uintptr_t caller) {
+// Returns whether any of those rbp slots is left.
+inline bool resolve_rbp_live(Frames& fresh, std::size_t n, std::uintptr_t caller) {
+  std::uintptr_t slots = 0;
   for (std::size_t k = n; k-- > 0;) {
     if (caller == kRbpDead) fresh.rbp_slot[k] = 0;
+    slots |= fresh.rbp_slot[k];
     if (fresh.rbp_live[k] == kRbpPassed) fresh.rbp_live[k] = caller;
     caller = fresh.rbp_live[k];
   }
+  return slots != 0;
 }
 struct ThreadRecord {
   std::uint32_t count;       // frames in `frames`; 0: none
   std::uint32_t generation;  // the rule generation they were unwound in
   bool busy;                 // a capture is running on this thread (a signal handler's then ignores the record)
+  bool rbp_checks;           // some frame's rbp_slot is not 0 (or may not be: a superset is harmless)
   std::uint32_t current;     // buffers[current] is the record, the other one the capture in progress
   Frames buffers[2];
 };
@@ -328,8 +333,21 @@ std::atomic<bool> g_prefix_reuse{true};
 // outwards read (each return address at its slot, each saved rbp at its slot) are still in memory. A
 // junction at frame p is valid iff p >= the result. Scans from the outermost frame inwards and stops at
 // the first difference, so it costs one load and compare per frame of the part that is reused.
-__attribute__((no_sanitize("address"))) inline std::size_t record_holds_from(const Frames& f, std::size_t count) {
+// A record without rbp checks (no live rbp reloaded: the usual case in code without frame pointers) is
+// first checked four frames at a time with one branch, which halves the instructions per frame.
+__attribute__((no_sanitize("address"))) inline std::size_t record_holds_from(const Frames& f, std::size_t count,
+                                                                             bool rbp_checks) {
   std::size_t from = count - 1;  // the outermost frame's step ended the stack without reading anything
+  if (!rbp_checks) {
+    // Frame k's return address is at sp[k] - 8; checking frames from - 3 .. from moves `from` down by 4.
+    while (from >= 4) {
+      const std::uintptr_t diff = (load(f.sp[from] - 8) ^ f.ip[from]) | (load(f.sp[from - 1] - 8) ^ f.ip[from - 1]) |
+                                  (load(f.sp[from - 2] - 8) ^ f.ip[from - 2]) |
+                                  (load(f.sp[from - 3] - 8) ^ f.ip[from - 3]);
+      if (diff != 0) break;  // the exact loop below finds which one
+      from -= 4;
+    }
+  }
   while (from > 0) {
     const std::size_t q = from - 1;  // the step from frame q to frame q + 1
     if (load(f.sp[q + 1] - 8) != f.ip[q + 1]) break;
@@ -378,7 +396,7 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
       if (p == rec.count) {
         p = kNoJunction;
       } else if (frames.sp[p] == sp && frames.ip[p] == ip && ((frames.rbp[p] ^ rbp) & frames.rbp_live[p]) == 0) {
-        if (holds_from == kNoJunction) holds_from = record_holds_from(frames, rec.count);
+        if (holds_from == kNoJunction) holds_from = record_holds_from(frames, rec.count, rec.rbp_checks);
         if (p >= holds_from) {
           if (outputting) {
             std::size_t from = p;
@@ -393,7 +411,7 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
           const std::size_t tail = rec.count - p;
           if (recordable && nf + tail <= kRecordFrames) {
             // The junction's recorded rbp stays where it is dead: it is never compared or checked.
-            if (nf != 0) resolve_rbp_live(fresh, nf, frames.rbp_live[p]);
+            if (nf != 0 && resolve_rbp_live(fresh, nf, frames.rbp_live[p])) rec.rbp_checks = true;
             if (nf != p) {
               for (std::uintptr_t* a : {frames.ip, frames.sp, frames.rbp, frames.rbp_slot, frames.rbp_live})
                 std::memmove(a + nf, a + p, tail * sizeof(std::uintptr_t));
@@ -486,8 +504,8 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
     exact = 0;
   }
   if (recordable && complete) {
-    resolve_rbp_live(fresh, nf, kRbpDead);  // the outermost frame's entries are already final
-    rec.current ^= 1;                       // the capture becomes the record
+    rec.rbp_checks = resolve_rbp_live(fresh, nf, kRbpDead);  // the outermost frame's entries are already final
+    rec.current ^= 1;                                        // the capture becomes the record
     rec.count = static_cast<std::uint32_t>(nf);
     rec.generation = generation;
   }
