@@ -357,31 +357,32 @@ __attribute__((no_sanitize("address"))) inline std::size_t record_holds_from(con
   return from;
 }
 
-}  // namespace
-}  // namespace memtrack::unwind
-
 // The hot loop. Per fresh frame on a rule hit: a multiply for the slot, the slot's three loads, the return
 // address and possibly the saved rbp. Registers stay in locals (not in a struct whose address escapes) so
 // they stay in machine registers. Not instrumented by ASan: it reads other frames' saved registers, which
 // are not locals but may sit next to their redzones.
-extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_capture_from(
-    std::uintptr_t* out, std::size_t max, unsigned skip, bool* truncated, std::uintptr_t ip, std::uintptr_t sp,
-    std::uintptr_t rbp) {
+// `held`: the caller already set rec.busy for this capture (it checked the record) and `holds_from` is
+// what record_holds_from said of the record then (kNoJunction if not computed).
+__attribute__((noinline, no_sanitize("address"))) std::size_t capture_general(std::uintptr_t* out, std::size_t max,
+                                                                              unsigned skip, bool* truncated,
+                                                                              std::uintptr_t ip, std::uintptr_t sp,
+                                                                              std::uintptr_t rbp, bool held,
+                                                                              std::size_t holds_from) {
   const std::uint32_t generation = g_generation.load(std::memory_order_acquire);
   const bool force_fallback = g_force_fallback.load(std::memory_order_relaxed);
   ThreadRecord& rec = t_record;
-  const bool use_record = !rec.busy && !force_fallback && g_prefix_reuse.load(std::memory_order_relaxed);
-  if (use_record) {
+  const bool use_record = held || (!rec.busy && !force_fallback && g_prefix_reuse.load(std::memory_order_relaxed));
+  if (use_record && !held) {
     rec.busy = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   std::size_t p = use_record && rec.count != 0 && rec.generation == generation ? 0 : kNoJunction;
   Frames& frames = rec.buffers[rec.current & 1];
   Frames& fresh = rec.buffers[(rec.current & 1) ^ 1];
-  std::size_t holds_from = kNoJunction;  // record_holds_from, computed at the first candidate junction
-  bool recordable = use_record;          // every step so far compact and recorded in fresh[0..nf)
-  bool complete = false;                 // the stack ended on a rule saying so (not on a failed check or max)
-  bool outputting = true;                // false once `max` frames are out: unwinding goes on only to record
+  // holds_from: record_holds_from, computed at the first candidate junction unless the caller did.
+  bool recordable = use_record;  // every step so far compact and recorded in fresh[0..nf)
+  bool complete = false;         // the stack ended on a rule saying so (not on a failed check or max)
+  bool outputting = true;        // false once `max` frames are out: unwinding goes on only to record
   std::size_t nf = 0;
   std::uintptr_t exact = 0;  // 1 when ip is an interrupted address rather than a return address
   std::size_t n = 0;
@@ -515,6 +516,42 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
   }
   if (truncated != nullptr) *truncated = more;
   return n;
+}
+
+}  // namespace
+}  // namespace memtrack::unwind
+
+// The steady state of a loop that allocates from one place: the capture's first frame is the record's
+// first frame and the whole record still holds, so the stack is the record. Checked here, in a function
+// small enough to need few registers, before the general loop (which would find the same junction at its
+// first frame, after its own setup).
+extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_capture_from(
+    std::uintptr_t* out, std::size_t max, unsigned skip, bool* truncated, std::uintptr_t ip, std::uintptr_t sp,
+    std::uintptr_t rbp) {
+  ThreadRecord& rec = t_record;
+  if (!rec.busy && rec.count != 0 && !g_force_fallback.load(std::memory_order_relaxed) &&
+      g_prefix_reuse.load(std::memory_order_relaxed)) {
+    // Busy before reading the record: a signal handler's capture then leaves it alone.
+    rec.busy = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    const Frames& frames = rec.buffers[rec.current & 1];
+    const std::size_t count = rec.count;
+    std::size_t holds_from = kNoJunction;
+    if (rec.generation == g_generation.load(std::memory_order_acquire) && frames.sp[0] == sp && frames.ip[0] == ip &&
+        ((frames.rbp[0] ^ rbp) & frames.rbp_live[0]) == 0 &&
+        (holds_from = record_holds_from(frames, count, rec.rbp_checks)) == 0) {
+      const std::size_t from = std::min<std::size_t>(skip, count);
+      const std::size_t n = std::min(count - from, max);
+      std::memcpy(out, &frames.ip[from], n * sizeof(std::uintptr_t));
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      rec.busy = false;
+      if (truncated != nullptr) *truncated = from + n < count;
+      return n;
+    }
+    // The outer frames changed, or the first frame is a new one: the general loop, still holding the record.
+    return capture_general(out, max, skip, truncated, ip, sp, rbp, true, holds_from);
+  }
+  return capture_general(out, max, skip, truncated, ip, sp, rbp, false, kNoJunction);
 }
 
 extern "C" void memtrack_unwind_set_prefix_reuse(bool on) { g_prefix_reuse.store(on, std::memory_order_relaxed); }
