@@ -104,7 +104,7 @@ Fn op(Op o) {
 constinit const std::nothrow_t kNothrow{};
 
 [[noreturn]] void out_of_memory() {
-  write_stderr("memtrack: operator new failed and no C++ runtime follows the preload to throw bad_alloc\n");
+  say("operator new failed and no C++ runtime follows the preload to throw bad_alloc");
   abort();
 }
 

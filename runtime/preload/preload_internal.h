@@ -49,8 +49,24 @@
 
 namespace memtrack::preload {
 
-// No stdio: it allocates and takes locks.
+// No stdio: it allocates and takes locks. The program's stderr: only for the test hooks and as the fallback
+// of diagnostic() below.
 inline void write_stderr(const char* msg) { (void)!syscall(SYS_write, 2, msg, strlen(msg)); }
+
+// A diagnostic of the preload: one line, "memtrack: " and the parts, to the recorder's messages channel
+// (MEMTRACK_MESSAGES, ring.h), which record prints in its summary, deduplicated; never into the program's
+// fds, whose stderr may be checked byte for byte (a compiler's, by autoconf). Only when the channel cannot be
+// opened (not under the recorder, the recorder gone, credentials dropped) does the line go to stderr
+// (docs/RUNTIME.md, "Diagnostics"). Opens, writes once (so lines of processes never interleave) and closes: no
+// fd is left in the program. Raw system calls and a stack buffer: callable from any hook. Lines longer than
+// 1 KiB are cut. process_hooks.cpp.
+void diagnostic(const char* const* parts, size_t count);
+
+template <typename... Parts>
+inline void say(Parts... parts) {
+  const char* p[] = {parts...};
+  diagnostic(p, sizeof...(Parts));
+}
 
 // ---- The entry depth: exactly one event per call ----------------------------------------------------------
 // Allocator entry points call each other: operator new calls malloc (libstdc++), aligned_alloc calls

@@ -20,10 +20,14 @@ extern char** environ;
 namespace memtrack::preload {
 namespace {
 
-// "MEMTRACK_RING=<path>" and "LD_PRELOAD=<this library>", as the recorder (or the parent image) gave them,
-// for the children's environments. Static: set once per image in begin_image, before it records.
+// "MEMTRACK_RING=<path>", "MEMTRACK_MESSAGES=<path>" and "LD_PRELOAD=<this library>", as the recorder (or the
+// parent image) gave them, for the children's environments. Static: set once per image in begin_image, before
+// it records.
 constexpr size_t kEnvBytes = PATH_MAX + 32;
+constexpr size_t kRingPrefix = 14;      // strlen("MEMTRACK_RING=")
+constexpr size_t kMessagesPrefix = 18;  // strlen("MEMTRACK_MESSAGES=")
 constinit char g_env_ring[kEnvBytes];
+constinit char g_env_messages[kEnvBytes];  // empty when the recorder named no messages channel
 constinit char g_env_preload[kEnvBytes];
 // The program's own LD_PRELOAD ("LD_PRELOAD=<the rest>"), when it had entries besides ours.
 constinit char g_env_user_preload[kEnvBytes];
@@ -48,9 +52,11 @@ bool copy_env(char* dst, const char* prefix, const char* value, size_t value_len
 void take_environment() {
   if (environ == nullptr) return;
   const char* ring = nullptr;
+  const char* messages = nullptr;
   const char* preload = nullptr;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (starts_with(*e, "MEMTRACK_RING=")) ring = *e + 14;
+    if (starts_with(*e, "MEMTRACK_RING=")) ring = *e + kRingPrefix;
+    if (starts_with(*e, "MEMTRACK_MESSAGES=")) messages = *e + kMessagesPrefix;
     if (starts_with(*e, "LD_PRELOAD=")) preload = *e + 11;
   }
   if (ring == nullptr || preload == nullptr) return;
@@ -60,12 +66,13 @@ void take_environment() {
   const char* rest = preload + first;
   while (*rest == ':' || *rest == ' ') ++rest;
   if (!copy_env(g_env_ring, "MEMTRACK_RING=", ring, strlen(ring)) ||
-      !copy_env(g_env_preload, "LD_PRELOAD=", preload, first))
+      !copy_env(g_env_preload, "LD_PRELOAD=", preload, first) ||
+      (messages != nullptr && !copy_env(g_env_messages, "MEMTRACK_MESSAGES=", messages, strlen(messages))))
     return;  // too long to keep: leave the environment as it is (children still inherit it)
   const bool user_preload = *rest != '\0' && copy_env(g_env_user_preload, "LD_PRELOAD=", rest, strlen(rest));
   char** out = environ;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (starts_with(*e, "MEMTRACK_RING=")) continue;
+    if (starts_with(*e, "MEMTRACK_RING=") || starts_with(*e, "MEMTRACK_MESSAGES=")) continue;
     if (starts_with(*e, "LD_PRELOAD=")) {
       if (user_preload) *out++ = g_env_user_preload;
       continue;
@@ -98,6 +105,17 @@ void exit_note(int status, void*) {
   if (!recording_now()) return;
   // A vfork child that calls exit() (POSIX allows only _exit) runs this in its parent's memory: not our exit.
   if (static_cast<int>(syscall(SYS_getpid)) != g_pid) return;
+  // libstdc++'s emergency exception pool (72,704 B, allocated when libstdc++ loads) is freed only by
+  // __gnu_cxx::__freeres, which nothing calls at exit: without this call it shows as a leak of every C++
+  // program. heaptrack and valgrind call it too. The lookup runs at depth 1, so what dlsym allocates (its
+  // error state, in a C program) is not recorded; the call runs at depth 0, so the pool's free is.
+  using freeres_fn = void (*)();
+  freeres_fn freeres;
+  {
+    EntryScope scope;
+    freeres = reinterpret_cast<freeres_fn>(dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv"));
+  }
+  if (freeres != nullptr) freeres();
   write_note(RingEventKind::NoteExit, g_pid, static_cast<uint64_t>(static_cast<uint32_t>(status)), nullptr, 0,
              runtime::kRingNoteHasStatus);
   g_state.store(kOff, std::memory_order_release);
@@ -151,11 +169,13 @@ class HookBuffer {
 };
 
 // A child's environment: `envp` (environ if the caller passed that) without our variables, plus
-// MEMTRACK_RING and LD_PRELOAD=<ours>[:<the child's LD_PRELOAD>].
+// MEMTRACK_RING, MEMTRACK_MESSAGES and LD_PRELOAD=<ours>[:<the child's LD_PRELOAD>]. With `add` false, `envp`
+// as it is: an image that cannot reach the ring is not told of it (it would only say so on its stderr).
 class ChildEnv {
  public:
-  explicit ChildEnv(char* const* envp) : envp_(const_cast<char**>(envp)) {
-    if (!g_env_ready || !recording_now()) return;  // not recording: the child is not tracked (and not told)
+  explicit ChildEnv(char* const* envp, bool add = true) : envp_(const_cast<char**>(envp)) {
+    // Not recording: the child is not tracked (and not told).
+    if (!add || !g_env_ready || !recording_now()) return;
     size_t n = 0;
     const char* user_preload = nullptr;
     if (envp != nullptr)
@@ -163,10 +183,10 @@ class ChildEnv {
         if (starts_with(envp[n], "LD_PRELOAD=")) user_preload = envp[n] + 11;
     const size_t ours = strlen(g_env_preload);
     const size_t preload_bytes = ours + (user_preload != nullptr ? 1 + strlen(user_preload) : 0) + 1;
-    void* mem = buffer_.get((n + 3) * sizeof(char*) + preload_bytes);
+    void* mem = buffer_.get((n + 4) * sizeof(char*) + preload_bytes);
     if (mem == nullptr) return;  // the child starts untracked rather than not at all
     char** out = static_cast<char**>(mem);
-    char* preload = reinterpret_cast<char*>(out + n + 3);
+    char* preload = reinterpret_cast<char*>(out + n + 4);
     memcpy(preload, g_env_preload, ours);
     if (user_preload != nullptr && *user_preload != '\0') {
       preload[ours] = ':';
@@ -176,10 +196,13 @@ class ChildEnv {
     }
     char** o = out;
     for (size_t i = 0; i < n; ++i) {
-      if (starts_with(envp[i], "LD_PRELOAD=") || starts_with(envp[i], "MEMTRACK_RING=")) continue;
+      if (starts_with(envp[i], "LD_PRELOAD=") || starts_with(envp[i], "MEMTRACK_RING=") ||
+          starts_with(envp[i], "MEMTRACK_MESSAGES="))
+        continue;
       *o++ = envp[i];
     }
     *o++ = preload;
+    if (g_env_messages[0] != '\0') *o++ = g_env_messages;
     *o++ = g_env_ring;
     *o = nullptr;
     envp_ = out;
@@ -227,16 +250,44 @@ bool find_in_path(const char* file, char* buf, size_t cap) {
   }
 }
 
-// Before an exec (pid = ours) or after a spawn (pid = the child's): if the image cannot be tracked, say so.
-void note_if_untrackable(int32_t pid, int dirfd, const char* path, int at_flags = 0) {
-  if (!g_env_ready || !recording_now()) return;
+// Whether the image this process execs will open the ring: a process that dropped its privileges (setpriv,
+// su, a daemon's setuid) after it attached keeps its mapping, but the new image opens the ring again, as the
+// new user, and fails. The ring is /proc/<recorder>/fd/<n>, which the kernel opens only for a caller whose
+// fsuid/fsgid equal the recorder's ids, or with CAP_SYS_PTRACE. The check is against what holds after the
+// exec: AT_EACCESS checks the effective ids (the fs ids after an exec), and a non-root image loses its
+// capabilities at exec (setpriv keeps them until then, so faccessat alone would pass), so without euid 0 the
+// ids must match the recorder's (those /proc/<recorder> is owned by). Ambient capabilities, kept across
+// exec, are not considered (docs/RUNTIME.md, Limits).
+bool ring_reachable() {
+  if (faccessat(AT_FDCWD, g_env_ring + kRingPrefix, R_OK | W_OK, AT_EACCESS) != 0) return false;
+  const auto euid = static_cast<uid_t>(syscall(SYS_geteuid));
+  if (euid == 0) return true;
+  char dir[32] = "/proc/";
+  size_t n = 6;
+  char digits[16];
+  size_t nd = 0;
+  for (auto pid = static_cast<unsigned>(g_ring->recorder_pid); nd == 0 || pid != 0; pid /= 10)
+    digits[nd++] = static_cast<char>('0' + pid % 10);
+  while (nd != 0) dir[n++] = digits[--nd];
+  dir[n] = '\0';
+  struct stat st;
+  if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, 0) != 0) return true;  // not known: claim nothing
+  return st.st_uid == euid && st.st_gid == static_cast<gid_t>(syscall(SYS_getegid));
+}
+
+// Before an exec (pid = ours; `exec` true) or after a spawn (pid = the child's): if the image cannot be
+// tracked, say so, and return why (0: it can). Before an exec, an image that will not reach the ring is
+// untracked too (no-access), unless it is already for a reason of its own.
+int note_if_untrackable(int32_t pid, int dirfd, const char* path, int at_flags = 0, bool exec = false) {
+  if (!g_env_ready || !recording_now()) return 0;
   // A vfork child (dash runs every command with vfork + execve) shares its parent's memory, pid cache and
   // thread-locals: its note names its own pid, not the cached one. Writing it is safe there: the parent's
   // thread is suspended until the exec, and write_note leaves the thread's ring state as it found it.
   const auto self = static_cast<int32_t>(syscall(SYS_getpid));
   if (self != g_pid && pid == g_pid) pid = self;
-  const int reason = runtime::image_untrackable(dirfd, path, at_flags);
-  if (reason == 0) return;
+  int reason = runtime::image_untrackable(dirfd, path, at_flags);
+  if (reason == 0 && exec && !ring_reachable()) reason = static_cast<int>(runtime::RingUntrackedReason::NoAccess);
+  if (reason == 0) return 0;
   char exe[PATH_MAX];
   size_t len = 0;
   if (at_flags & AT_EMPTY_PATH) {
@@ -249,7 +300,11 @@ void note_if_untrackable(int32_t pid, int dirfd, const char* path, int at_flags 
     memcpy(exe, path, len);
   }
   write_note(RingEventKind::NoteUntracked, pid, static_cast<uint64_t>(reason), exe, len);
+  return reason;
 }
+
+// Whether an exec's child environment gets our variables: not when the new image cannot reach the ring.
+bool tell_child(int reason) { return reason != static_cast<int>(runtime::RingUntrackedReason::NoAccess); }
 
 bool executable(int dirfd, const char* path, int at_flags = 0) {
   return syscall(SYS_faccessat, dirfd, path, X_OK, at_flags & AT_EMPTY_PATH) == 0;
@@ -310,20 +365,59 @@ using system_fn = int (*)(const char*);
 using popen_fn = FILE* (*)(const char*, const char*);
 
 int do_execve(const char* path, char* const* argv, char* const* envp) {
-  if (executable(AT_FDCWD, path)) note_if_untrackable(g_pid, AT_FDCWD, path);
-  ChildEnv env(envp);
+  int reason = 0;
+  if (executable(AT_FDCWD, path)) reason = note_if_untrackable(g_pid, AT_FDCWD, path, 0, true);
+  ChildEnv env(envp, tell_child(reason));
   return real<execve_fn>(kExecve)(path, argv, env.get());
 }
 
 int do_execvpe(const char* file, char* const* argv, char* const* envp) {
   char path[PATH_MAX];
+  int reason = 0;
   if (recording_now() && find_in_path(file, path, sizeof path) && executable(AT_FDCWD, path))
-    note_if_untrackable(g_pid, AT_FDCWD, path);
-  ChildEnv env(envp);
+    reason = note_if_untrackable(g_pid, AT_FDCWD, path, 0, true);
+  ChildEnv env(envp, tell_child(reason));
   return real<execve_fn>(kExecvpe)(file, argv, env.get());
 }
 
+// The messages channel's path: our copy once begin_image took it out of environ, the environment's before
+// (attach() reports before it).
+const char* messages_path() {
+  if (g_env_ready) return g_env_messages[0] != '\0' ? g_env_messages + kMessagesPrefix : nullptr;
+  return getenv(runtime::kEnvMessages);
+}
+
 }  // namespace
+
+void diagnostic(const char* const* parts, size_t count) {
+  char line[1024];
+  // "<pid> " for the recorder, which names the processes of each message; stderr gets the rest.
+  char digits[16];
+  size_t nd = 0;
+  for (auto pid = static_cast<unsigned>(syscall(SYS_getpid)); nd == 0 || pid != 0; pid /= 10)
+    digits[nd++] = static_cast<char>('0' + pid % 10);
+  size_t len = 0;
+  while (nd != 0) line[len++] = digits[--nd];
+  line[len++] = ' ';
+  const size_t text = len;
+  auto append = [&](const char* s) {
+    const size_t n = strnlen(s, sizeof line - 1 - len);
+    memcpy(line + len, s, n);
+    len += n;
+  };
+  append("memtrack: ");
+  for (size_t i = 0; i < count; ++i) append(parts[i]);
+  line[len++] = '\n';
+  if (const char* path = messages_path(); path != nullptr && *path != '\0') {
+    const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CLOEXEC));
+    if (fd >= 0) {
+      const long w = syscall(SYS_write, fd, line, len);
+      syscall(SYS_close, fd);
+      if (w == static_cast<long>(len)) return;
+    }
+  }
+  (void)!syscall(SYS_write, 2, line + text, len - text);
+}
 
 bool begin_image() {
   take_environment();
@@ -401,15 +495,17 @@ MEMTRACK_EXPORT int execle(const char* path, const char* arg, ...) {
 
 MEMTRACK_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
   using namespace memtrack::preload;
-  if (executable(dirfd, path, flags)) note_if_untrackable(g_pid, dirfd, path, flags);
-  ChildEnv env(envp);
+  int reason = 0;
+  if (executable(dirfd, path, flags)) reason = note_if_untrackable(g_pid, dirfd, path, flags, true);
+  ChildEnv env(envp, tell_child(reason));
   return real<execveat_fn>(kExecveat)(dirfd, path, argv, env.get(), flags);
 }
 
 MEMTRACK_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   using namespace memtrack::preload;
-  if (executable(fd, "", AT_EMPTY_PATH)) note_if_untrackable(g_pid, fd, "", AT_EMPTY_PATH);
-  ChildEnv env(envp);
+  int reason = 0;
+  if (executable(fd, "", AT_EMPTY_PATH)) reason = note_if_untrackable(g_pid, fd, "", AT_EMPTY_PATH, true);
+  ChildEnv env(envp, tell_child(reason));
   return real<fexecve_fn>(kFexecve)(fd, argv, env.get());
 }
 

@@ -103,7 +103,7 @@ void attach() {
   const char* path = getenv(runtime::kEnvRing);
   bool quiet = false;  // the recording ended while this process ran (a daemon left running): say nothing
   if (path == nullptr || *path == '\0') {
-    write_stderr("memtrack: MEMTRACK_RING is not set; this process is not recorded (run it under 'memtrack record')\n");
+    say("MEMTRACK_RING is not set; this process is not recorded (run it under 'memtrack record')");
   } else {
     const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC));
     // The recorder's fd is gone with the recorder: an image started by a process left running after the
@@ -135,8 +135,7 @@ void attach() {
       }
     }
     if (fd >= 0) syscall(SYS_close, fd);
-    if (next != kRecording && !quiet)
-      write_stderr("memtrack: cannot attach to the recorder's ring; this process is not recorded\n");
+    if (next != kRecording && !quiet) say("cannot attach to the recorder's ring; this process is not recorded");
   }
   if (next == kRecording) pthread_atfork(nullptr, nullptr, after_fork_in_child);
   g_state.store(next, std::memory_order_release);
@@ -159,7 +158,7 @@ bool recorder_alive(int pid) {
 void detach_dead_recorder() {
   g_ring->detached.store(1, std::memory_order_relaxed);
   g_state.store(kOff, std::memory_order_release);
-  write_stderr("memtrack: the recorder is gone; the program continues untracked\n");
+  say("the recorder is gone; the program continues untracked");
 }
 
 inline void cpu_relax() {

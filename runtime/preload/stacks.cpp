@@ -139,7 +139,7 @@ void stacks_attach() {
   void* map = reinterpret_cast<void*>(
       syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
   if (map == MAP_FAILED) {
-    write_stderr("memtrack: cannot map the stack table; this process is recorded without stacks\n");
+    say("cannot map the stack table; this process is recorded without stacks");
     g_stack_depth = 0;
     return;
   }

@@ -99,6 +99,7 @@ struct Ev {
   int pid = 0;
   std::string type;
   std::uint64_t size = 0;
+  std::uint64_t addr = 0;
 };
 
 struct Recorded {
@@ -124,6 +125,7 @@ std::vector<Ev> read_events(const fs::path& artifact) {
     std::string tid, ts, addr, size;
     ls >> e.pid >> tid >> ts >> addr >> e.type >> size;
     e.size = size == "-" ? 0 : std::stoull(size);
+    e.addr = std::stoull(addr);
     events.push_back(e);
   }
   return events;
@@ -253,7 +255,8 @@ TEST(Lifecycle, ForkChildRecordsStartExecAndExit) {
   const auto* info = std::get_if<RecordingInfo>(&run.context.front());
   ASSERT_NE(info, nullptr) << "the Recording record comes first";
   EXPECT_EQ(info->command, std::vector<std::string>{kPrograms + "/fork_child"});
-  EXPECT_EQ(info->sections, (std::vector<std::string>{"lifecycle", "stacks", "modules", "symbols"}));  // stacks: on by default
+  EXPECT_EQ(info->sections,
+            (std::vector<std::string>{"lifecycle", "stacks", "modules", "symbols"}));  // stacks: on by default
   EXPECT_EQ(info->pid, run.recorder);
   EXPECT_FALSE(info->memtrack_version.empty());
 
@@ -523,6 +526,89 @@ TEST(Lifecycle, SetuidChildIsReportedUntracked) {
   const Recorded run = record({kLifecycle, "spawn", path}, dir);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   expect_untracked_child(run, path, "setuid");
+}
+
+// The preload's diagnostics go to the recorder, never into the program's fds (docs/RUNTIME.md,
+// "Diagnostics"). A program whose executable defines operator new without its nothrow twin (as gcc's cc1
+// does) gets a note, but its stderr is byte for byte what it is natively, even with -q; the summary names
+// the entry, precisely (its calls reach malloc, recorded), once.
+TEST(Lifecycle, PreloadNotesGoToTheSummaryNotTheProgramsStderr) {
+  const fs::path dir = scratch_dir();
+  const std::string prog = kPrograms + "/new_only";
+  const auto redirected = [&](const std::string& name) {
+    return std::vector<std::string>{"/bin/sh", "-c", prog + " 2>'" + (dir / name).string() + "'"};
+  };
+  const pid_t native = start(dir, "native", redirected("native.prog.err"), environment());
+  ASSERT_EQ(wait_code(native), 0);
+  const std::string want = slurp(dir / "native.prog.err");
+  ASSERT_EQ(want, "new_only: a line of the program's own\n");
+
+  std::vector<std::string> quiet = record_argv(dir, redirected("quiet.prog.err"));
+  quiet.insert(quiet.begin() + 2, "-q");
+  const pid_t q = start(dir, "quiet", quiet, record_env(dir));
+  ASSERT_EQ(wait_code(q), 0) << slurp(dir / "quiet.err");
+  EXPECT_EQ(slurp(dir / "quiet.prog.err"), want);
+  EXPECT_EQ(slurp(dir / "quiet.err"), "") << "-q: nothing at all from memtrack";
+
+  const Recorded run = record(redirected("prog.err"), dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(slurp(dir / "prog.err"), want);
+  int pid = 0;
+  for (const Ev& e : run.events)
+    if (e.type == "Malloc" && e.size == 1000231) pid = e.pid;
+  ASSERT_NE(pid, 0) << "the malloc its operator new calls is recorded";
+  EXPECT_EQ(events_of(run.events, pid, "Malloc", 1000231), 1u);
+  const std::string line = "memtrack record: preload, process " + std::to_string(pid) + ": _Znwm in " +
+                           canonical(prog) + " is not hooked (its nothrow twin, needed to hook it safely, is not " +
+                           "defined beside it): its calls are recorded through the allocator functions it calls";
+  const auto at = run.err.find(line);
+  EXPECT_NE(at, std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("_Znwm", at + line.size()), std::string::npos) << "said once: " << run.err;
+  EXPECT_EQ(run.err.find("its calls are not recorded"), std::string::npos) << run.err;
+}
+
+// A process that drops its privileges before it execs (setpriv, as a service manager would) keeps recording
+// until the exec; the image it execs cannot open the ring. The exec hook notes it untracked (no-access)
+// instead of letting the new image say so on the program's stderr.
+TEST(Lifecycle, PrivilegesDroppedBeforeExecAreNamedNoAccess) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to drop privileges";
+  const std::string setpriv = "/usr/bin/setpriv";
+  if (::access(setpriv.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << setpriv << " (util-linux)";
+  const Recorded run = record(
+      {setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", "ls / >/dev/null; echo done >&2"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.err.find("memtrack: "), std::string::npos) << "nothing from the preload on stderr: " << run.err;
+  EXPECT_EQ(run.err.substr(0, 5), "done\n") << run.err;
+  std::optional<Untracked> untracked;
+  for (const Untracked& u : all_of<Untracked>(run.context))
+    if (u.reason == "no-access") untracked = u;
+  ASSERT_TRUE(untracked) << run.err;
+  ASSERT_TRUE(untracked->pid);
+  EXPECT_EQ(untracked->executable, "/bin/sh");
+  const auto exec = first_of<ProcessExec>(run.context, *untracked->pid);
+  ASSERT_TRUE(exec) << "setpriv itself was tracked";
+  EXPECT_EQ(exec->argv.at(0), setpriv);
+  EXPECT_GT(events_of(run.events, *untracked->pid), 0u);
+  EXPECT_NE(run.err.find("not tracked: " + std::to_string(*untracked->pid) + " (/bin/sh): no-access"),
+            std::string::npos)
+      << run.err;
+}
+
+// libstdc++'s emergency exception pool (72,704 B, one malloc when it loads) is freed at exit through
+// __gnu_cxx::__freeres, as heaptrack and valgrind do, so it is no leak of every C++ program.
+TEST(Lifecycle, TheCxxEmergencyPoolIsFreedAtExit) {
+  const Recorded run = record({kPrograms + "/cxx_new"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::size_t pools = 0;
+  for (std::size_t i = 0; i < run.events.size(); ++i) {
+    if (run.events[i].type != "Malloc" || run.events[i].size != 72704) continue;
+    ++pools;
+    bool freed = false;
+    for (std::size_t j = i + 1; j < run.events.size() && !freed; ++j)
+      freed = run.events[j].type == "Free" && run.events[j].addr == run.events[i].addr;
+    EXPECT_TRUE(freed) << "the 72704-byte pool of event " << i << " is never freed";
+  }
+  EXPECT_EQ(pools, 1u) << "libstdc++ allocates its pool once";
 }
 
 }  // namespace

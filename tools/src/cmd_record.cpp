@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "args.h"
@@ -173,7 +174,22 @@ int run_record(int argc, char** argv) {
     if (!r.left_running.empty())
       std::fprintf(stderr, "memtrack record: left running (not waited for, untracked from here on): %s\n",
                    list(r.left_running, false).c_str());
-    if (!r.untracked.empty()) std::fprintf(stderr, "memtrack record: not tracked: %s\n", list(r.untracked, true).c_str());
+    if (!r.untracked.empty())
+      std::fprintf(stderr, "memtrack record: not tracked: %s\n", list(r.untracked, true).c_str());
+    // The preload's diagnostics, which it writes here rather than into the program's stderr: each once,
+    // with the processes that said it.
+    for (const runtime::PreloadMessage& m : r.preload_messages) {
+      std::string who;
+      constexpr std::size_t kShown = 8;
+      for (std::size_t i = 0; i < m.pids.size() && i < kShown; ++i)
+        who += (i == 0 ? "" : ", ") + std::to_string(m.pids[i]);
+      if (m.pids.size() > kShown) who += ", ...";
+      const std::string_view text = std::string_view(m.text).starts_with("memtrack: ")
+                                        ? std::string_view(m.text).substr(10)
+                                        : std::string_view(m.text);
+      std::fprintf(stderr, "memtrack record: preload, %s %s: %.*s\n", m.pids.size() == 1 ? "process" : "processes",
+                   who.empty() ? "?" : who.c_str(), static_cast<int>(text.size()), text.data());
+    }
     if (python_note) {
       std::fprintf(stderr,
                    "memtrack record: note: %s looks like CPython, whose pymalloc serves small objects without "

@@ -26,6 +26,7 @@
 #include "memtrack/pipeline/sink.h"
 #include "memtrack/pipeline/stream_encoder.h"
 #include "output_file.h"
+#include "preload_messages.h"
 #include "processes.h"
 #include "lifecycle.h"
 #include "memtrack/pipeline/context_channel.h"
@@ -84,8 +85,9 @@ ReaderOutcome read_and_encode(RingReader& reader, SharedRing& ring, int fd, cons
 
 // The recorder's environment plus LD_PRELOAD (ours first: the preload takes its first entry out again, and
 // keeps the rest where the user's LD_PRELOAD was, so the program sees its native environment) and
-// MEMTRACK_RING (last; taken out by the preload).
-std::vector<std::string> child_environment(const std::string& preload, const std::string& ring_path) {
+// MEMTRACK_MESSAGES and MEMTRACK_RING (last; taken out by the preload).
+std::vector<std::string> child_environment(const std::string& preload, const std::string& ring_path,
+                                           const std::string& messages_path) {
   std::vector<std::string> env;
   bool have_preload = false;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -98,10 +100,11 @@ std::vector<std::string> child_environment(const std::string& preload, const std
       env.push_back(std::move(entry));
       continue;
     }
-    if (v.starts_with(std::string(kEnvRing) + "=")) continue;
+    if (v.starts_with(std::string(kEnvRing) + "=") || v.starts_with(std::string(kEnvMessages) + "=")) continue;
     env.emplace_back(v);
   }
   if (!have_preload) env.push_back("LD_PRELOAD=" + preload);
+  env.push_back(std::string(kEnvMessages) + "=" + messages_path);
   env.push_back(std::string(kEnvRing) + "=" + ring_path);
   return env;
 }
@@ -454,7 +457,8 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   const std::string command_path = find_command(options.command[0]);
   const int command_untrackable = command_path.empty() ? 0 : image_untrackable(AT_FDCWD, command_path.c_str());
 
-  std::vector<std::string> env = child_environment(options.preload_path, ring.path());
+  PreloadMessages messages;
+  std::vector<std::string> env = child_environment(options.preload_path, ring.path(), messages.path());
   std::vector<std::string> argv_strings = options.command;
   std::vector<char*> envp = c_strings(env);
   std::vector<char*> argv = c_strings(argv_strings);
@@ -524,6 +528,7 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   for (const UntrackedProcess& u : lifecycle.untracked())
     if (u.reason != "left-running") result.untracked.push_back({u.pid, u.executable, u.reason});
   result.context_records = lifecycle.records() + 1;  // and the Recording record
+  result.preload_messages = messages.collect();
   const StackSummary stack_summary = stacks.summary();
   result.stack_nodes = stack_summary.nodes;
   result.stack_modules = stack_summary.modules;

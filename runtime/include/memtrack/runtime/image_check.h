@@ -68,6 +68,8 @@ inline const char* untracked_reason_name(int reason) {
       return "static";
     case static_cast<int>(RingUntrackedReason::LeftRunning):
       return "left-running";
+    case static_cast<int>(RingUntrackedReason::NoAccess):
+      return "no-access";
     default:
       return "unknown";
   }

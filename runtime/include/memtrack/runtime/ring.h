@@ -47,6 +47,10 @@ inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
 
 // Environment variables the recorder sets for the tracked program (and which survive exec).
 inline constexpr const char* kEnvRing = "MEMTRACK_RING";  // a path the preload opens: /proc/<pid>/fd/<n>
+// The preload's diagnostics channel: a memfd of the recorder, also /proc/<pid>/fd/<n>, opened O_APPEND for each
+// message. One write per line, "<pid> <text>\n" (an append is atomic, so processes never interleave); the
+// recorder prints them, deduplicated, in record's summary (docs/RUNTIME.md, "Diagnostics").
+inline constexpr const char* kEnvMessages = "MEMTRACK_MESSAGES";
 
 // RingEvent::kind. The values are the artifact's kinds (codec::EventKind) on purpose, so the recorder's
 // conversion is a copy, but they belong to this ABI: ring_reader.cpp checks they still agree.
@@ -113,7 +117,9 @@ inline constexpr std::uint8_t kRingNoteSignal = 0x08;     // NoteExit: addr hold
 
 // NoteUntracked::addr. Setuid and Static come from a tracked process about an image it starts; LeftRunning
 // from the recorder (a process still running when the recording ended).
-enum class RingUntrackedReason : std::uint8_t { Setuid = 1, Static = 2, LeftRunning = 3 };
+// NoAccess: an exec by a process whose credentials no longer reach the ring (privileges dropped before it:
+// setpriv, su), noted by the exec hook before the exec (process_hooks.cpp).
+enum class RingUntrackedReason : std::uint8_t { Setuid = 1, Static = 2, LeftRunning = 3, NoAccess = 4 };
 
 // Notes are written by tracked processes (NoteStart, NoteExec, NoteExit from exit(), NoteUntracked before an
 // exec or after a spawn) and by the recorder itself, which takes tickets like a producer: NoteExit for a

@@ -44,7 +44,16 @@ struct RecordOptions {
 struct ProcessNote {
   std::int32_t pid = 0;  // 0: not known
   std::string executable;
-  std::string reason;  // untracked: "setuid", "static", "left-running"
+  std::string reason;  // untracked: "setuid", "static", "no-access", "left-running"
+};
+
+// A diagnostic the preload wrote to the recorder instead of the program's stderr (docs/RUNTIME.md,
+// "Diagnostics"): its text ("memtrack: ..."), the pids that wrote it (in order of first line) and how many
+// lines said it.
+struct PreloadMessage {
+  std::string text;
+  std::vector<std::int32_t> pids;
+  std::uint64_t count = 0;
 };
 
 struct RecordResult {
@@ -65,6 +74,8 @@ struct RecordResult {
   std::uint64_t stack_table_bytes = 0;    // the recorder's stack and module tables (estimate)
   std::uint64_t symbolized_addresses = 0; // distinct module-relative addresses symbolized at the end
   double symbolize_seconds = 0;           // time spent symbolizing them
+  // The preload's diagnostics, deduplicated, in order of first appearance.
+  std::vector<PreloadMessage> preload_messages;
 };
 
 // The command could not be started. exit_status is what shells, env and timeout exit with then: 127 when
