@@ -567,6 +567,22 @@ TEST(Lifecycle, PreloadNotesGoToTheSummaryNotTheProgramsStderr) {
   EXPECT_EQ(run.err.find("its calls are not recorded"), std::string::npos) << run.err;
 }
 
+// Two processes with the same note: one summary line naming both.
+TEST(Lifecycle, PreloadNotesAreDeduplicatedWithTheirProcesses) {
+  const std::string prog = kPrograms + "/new_only";
+  const Recorded run = record({"/bin/sh", "-c", prog + " 2>/dev/null; " + prog + " 2>/dev/null"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<int> pids;
+  for (const Ev& e : run.events)
+    if (e.type == "Malloc" && e.size == 1000231) pids.push_back(e.pid);
+  ASSERT_EQ(pids.size(), 2u);
+  const std::string head = "memtrack record: preload, processes " + std::to_string(pids[0]) + ", " +
+                           std::to_string(pids[1]) + ": _Znwm in " + canonical(prog) + " is not hooked";
+  const auto at = run.err.find(head);
+  EXPECT_NE(at, std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("_Znwm", at + head.size()), std::string::npos) << "one line: " << run.err;
+}
+
 // A process that drops its privileges before it execs (setpriv, as a service manager would) keeps recording
 // until the exec; the image it execs cannot open the ring. The exec hook notes it untracked (no-access)
 // instead of letting the new image say so on the program's stderr.
