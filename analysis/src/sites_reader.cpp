@@ -192,6 +192,15 @@ bool has_stacks(std::span<const std::byte> file) {
   return found;
 }
 
+bool has_control_records(std::span<const std::byte> file) {
+  bool found = false;
+  for_each_context_record(file, [&](const codec::ContextRecord& r) {
+    found = std::holds_alternative<codec::RegionBegin>(r) || std::holds_alternative<codec::Pause>(r);
+    return !found;
+  });
+  return found;
+}
+
 std::vector<codec::ContextRecord> read_lifecycle_records(std::span<const std::byte> file) {
   std::vector<codec::ContextRecord> kept;
   for_each_context_record(file, [&](codec::ContextRecord& r) {

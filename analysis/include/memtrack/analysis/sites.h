@@ -122,6 +122,10 @@ codec::Status read_sites(std::span<const std::byte> file, const std::string& nam
 // headers). False for damaged input: the caller's own reading reports the damage.
 bool has_stacks(std::span<const std::byte> file);
 
+// Whether an artifact in memory has regions or pauses (RegionBegin or Pause records, analysis/regions.h),
+// reading only its context frames like has_stacks.
+bool has_control_records(std::span<const std::byte> file);
+
 // The lifecycle and recording records of an artifact in memory (Recording, ProcessStart, Exec, ProcessExit,
 // Untracked, End), in file order, reading only its context frames; stack and symbol records are not kept.
 // Stops at the first damage (the caller's own reading reports it) and returns what it read before.
