@@ -2,8 +2,8 @@
 // after regions and while paused, with figures tests/integration/control_test.cpp checks exactly.
 //   control            the scenario below (single-threaded except for the fork)
 //   control threads N  N threads allocating while two threads toggle pause/resume and open regions
-//   control wait       allocations in a region, then waits on stdin's close: `memtrack ctl` toggles meanwhile
-//   control noop N     N rounds of every control call, run without memtrack (the no-op path)
+//   control wait       a line protocol on stdin (below), while the test toggles from outside (ctl, signals)
+//   control noop N     N rounds of every control call (the no-op path when run without memtrack)
 // No stdio before the end: its buffer would be an allocation of its own.
 #include "memtrack/control.h"
 
@@ -115,22 +115,40 @@ static int threads(int n) {
   return 0;
 }
 
-// Allocates one 1111-byte block per line read from stdin (the test toggles from outside between lines).
+// A line protocol on stdin for the test that toggles from outside: "a" allocates (and frees) one 1111-byte
+// block, "q" only asks; each answers "1" or "0" (memtrack_is_recording) on its own line.
 static int wait_lines(void) {
   char buf[64];
   ssize_t n;
   while ((n = read(0, buf, sizeof buf)) > 0)
-    for (ssize_t k = 0; k < n; ++k)
-      if (buf[k] == '\n') {
+    for (ssize_t k = 0; k < n; ++k) {
+      if (buf[k] != 'a' && buf[k] != 'q') continue;
+      if (buf[k] == 'a') {
         void* p = take(1111);
         free(p);
-        say("ok\n");
       }
+      say(memtrack_is_recording() ? "1\n" : "0\n");
+    }
+  return 0;
+}
+
+// The no-op path (no memtrack): every call, `rounds` times; answers how many calls said "recording".
+static int noop(long rounds) {
+  int recording = 0;
+  for (long r = 0; r < rounds; ++r) {
+    memtrack_region_begin("noop");
+    memtrack_pause();
+    memtrack_resume();
+    memtrack_region_end();
+    recording += memtrack_is_recording();
+  }
+  say(recording == 0 ? "0\n" : "1\n");
   return 0;
 }
 
 int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "threads") == 0) return threads(atoi(argv[2]));
   if (argc >= 2 && strcmp(argv[1], "wait") == 0) return wait_lines();
+  if (argc >= 3 && strcmp(argv[1], "noop") == 0) return noop(atol(argv[2]));
   return scenario();
 }
