@@ -186,6 +186,20 @@ void check_scenario(const std::string& program) {
   EXPECT_NE(slurp(dir / "nope.err").find("has no region 'nope' (its regions: first, forked, inner, second)"),
             std::string::npos)
       << slurp(dir / "nope.err");
+  // top --region: the sites of the region's allocations only (3000, 2000 and 50 bytes; not the 1000 before).
+  ASSERT_EQ(run({kMemtrack, "top", artifact.string(), "--json", "--by", "allocated", "--region", "first"},
+                dir / "top.json", dir / "top.err"),
+            0)
+      << slurp(dir / "top.err");
+  const std::string top = slurp(dir / "top.json");
+  for (const char* want : {"\"allocated_bytes\":3000,", "\"allocated_bytes\":2000,", "\"allocated_bytes\":50,"})
+    EXPECT_NE(top.find(want), std::string::npos) << want << " in " << top;
+  EXPECT_EQ(top.find("\"allocated_bytes\":1000,"), std::string::npos) << top;
+  // report: every occurrence on the time axis.
+  ASSERT_EQ(run({kMemtrack, "report", artifact.string(), "-o", (dir / "r.html").string()}, {}, dir / "report.err"), 0);
+  const std::string page = slurp(dir / "r.html");
+  for (const char* want : {"\"regions\":[{\"name\":\"first\"", "{\"name\":\"first #2\"", "{\"name\":\"forked\""})
+    EXPECT_NE(page.find(want), std::string::npos) << want;
   // And the plain stats list every occurrence.
   ASSERT_EQ(run({kMemtrack, "stats", artifact.string()}, dir / "stats.txt"), 0);
   EXPECT_NE(slurp(dir / "stats.txt").find("regions (figures of each region's own heap blocks"), std::string::npos);
