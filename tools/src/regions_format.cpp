@@ -76,13 +76,13 @@ std::string format_regions_table(const analysis::Regions& regions, std::uint64_t
   for (const RegionOccurrence& o : regions.occurrences()) any = any || only == nullptr || o.name == *only;
   if (any) {
     out += "\nregions (figures of each region's own heap blocks; 'older frees': frees of blocks allocated before it)\n";
-    std::snprintf(line, sizeof line, "  %-20s %4s %8s %10s %12s %14s %8s %12s %14s %14s %12s %12s %s\n", "region", "#",
+    std::snprintf(line, sizeof line, "  %-24s %4s %8s %10s %12s %14s %8s %12s %14s %14s %12s %12s %s\n", "region", "#",
                   "pid", "events", "allocations", "allocated", "frees", "older frees", "peak", "retained", "begin",
                   "duration", "ended");
     out += line;
     for (const RegionOccurrence& o : regions.occurrences()) {
       if (only != nullptr && o.name != *only) continue;
-      std::snprintf(line, sizeof line, "  %-20s %4u %8d %10llu %12llu %14s %8llu %12llu %14s %14s %12s %12s %s\n",
+      std::snprintf(line, sizeof line, "  %-24s %4u %8d %10llu %12llu %14s %8llu %12llu %14s %14s %12s %12s %s\n",
                     o.name.c_str(), o.occurrence, o.pid, static_cast<unsigned long long>(o.events),
                     static_cast<unsigned long long>(o.allocations), human_bytes(o.allocated_bytes).c_str(),
                     static_cast<unsigned long long>(o.frees), static_cast<unsigned long long>(o.frees_of_older),
