@@ -216,6 +216,28 @@ TEST(Control, WithoutMemtrackEveryCallIsANoOp) {
   EXPECT_EQ(slurp(dir / "out"), "0\n");
 }
 
+TEST(Control, AnExecEndsTheRegionsOfTheImage) {
+  const fs::path dir = scratch_dir();
+  const fs::path artifact = dir / "a.msgpack";
+  ASSERT_EQ(run({kMemtrack, "record", "-q", "-o", artifact.string(), "--", kPrograms + "/control", "exec"}, dir / "out",
+                dir / "err"),
+            0)
+      << slurp(dir / "err");
+  Read r;
+  read(artifact, r);
+  ASSERT_EQ(r.regions.occurrences().size(), 2u);
+  const RegionOccurrence& before = r.regions.occurrences()[0];
+  const RegionOccurrence& after = r.regions.occurrences()[1];
+  EXPECT_EQ(before.name, "exec");
+  EXPECT_EQ(before.ended, RegionOccurrence::Ended::exec);
+  EXPECT_EQ(before.allocations, 1u);
+  EXPECT_EQ(before.allocated_bytes, 10u);
+  EXPECT_EQ(after.name, "noop");
+  EXPECT_EQ(after.pid, before.pid);
+  EXPECT_EQ(after.ended, RegionOccurrence::Ended::region_end);
+  EXPECT_GE(after.begin_event, before.end_event);
+}
+
 // A child with pipes on stdin and stdout.
 struct Child {
   pid_t pid = 0;

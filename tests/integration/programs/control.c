@@ -3,6 +3,7 @@
 //   control            the scenario below (single-threaded except for the fork)
 //   control threads N  N threads allocating while two threads toggle pause/resume and open regions
 //   control wait       a line protocol on stdin (below), while the test toggles from outside (ctl, signals)
+//   control exec       a region open across an exec
 //   control noop N     N rounds of every control call (the no-op path when run without memtrack)
 // No stdio before the end: its buffer would be an allocation of its own.
 #include "memtrack/control.h"
@@ -146,7 +147,16 @@ static int noop(long rounds) {
   return 0;
 }
 
+// A region left open across an exec: the exec ends it (the new image runs `noop 1`, a region of its own).
+static int exec_in_region(const char* self) {
+  memtrack_region_begin("exec");
+  (void)take(10);
+  execl(self, self, "noop", "1", (char*)NULL);
+  return 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "exec") == 0) return exec_in_region(argv[0]);
   if (argc >= 3 && strcmp(argv[1], "threads") == 0) return threads(atoi(argv[2]));
   if (argc >= 2 && strcmp(argv[1], "wait") == 0) return wait_lines();
   if (argc >= 3 && strcmp(argv[1], "noop") == 0) return noop(atol(argv[2]));
