@@ -50,24 +50,22 @@ void* realloc_impl(void* p, size_t size) {
     if (q != nullptr) record(RingEventKind::Realloc, q, 0, capture_stack());
     return q;
   }
-  // While paused, the old block's release is still an event (it may have been allocated while recording);
-  // the new block is not.
-  if (allocations_paused()) [[unlikely]] {
-    record(RingEventKind::Free, p, 0);
-    return g_real.realloc(p, size);
-  }
   // The ticket is taken before the real call releases the old block, and filled after it returns the new
   // one: an allocation elsewhere that reuses p gets a later ticket, a free of the new block too.
   // The stack is captured before the ticket: new nodes are noted in tickets before this event's.
   const uint32_t stack = capture_stack();
   Ticket tk;
-  const bool recording = begin_event(tk, true);
+  // The ticket is taken even while paused: the old block's release is an event whatever the pause (it may
+  // have been allocated while recording); while paused, the slot then holds only that Free.
+  const bool recording = begin_event(tk);
   void* q = g_real.realloc(p, size);
   if (recording) {
-    if (q != nullptr)
-      commit_event(tk, RingEventKind::Realloc, q, size, p, true, stack);
-    else
+    if (q == nullptr)
       commit_nothing(tk);
+    else if (allocations_paused()) [[unlikely]]
+      commit_event(tk, RingEventKind::Free, p, 0);
+    else
+      commit_event(tk, RingEventKind::Realloc, q, size, p, true, stack);
   }
   return q;
 }
@@ -79,12 +77,12 @@ void* realloc_impl(void* p, size_t size) {
 // The interposed C ABI.
 
 using memtrack::preload::arena_alloc;
-using memtrack::preload::capture_stack;
 using memtrack::preload::ensure_real;
 using memtrack::preload::g_real;
 using memtrack::preload::in_arena;
 using memtrack::preload::mul_overflows;
 using memtrack::preload::realloc_impl;
+using memtrack::preload::capture_stack;
 using memtrack::preload::record;
 using memtrack::preload::RingEventKind;
 
@@ -156,8 +154,7 @@ MEMTRACK_EXPORT void* valloc(size_t size) {
 MEMTRACK_EXPORT void* pvalloc(size_t size) {
   if (!ensure_real()) return arena_alloc(size, 4096);
   void* p = g_real.pvalloc(size);
-  if (p != nullptr)
-    record(RingEventKind::AlignedAlloc, p, size, capture_stack());  // the requested size, not the page-rounded one
+  if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size, capture_stack());  // the requested size, not the page-rounded one
   return p;
 }
 

@@ -169,6 +169,20 @@ void check_scenario(const std::string& program) {
       EXPECT_LT(i, r.regions.paused()[0].end_event);
     }
   EXPECT_EQ(frees_of_a, 1u);
+  // The realloc while paused: its old block's Free, inside the pause, and nothing of the new block.
+  std::uint64_t k = 0;
+  std::size_t k_at = 0;
+  for (std::size_t i = 0; i < r.events.size(); ++i) {
+    if (r.events[i].kind == EventKind::Malloc && r.events[i].size == 222) k = r.events[i].addr, k_at = i;
+    EXPECT_NE(r.events[i].size, 3333u) << "an allocation while paused was recorded";
+  }
+  std::size_t frees_of_k = 0;
+  for (std::size_t i = k_at + 1; i < r.events.size(); ++i)
+    if (r.events[i].kind == EventKind::Free && r.events[i].addr == k && i < r.regions.paused()[0].end_event) {
+      ++frees_of_k;
+      EXPECT_GE(i, r.regions.paused()[0].begin_event);
+    }
+  EXPECT_EQ(frees_of_k, 1u);
   const auto info = all_of<RecordingInfo>(r.context);
   ASSERT_EQ(info.size(), 1u);
   EXPECT_NE(std::find(info[0].sections.begin(), info[0].sections.end(), "control"), info[0].sections.end());

@@ -35,11 +35,15 @@ static int scenario(void) {
   free(c);
   memtrack_region_end();  // first#1: 2 allocations, 5000 B, 1 own free (2000), 1 older, peak 5000, retained 3000
 
+  char* k = take(222);  // reallocated while paused
   memtrack_pause();
   char* p = take(4000);  // not recorded
   free(a);               // recorded: a was allocated while recording
+  k = realloc(k, 3333);  // recorded as the Free of the 222-byte block; the new block is not recorded
+  sink = k;
   memtrack_resume();
   free(p);  // recorded: a free of a block the artifact never saw (unmatched)
+  free(k);  // likewise
 
   memtrack_region_begin("second");
   char* e = take(500);
