@@ -137,6 +137,10 @@ std::string format_regions_json_members(const analysis::Regions& regions, std::u
   return o + "]";
 }
 
+std::string format_region_json_member(const std::string& name, std::uint64_t occurrences) {
+  return "\"region\":{\"name\":" + json_string(name) + ",\"occurrences\":" + u64(occurrences) + "}";
+}
+
 std::string splice_json(std::string document, const std::string& members) {
   const std::size_t brace = document.rfind('}');
   if (brace == std::string::npos) return document;

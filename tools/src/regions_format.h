@@ -16,6 +16,8 @@ std::string format_regions_table(const analysis::Regions& regions, std::uint64_t
 // `"regions":[...],"paused":[...]`, without braces.
 std::string format_regions_json_members(const analysis::Regions& regions, std::uint64_t origin,
                                         const std::string* only = nullptr);
+// `"region":{"name":...,"occurrences":N}` for stats --region.
+std::string format_region_json_member(const std::string& name, std::uint64_t occurrences);
 // Inserts `,members` before the closing brace of a JSON object document (the stats' one, ending in "}\n").
 std::string splice_json(std::string document, const std::string& members);
 // For errors: the names of the regions, "a, b, c" (or "none").
