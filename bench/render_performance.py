@@ -1,19 +1,24 @@
 #!/usr/bin/python3
 """Writes docs/PERFORMANCE.md from one run of bench/run_suite.sh.
 
-Every number in the document comes from the files of that run (bench.json from memtrack-bench, meta.txt
-and load.txt from run_suite.sh, encode_rss.tsv from bench/encode_rss.sh); every sentence comes from this
+Every number in the document comes from the files of that run (bench.json and heap.json from
+memtrack-bench, meta.txt and load.txt from run_suite.sh, encode_rss.tsv from bench/encode_rss.sh,
+record_overhead.*.tsv and record_stacks.tsv from the recording scripts, report_size.tsv from
+bench/report_size.sh, symbolize.txt from bench/symbolize_throughput.sh); every sentence comes from this
 template. Prose that explains a number is printed only when the numbers of the run support it. The one
 exception is the comparison section, which quotes the published figures of CodSpeed's pull request as
 constants below, marked as taken on another machine.
 
 usage: bench/render_performance.py --results DIR --out FILE
-Exits 1, writing nothing, if a benchmark row the document needs is missing from the JSON.
+Exits 1, writing nothing, if a benchmark row the document needs is missing from the JSON or a result file
+cannot be read.
 """
 
 import argparse
+import datetime
 import json
 import os
+import re
 import statistics
 import sys
 import textwrap
@@ -21,6 +26,15 @@ import textwrap
 WORKERS = [1, 2, 4, 8, 16, 32, 64]
 LEVELS = [-5, -2, -1, 1, 3]
 RSS_WORKERS = [1, 4, 16, 64]
+# bench/unwind.cpp: every capture variant, at each shape (call sites, threads).
+UNWIND = [("Memtrack", "prefix record + rule cache"), ("MemtrackRules", "rule cache only, no prefix reuse"),
+          ("MemtrackMiss", "every rule recomputed"), ("Libunwind", "libunwind's unw_backtrace, per-thread cache"),
+          ("LibunwindMiss", "the same after unw_flush_cache"), ("GlibcBacktrace", "glibc's backtrace(), libgcc"),
+          ("DlIteratePhdr", "one dl_iterate_phdr call, no capture"),
+          ("MemtrackInterned", "capture + interning into a hash table of stacks"),
+          ("MemtrackTree", "capture + interning into a trace tree")]
+UNWIND_SHAPES = [(1, 1), (4, 1), (1, 2), (4, 2)]  # (sites, threads)
+STACKS_GOAL = 2.0  # issue 13: heaptrack / memtrack >= 2.0 in wall time with stacks on
 MIB = 1024.0 * 1024.0
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
@@ -113,12 +127,100 @@ def load_records(results):
     return sorted(runs, key=lambda r: r["events"])
 
 
+def load_tsv_keys(path):
+    """A `key value` file (record_overhead.sh, record_stacks.sh), or None when the file is not there."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return {k: float(v) for k, v in (line.split() for line in f if line.strip())}
+
+
+def load_report_sizes(path):
+    """bench/report_size.sh's TSV (a header line, then one line per recording), or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        lines = [line.split() for line in f if line.strip()]
+    header = ["variant", "events", "artifact_bytes", "page_bytes", "report_wall_s", "report_user_s",
+              "report_max_rss_kib", "stats_wall_s", "stats_user_s"]
+    runs = []
+    for n, cols in enumerate(lines, 1):
+        if cols == header:
+            continue
+        if len(cols) != len(header):
+            raise ValueError(f"{path}:{n}: {len(cols)} columns, expected {len(header)} ({' '.join(header)})")
+        runs.append({k: (v if k == "variant" else float(v)) for k, v in zip(header, cols)})
+    return runs
+
+
+SYM_HEAD = re.compile(r"^(\S+): (\d+) of (\d+) call return addresses$")
+SYM_TIMES = re.compile(r"^  memtrack: ([0-9.]+) s \(process\), [0-9.]+ addresses/s; addr2line: ([0-9.]+) s, "
+                       r"[0-9.]+ addresses/s; addr2line/memtrack = [0-9.]+$")
+SYM_STATS = re.compile(r"open ([0-9.]+) s, lookups ([0-9.]+) s\).*; dwarf (\d+), symtab (\d+), dynsym (\d+), "
+                       r"none (\d+); (\d+) frames, (\d+) inlined; symbols (\S+), dwarf (yes|no)")
+
+
+def load_symbolize(path):
+    """bench/symbolize_throughput.sh's output (three lines per module), or None. The script prints text, not a
+    table; a line that no longer matches is an error naming it, not a silently missing row."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        lines = [line.rstrip("\n") for line in f]
+    modules, i = [], 0
+    while i < len(lines):
+        head = SYM_HEAD.match(lines[i])
+        if not head:
+            i += 1
+            continue
+        if i + 2 >= len(lines):
+            raise ValueError(f"{path}:{i + 1}: module {head.group(1)} without its two result lines")
+        t, st = SYM_TIMES.match(lines[i + 1]), SYM_STATS.search(lines[i + 2])
+        if not t or not st:
+            raise ValueError(f"{path}:{i + 2}: not the format bench/render_performance.py reads "
+                             "(SYM_TIMES, SYM_STATS): " + (lines[i + 1] if not t else lines[i + 2]))
+        modules.append(dict(module=head.group(1), addresses=int(head.group(2)), calls=int(head.group(3)),
+                            memtrack_s=float(t.group(1)), addr2line_s=float(t.group(2)),
+                            open_s=float(st.group(1)), lookup_s=float(st.group(2)),
+                            dwarf=int(st.group(3)), symtab=int(st.group(4)), dynsym=int(st.group(5)),
+                            none=int(st.group(6)), frames=int(st.group(7)), inlined=int(st.group(8)),
+                            symbols=st.group(9), has_dwarf=st.group(10) == "yes"))
+        i += 3
+    if not modules:
+        raise ValueError(f"{path}: no module results")
+    return modules
+
+
+def other_cpu(meta, wall_s):
+    """(core-seconds other processes were busy, core-seconds stolen by the hypervisor, capacity) over the
+    run, from /proc/stat at both ends minus run_suite.sh's own children; None for an older meta.txt."""
+    if not meta.get("cpu_stat_start") or not meta.get("cpu_stat_end"):
+        return None
+    a = [int(v) for v in meta["cpu_stat_start"].split()[1:]]
+    b = [int(v) for v in meta["cpu_stat_end"].split()[1:]]
+    d = [q - p for p, q in zip(a, b)]
+    tck = float(meta.get("clk_tck", 100))
+    busy = (d[0] + d[1] + d[2] + d[5] + d[6]) / tck  # user nice system irq softirq
+    steal = d[7] / tck if len(d) > 7 else 0.0
+    return max(busy - float(meta["own_cpu_s"]), 0.0), steal, int(meta["nproc"]) * wall_s
+
+
 def ms(ns):
     return f"{ns / 1e6:.2f} ms"
 
 
+def short(ns):
+    """ms, or ns below 0.1 ms (a capture takes nanoseconds)."""
+    return ms(ns) if ns >= 1e5 else f"{ns:.0f} ns"
+
+
 def x(v):
     return f"{v:.2f}x"
+
+
+def xr(num, den):
+    """num / den as a ratio, or n/a for a zero denominator (a smoke run's native time is 0.00 s)."""
+    return x(num / den) if den > 0 else "n/a"
 
 
 def mib(b):
@@ -142,10 +244,16 @@ def required_names():
     names += [f"BM_Compress_Frame/level:{lv}" for lv in LEVELS]
     names += [f"BM_Pipeline_EncodeStream/workers:{w}" for w in WORKERS]
     names += [f"BM_Pipeline_Peak/workers:{w}" for w in WORKERS]
+    names += [unwind_name("None", s, t) for s, t in UNWIND_SHAPES]
+    names += [unwind_name(v, s, t) for v, _ in UNWIND for s, t in UNWIND_SHAPES]
     return names
 
 
-def render(ctx, rows, meta, loads, rss, record):
+def unwind_name(variant, sites, threads):
+    return f"BM_Unwind_{variant}/sites:{sites}/threads:{threads}"
+
+
+def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, commands):
     b = rows
     nproc = int(meta["nproc"])
     frame_events = int(ctx["memtrack_frame_events"])
@@ -154,7 +262,13 @@ def render(ctx, rows, meta, loads, rss, record):
     decode_events = int(ctx["memtrack_decode_stream_events"])
     smoke = meta.get("smoke") == "1"
     load_start, load_end, load_max = loads[0], loads[-1], max(loads)
-    contended = load_start >= 0.75 * nproc
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    wall_s = (datetime.datetime.strptime(meta["finished"], fmt) -
+              datetime.datetime.strptime(meta["started"], fmt)).total_seconds()
+    others = other_cpu(meta, wall_s)
+    other_share = others[0] / others[2] if others and others[2] > 0 else 0.0
+    contended = load_start >= 0.75 * nproc or other_share >= 0.25
+    build = meta.get("build") or meta["command"].split("--build ")[1].split()[0]
     out = []
     w = out.append
 
@@ -163,36 +277,71 @@ def render(ctx, rows, meta, loads, rss, record):
     w("<!-- Generated by bench/render_performance.py from one run of bench/run_suite.sh. Do not edit by hand:")
     w("     change the template in bench/render_performance.py and re-run bench/run_suite.sh. -->")
     w("")
+    took = "under a minute" if wall_s < 60 else f"{wall_s / 60:.0f} minutes"
+    w(f"Regenerate it from the repository's root with this one line (the run below took {took}):")
+    w("")
+    w("```sh")
+    w(f"cmake --preset release && cmake --build --preset release -j2 && {meta['command'].strip()}")
+    w("```")
+    w("")
     if smoke:
         w("> **Smoke run** (MEMTRACK_BENCH_SMOKE=1): streams of a few frames and 0.01 s per benchmark. It only")
         w("> proves that the suite and this renderer still work; none of its numbers means anything.")
         w("")
     w("Every figure below comes from the same run of the benchmark suite, and every ratio is taken between two")
     w("rows of that run, never across runs or machines. Absolute times depend on the machine; ratios to a floor")
-    w("measured beside them (memcpy of the same bytes, zstd alone on the same bytes) are what carries over.")
+    w("measured beside them (memcpy of the same bytes, zstd alone on the same bytes, the native run of a")
+    w("recorded program, heaptrack on the same program, libunwind on the same stack, `memtrack stats` on the")
+    w("same artifact, addr2line on the same addresses) are what carries over.")
     w("")
 
     # ---------------------------------------------------------------------------------------------- machine
     w("## Machine and run")
     w("")
-    w(table(["", ""], [
+    machine = [
         ["CPU", f"{meta['cpu_model']}, {nproc} hardware threads ({ctx.get('mhz_per_cpu', '?')} MHz)"],
         ["System", f"{meta['kernel']}; {meta['compiler']}; CMAKE_BUILD_TYPE={meta['build_type']}"],
         ["Commit", meta["commit"]],
-        ["Run", f"{meta['started']} to {meta['finished']}"],
+        ["Run", f"{meta['started']} to {meta['finished']}"
+                + (f" ({', '.join(f'{k} {v} s' for k, v in (p.split(':') for p in meta['timing'].split()))})"
+                   if meta.get("timing") else "")],
         ["1-minute load average", f"{load_start:.2f} at start, {load_end:.2f} at end, at most {load_max:.2f} "
                                   f"({len(loads)} samples, every 5 s)"],
-    ]))
+    ]
+    if others:
+        machine.append(["CPU of other processes", f"{others[0]:.0f} core-seconds of the run's {others[2]:.0f} "
+                        f"({other_share * 100:.0f}%), {others[1]:.0f} stolen by the hypervisor"])
+    w(table(["", ""], machine))
     w("")
     w("The load average includes the suite itself, which keeps one to two threads busy (more during the")
     w("pipeline rows), so the figure at start is the one that shows what else was running.")
+    if others:
+        w("\"CPU of other processes\" is the machine's busy time over the run (/proc/stat at both ends) minus")
+        w("the CPU of everything the suite ran (its children's rusage).")
+        if other_share >= 0.05:
+            w(f"**The machine was shared during this run**: other processes kept {others[0] / wall_s:.2f} of its "
+              f"{nproc} cores busy on average.")
+        else:
+            w(f"Other processes took {other_share * 100:.0f}% of the machine during the run.")
     if contended:
-        w(f"**This run was contended**: the load at start ({load_start:.2f}) was close to or above the {nproc} cores,")
+        w(f"**This run was contended** (load {load_start:.2f} at start on {nproc} cores"
+          + (f", other processes {other_share * 100:.0f}% of the machine" if others else "") + "),")
         w("so other processes held part of the CPU. Single-thread rows below use the CPU time of the benchmark")
         w("thread, which holds up under contention; wall-clock rows of multi-threaded benchmarks (pipeline")
-        w("speed-up, stats on two threads) measure the neighbours as much as memtrack. Re-run on a quiet machine.")
+        w("speed-up, stats on two threads) and of recorded programs measure the neighbours as much as memtrack,")
+        w("though the interleaved rounds spread them over both sides of each ratio. Re-run on a quiet machine.")
     else:
         w(f"The machine was quiet at the start of the run (load {load_start:.2f} on {nproc} cores).")
+        if load_max >= nproc + 1:
+            # The suite alone keeps the load near the core count; well above it, others joined in.
+            first = next(i for i, v in enumerate(loads) if v >= nproc + 1)
+            w(f"**It did not stay quiet**: the load passed {nproc + 1} about {first * 5} s into the run and reached "
+              f"{load_max:.2f} (load.txt in the results directory has every sample, 5 s apart). The suite runs "
+              "more threads than cores at times (the pipeline rows' encoders; a recording's program, recorder and "
+              "encoders), so part of that is the suite itself, and part other processes"
+              + (" (their CPU is in the table above)" if others else "") + ": the rows measured from then on, the "
+              "wall-clock ones especially, may include their work. Compare ratios within one table (the rounds of "
+              "each are interleaved), and re-run before trusting a goal.")
     w("")
     w("```sh")
     w("cmake --preset release && cmake --build --preset release -j2")
@@ -201,14 +350,16 @@ def render(ctx, rows, meta, loads, rss, record):
     w(meta["bench_command"].strip())
     if meta.get("heap_command"):
         w(meta["heap_command"].strip())
-    build = meta["command"].split("--build ")[1].split()[0]
-    if rss is not None:
-        w(f"bench/encode_rss.sh {build} <results>/encode_rss.tsv")
-    for r in record:
-        w(f"bench/record_overhead.sh {build} {int(r['rounds'])} {int(r['threads'])} {int(r['ops_per_thread'])} "
-          f"<results>/record_overhead.{int(r['ops_per_thread'])}.tsv")
+    for c in commands:
+        w(c)
     w("```")
     w("")
+    if meta.get("note"):  # written into meta.txt by hand when a run needed finishing (say what and why)
+        w(f"**Note on this run**: {meta['note']}")
+        w("")
+    if meta.get("record_skipped"):
+        w(f"The recording benchmarks were skipped: {meta['record_skipped']}.")
+        w("")
     w("Workload: the realistic event generator (bench/workload/include/memtrack/workload/realistic_events.h,")
     w("seed 1), shared by the benchmarks, the pipeline tests and `memtrack-gen-events`. Frames of "
       f"{frame_events:,} events; the pipeline throughput rows encode {stream_events:,} events, the peak-memory")
@@ -447,9 +598,9 @@ def render(ctx, rows, meta, loads, rss, record):
         for r in record:
             ev = int(r["events"])
             nat, ht, mt, tr = (r[k + "_wall"] for k in ("native", "heaptrack", "memtrack", "transport"))
-            rows_.append([f"{int(r['threads'])} x {int(r['ops_per_thread']):,} ops ({ev:,} events, {int(r['rounds'])} rounds)",
+            rows_.append([f"{int(r['threads'])} x {int(r['ops_per_thread']):,} ops ({ev:,} events, {int(r['rounds'])} round{'s' if r['rounds'] != 1 else ''})",
                           f"{nat:.3f} s", f"{ht:.3f} / {r['heaptrack_cpu']:.3f} s", f"{mt:.3f} / {r['memtrack_cpu']:.3f} s",
-                          f"{tr:.3f} s", x(ht / mt), x(r["heaptrack_cpu"] / r["memtrack_cpu"]), x(mt / nat),
+                          f"{tr:.3f} s", xr(ht, mt), xr(r["heaptrack_cpu"], r["memtrack_cpu"]), xr(mt, nat),
                           f"{r['artifact_bytes'] / ev:.1f}", str(int(r["lost_events"]))])
         w(table(["workload", "native wall", "heaptrack wall / CPU", "memtrack record wall / CPU", "transport only",
                  "heaptrack / memtrack wall", "CPU", "memtrack x native", "artifact B/event", "events lost"], rows_))
@@ -463,13 +614,103 @@ def render(ctx, rows, meta, loads, rss, record):
             w(f"Per event, from the difference between the two workloads (which cancels the fixed cost of a run): "
               f"heaptrack {per['heaptrack']:.0f} ns, `memtrack record` {per['memtrack']:.0f} ns, transport only "
               f"{per['transport']:.0f} ns, native {per['native']:.0f} ns of wall time, so heaptrack / memtrack is "
-              f"{x(per['heaptrack'] / per['memtrack'])} per event. The fixed cost left over (start-up, and heaptrack's "
+              f"{xr(per['heaptrack'], per['memtrack'])} per event. The fixed cost left over (start-up, and heaptrack's "
               f"processing at exit) is {fixed['heaptrack']:.2f} s for heaptrack and {fixed['memtrack']:.2f} s for "
               "`memtrack record`: the shorter the program, the larger memtrack's lead.")
         if record[0]["native_wall"] < 0.2:
             w("Native runs this short are near the 10 ms resolution of GNU time, so ratios to native are coarse; "
               "heaptrack against `memtrack record` is the robust comparison.")
         w("")
+
+    # ------------------------------------------------------------------------------------- recording, stacks
+    if stacks:
+        st = stacks
+        ev = int(st["events"])
+        w("### With call stacks")
+        w("")
+        w(f"bench/record_stacks.sh: bench/churn_deep.c ({int(st['threads'])} threads x {int(st['ops_per_thread']):,} "
+          f"malloc/free at a call depth of {int(st['depth'])} frames, plain -O2 without frame pointers, as Debian "
+          "builds programs) natively, under heaptrack (which records a stack per allocation), under `memtrack "
+          "record` (stacks on, the default) and `memtrack record --no-stacks`, interleaved round by round; medians "
+          f"of {int(st['rounds'])} round{'s' if st['rounds'] != 1 else ''}. The native run is the floor of each row, heaptrack on the same program "
+          "the reference of the goal (the stacks issue: heaptrack / memtrack >= "
+          f"{STACKS_GOAL:.1f} in wall time with stacks on).")
+        w("")
+        nat_w, nat_c = st["native_wall"], st["native_cpu"]
+        ht_w, ht_c = st["heaptrack_wall"], st["heaptrack_cpu"]
+
+        def srow(name, wall, cpu, nbytes=None):
+            return [name, f"{wall:.3f} s", f"{cpu:.3f} s", xr(wall, nat_w), xr(ht_w, wall), xr(ht_c, cpu),
+                    f"{nbytes / ev:.2f}" if nbytes is not None else ""]
+
+        w(table(["run", "wall", "CPU", "wall x native", "heaptrack / this (wall)", "heaptrack / this (CPU)",
+                 "artifact B/event"], [
+            srow("native", nat_w, nat_c),
+            srow("heaptrack", ht_w, ht_c),
+            srow("memtrack record (stacks)", st["stacks_wall"], st["stacks_cpu"], st["stacks_bytes"]),
+            srow("memtrack record --no-stacks", st["nostacks_wall"], st["nostacks_cpu"], st["nostacks_bytes"]),
+        ]))
+        w("")
+        ratio = ht_w / st["stacks_wall"] if st["stacks_wall"] > 0 else 0.0
+        w(table(["goal (issue 13)", "measured", ""], [
+            [f"heaptrack / memtrack >= {STACKS_GOAL:.1f}x in wall time, stacks on", x(ratio),
+             verdict(ratio >= STACKS_GOAL)],
+        ]))
+        w("")
+        extra = (st["stacks_bytes"] - st["nostacks_bytes"]) / ev
+        w(f"The recordings hold {ev:,} events ({int(st['expected_events']):,} from the program itself; events lost "
+          f"over the last round of both: {int(st['lost_events'])}). Stacks add {extra:.2f} bytes per event to the "
+          f"artifact (their ids, the stack and module tables and the symbols, in skippable context frames). The "
+          f"tracee interned {int(st['stack_nodes']):,} stack nodes (a trace tree: {int(st['stack_nodes']) * 12:,} "
+          "bytes of node arrays at 12 bytes a node, bench/record_stacks.sh's count), and the recorder symbolized "
+          f"{int(st['symbolized_addresses']):,} addresses in {st['symbolize_s']:.2f} s after the program ended "
+          "(included in the wall time above). Stacks on cost "
+          f"{xr(st['stacks_wall'], st['nostacks_wall'])} the wall time of "
+          f"--no-stacks, {((st['stacks_cpu'] - st['nostacks_cpu']) / ev * 1e9):.0f} ns of CPU per event.")
+        if nat_w < 0.2:
+            w("Native runs this short are near the 10 ms resolution of GNU time, so ratios to native are coarse; "
+              "heaptrack against `memtrack record` is the robust comparison.")
+        w("")
+
+    # ------------------------------------------------------------------------------------------------- unwind
+    none = {sh: b[unwind_name("None", *sh)] for sh in UNWIND_SHAPES}
+
+    def net(variant, sh):
+        # CPU per capture (Google Benchmark divides a row's CPU, summed over its threads, by the iterations of
+        # all of them), minus the malloc/free every row does (BM_Unwind_None).
+        return b[unwind_name(variant, *sh)].cpu_ns - none[sh].cpu_ns
+
+    frames = b[unwind_name("Memtrack", 1, 1)].counter("frames")
+    frames2 = b[unwind_name("Memtrack", 1, 2)].counter("frames")
+    w("## Capturing a call stack")
+    w("")
+    w("bench/unwind.cpp: one capture per iteration at the bottom of tests/unwind/chain.cpp's 24-deep call chain "
+      "(plain -O2, no frame pointers) under Google Benchmark's own frames: "
+      f"{frames:.0f} frames in all ({frames2:.0f} in the benchmark's threads). Every row also does a malloc/free "
+      "of 32 bytes, so a capture's own cost is its row minus `BM_Unwind_None` (the floor); that net CPU time per "
+      "capture is below, with its ratio to libunwind's `unw_backtrace` (per-thread cache, what heaptrack uses) "
+      "at the same shape. `sites:4` rotates four call sites, so the two innermost frames change on every "
+      "capture; 2 threads share the rule cache and the interners. docs/UNWIND.md explains the variants.")
+    w("")
+    head = ["capture"] + [f"sites:{s_}, {t_} thread{'s' if t_ > 1 else ''}" for s_, t_ in UNWIND_SHAPES]
+    urows = [["`BM_Unwind_None` (malloc/free only: the floor, whole row)"] +
+             [f"{none[sh].cpu_ns:.0f} ns" for sh in UNWIND_SHAPES]]
+    for v, what in UNWIND:
+        cells = []
+        for sh in UNWIND_SHAPES:
+            lib = net("Libunwind", sh)
+            cells.append(f"{net(v, sh):.0f} ns ({xr(net(v, sh), lib)})")
+        urows.append([f"`BM_Unwind_{v}` ({what})"] + cells)
+    w(table(head, urows))
+    w("")
+    ratios = [net("Libunwind", sh) / net("Memtrack", sh) for sh in UNWIND_SHAPES if net("Memtrack", sh) > 0]
+    if ratios:
+        w(f"libunwind / memtrack per capture: {', '.join(x(r_) for r_ in ratios)} at the four shapes above "
+          f"(columns in order); with interning into the trace tree, "
+          + ", ".join(xr(net("Libunwind", sh), net("MemtrackTree", sh)) for sh in UNWIND_SHAPES) + ".")
+    if any(net(v, sh) < 0 for v, _ in UNWIND for sh in UNWIND_SHAPES):
+        w("A negative figure is a row cheaper than the malloc/free floor measured beside it: noise.")
+    w("")
 
     # ------------------------------------------------------------------------------------------------- decoding
     dec, dz = b["BM_Decode_Artifact"], b["BM_Floor_ZstdDecompress"]
@@ -492,6 +733,68 @@ def render(ctx, rows, meta, loads, rss, record):
     w("The stats speed-up needs two free cores; its bound is threads:1 / max(threads:1 / 2, the serial stage).")
     w(f"At threads:2 the process kept {s2.cpu_ns / s2.real_ns:.2f} cores busy (process CPU over wall time).")
     w("")
+
+    # ------------------------------------------------------------------------------------------- symbolizing
+    if symbols:
+        w("## Symbolizing")
+        w("")
+        w("bench/symbolize_throughput.sh: call return addresses spread evenly over each module (from objdump -d), "
+          "named by `memtrack-symbolize-addrs` (memtrack::symbolize on elfutils, what the recorder runs at the end "
+          "of a recording) with a cold symbolizer, beside binutils' addr2line -i -f -C (inlined frames, demangled) "
+          "on the same addresses: the floor. Both times are whole processes, opening the module and its debug "
+          "file included.")
+        w("")
+        srows = []
+        for m in symbols:
+            srows.append([f"`{m['module']}`", f"{m['addresses']:,} of {m['calls']:,}", f"{m['memtrack_s']:.3f} s",
+                          f"{m['open_s']:.3f} / {m['lookup_s']:.3f} s",
+                          f"{m['addresses'] / m['memtrack_s']:,.0f}" if m["memtrack_s"] > 0 else "n/a",
+                          f"{m['addr2line_s']:.3f} s",
+                          xr(m["addr2line_s"], m["memtrack_s"]),
+                          f"DWARF {m['dwarf']}, .symtab {m['symtab']}, .dynsym {m['dynsym']}, none {m['none']}",
+                          f"{m['frames']:,} ({m['inlined']:,} inlined)"])
+        w(table(["module", "addresses", "memtrack", "open / lookups", "addresses/s", "addr2line",
+                 "addr2line / memtrack", "named from", "frames"], srows))
+        w("")
+
+    # ----------------------------------------------------------------------------------------------- reports
+    if reports:
+        w("## `memtrack report`")
+        w("")
+        w("bench/report_size.sh: the HTML report's generation time, peak RSS and page size, beside `memtrack "
+          "stats` on the same artifact (the floor: the same read of every frame and the same heap accounting, "
+          "without the timeline, flame graphs, tables and page). \"events\" are realistic events "
+          "(memtrack-gen-events | memtrack encode: several processes, frees, reallocs, mappings; no call stacks); "
+          "\"stacks\" is bench/churn_deep.c recorded with stacks on (2 threads, one call site at a depth of 24 "
+          "frames), so every allocation is attributed to a site, but the flame graphs stay small. One run each.")
+        w("")
+        rrows = []
+        for r in reports:
+            rrows.append([r["variant"], f"{int(r['events']):,}", mib(r["artifact_bytes"]),
+                          f"{r['page_bytes'] / 1024:.0f} KiB", f"{r['report_wall_s']:.2f} / {r['report_user_s']:.2f} s",
+                          mib(r["report_max_rss_kib"] * 1024), f"{r['stats_wall_s']:.2f} / {r['stats_user_s']:.2f} s",
+                          xr(r["report_wall_s"], r["stats_wall_s"]),
+                          f"{r['events'] / r['report_wall_s'] / 1e6:.1f} M/s" if r["report_wall_s"] > 0 else "n/a"])
+        w(table(["recording", "events", "artifact", "page", "report wall / user", "report peak RSS",
+                 "stats wall / user", "report / stats (wall)", "report events/s"], rrows))
+        w("")
+        target = 100e6
+        for variant in ("events", "stacks"):
+            runs = sorted((r for r in reports if r["variant"] == variant), key=lambda r: r["events"])
+            if len(runs) < 2 or runs[-1]["events"] == runs[0]["events"]:
+                continue
+            a, z = runs[0], runs[-1]
+
+            def extra(key):
+                return a[key] + (z[key] - a[key]) * (target - a["events"]) / (z["events"] - a["events"])
+
+            w(f"\"{variant}\" at 100M events, extrapolated linearly from the {int(a['events']):,} and "
+              f"{int(z['events']):,} rows: the report would take {extra('report_wall_s'):.0f} s against "
+              f"{extra('stats_wall_s'):.0f} s for stats. The page grew by "
+              f"{(z['page_bytes'] - a['page_bytes']) / 1024:+.0f} KiB from the smaller recording to the larger; at "
+              f"that rate it would be {max(extra('page_bytes'), 0) / 1024:,.0f} KiB at 100M, an upper bound, since "
+              "the series are cut to a fixed number of points and the flame graphs pruned by share, not by count.")
+            w("")
 
     # ---------------------------------------------------------------------------------------------- comparison
     c = CODSPEED
@@ -542,7 +845,7 @@ def render(ctx, rows, meta, loads, rss, record):
 
     for name in sorted(b, key=order):
         r = b[name]
-        all_rows.append([f"`{name}`", ms(r.real_ns), ms(r.cpu_ns), len(r.runs),
+        all_rows.append([f"`{name}`", short(r.real_ns), short(r.cpu_ns), len(r.runs),
                          mib(r.heap) if r.heap is not None else ""])
     w(table(["benchmark", "wall", "CPU", "repetitions", "peak heap"], all_rows))
     w("")
@@ -599,10 +902,22 @@ def main():
         print("render_performance.py: rows missing from bench.json (renamed or filtered out?): " + ", ".join(missing),
               file=sys.stderr)
         return 1
+    try:
+        stacks = load_tsv_keys(os.path.join(args.results, "record_stacks.tsv"))
+        reports = load_report_sizes(os.path.join(args.results, "report_size.tsv"))
+        symbols = load_symbolize(os.path.join(args.results, "symbolize.txt"))
+    except ValueError as e:
+        print(f"render_performance.py: {e}", file=sys.stderr)
+        return 1
+    commands_txt = os.path.join(args.results, "commands.txt")
+    commands = []
+    if os.path.exists(commands_txt):
+        with open(commands_txt) as f:
+            commands = [line.rstrip("\n") for line in f if line.strip()]
     text = render(ctx, rows, load_meta(os.path.join(args.results, "meta.txt")),
                   load_loads(os.path.join(args.results, "load.txt")),
                   load_rss(os.path.join(args.results, "encode_rss.tsv")),
-                  load_records(args.results))
+                  load_records(args.results), stacks, reports, symbols, commands)
     with open(args.out, "w") as f:
         f.write(text)
     return 0

@@ -1,25 +1,68 @@
 #!/usr/bin/env bash
-# `memtrack report` generation time, peak RSS and page size on recordings of 1M and 16M realistic events
-# (memtrack-gen-events, several pids, frees, reallocs, mappings; no call stacks or context records: the
-# timeline and the summary, which are what grows with the events; flame graphs and tables are bounded by
-# the pruning and the table length, not by the events). 100M is extrapolated from the two.
+# `memtrack report` generation time, peak RSS and page size on recordings of 1M and 16M events, beside
+# `memtrack stats` on the same artifact (its floor: the same read of every frame and the same heap
+# accounting, without the timeline, flame graphs, top tables and HTML). Two kinds of recording:
+#   events  realistic events (memtrack-gen-events | memtrack encode: several pids, frees, reallocs,
+#           mappings; no call stacks or context records): the timeline and the summary, which are what grow
+#           with the events.
+#   stacks  bench/churn_deep.c recorded with `memtrack record` (stacks on, the default): 2 threads of
+#           malloc/free at a call depth of 24 frames, so every allocation carries a stack id and the artifact
+#           holds the stack and symbol tables. One call site: the sites, flame graphs and tables stay small
+#           (they are bounded by the pruning and the table length, not by the events); what this adds over
+#           `events` is the per-event stack accounting.
+# 100M is extrapolated from the two sizes by bench/render_performance.py.
 #
-# usage: bench/report_size.sh [BUILD_DIR] [TSV_OUT]
-#   BUILD_DIR default build/release (needs bin/memtrack and bin/memtrack-gen-events)
-#   TSV_OUT   if given, one line per run: events artifact_bytes page_bytes wall_s user_s max_rss_kib
-#             (the columns bench/render_performance.py would read, from run_suite.sh's results directory)
+# usage: bench/report_size.sh [BUILD_DIR] [TSV_OUT] [EVENTS...]
+#   BUILD_DIR default build/release (needs bin/memtrack, bin/memtrack-gen-events and the preload library)
+#   TSV_OUT   if given (- for none), one line per run: variant events artifact_bytes page_bytes report_wall_s
+#             report_user_s report_max_rss_kib stats_wall_s stats_user_s (bench/render_performance.py reads it
+#             from run_suite.sh's results directory)
+#   EVENTS    the recording sizes (default 1048576 16777216); a stacks recording has the events churn_deep
+#             makes for EVENTS / 4 operations per thread (a free and a malloc each), within a few events
 set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build/release}
 tsv=${2:-}
+if [[ $tsv == - ]]; then tsv=""; fi
+shift $(($# > 2 ? 2 : $#))
+sizes=("$@")
+((${#sizes[@]})) || sizes=(1048576 16777216)
+memtrack=$build/bin/memtrack
+for tool in "$memtrack" "$build/bin/memtrack-gen-events"; do
+  [[ -x $tool ]] || { echo "report_size.sh: no $tool (build first)" >&2; exit 2; }
+done
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-printf 'events\tartifact_bytes\tpage_bytes\twall_s\tuser_s\tmax_rss_kib\n'
-[[ -n $tsv ]] && : > "$tsv"
-for n in 1048576 16777216; do
-  "$build/bin/memtrack-gen-events" "$n" | "$build/bin/memtrack" encode -o "$dir/a.mt"
-  out=$( { /usr/bin/time -f '%e %U %M' "$build/bin/memtrack" report "$dir/a.mt" -o "$dir/a.html" 2>&1 >/dev/null; } | tail -n1)
-  read -r wall user rss <<< "$out"
-  line=$(printf '%s\t%s\t%s\t%s\t%s\t%s' "$n" "$(stat -c %s "$dir/a.mt")" "$(stat -c %s "$dir/a.html")" "$wall" "$user" "$rss")
-  echo "$line"
-  [[ -n $tsv ]] && echo "$line" >> "$tsv"
+cc -O2 -fomit-frame-pointer -pthread "$here/bench/churn_deep.c" -o "$dir/churn_deep"
+
+# timed NAME CMD...: runs CMD with stdout discarded, leaves "wall user max_rss_kib" in $dir/NAME.time
+timed() {
+  local name=$1
+  shift
+  /usr/bin/time -o "$dir/$name.time" -f '%e %U %M' "$@" > /dev/null 2> "$dir/$name.err" ||
+    { echo "report_size.sh: $* failed:" >&2; cat "$dir/$name.err" >&2; exit 1; }
+}
+
+printf 'variant\tevents\tartifact_bytes\tpage_bytes\treport_wall_s\treport_user_s\treport_max_rss_kib\t'
+printf 'stats_wall_s\tstats_user_s\n'
+if [[ -n $tsv ]]; then : > "$tsv"; fi
+for variant in events stacks; do
+  for n in "${sizes[@]}"; do
+    if [[ $variant == events ]]; then
+      "$build/bin/memtrack-gen-events" "$n" | "$memtrack" encode -o "$dir/a.mt"
+      events=$n
+    else
+      "$memtrack" record -o "$dir/a.mt" -- "$dir/churn_deep" 2 $((n / 4)) 24 > /dev/null 2> "$dir/record.err" ||
+        { cat "$dir/record.err" >&2; exit 1; }
+      events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$dir/record.err")
+    fi
+    timed report "$memtrack" report "$dir/a.mt" -o "$dir/a.html"
+    timed stats "$memtrack" stats "$dir/a.mt"
+    read -r wall user rss < "$dir/report.time"
+    read -r swall suser _ < "$dir/stats.time"
+    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$variant" "$events" "$(stat -c %s "$dir/a.mt")" \
+      "$(stat -c %s "$dir/a.html")" "$wall" "$user" "$rss" "$swall" "$suser")
+    echo "$line"
+    if [[ -n $tsv ]]; then echo "$line" >> "$tsv"; fi
+  done
 done

@@ -1,30 +1,40 @@
 #!/usr/bin/env bash
 # Runs the benchmark suite and regenerates docs/PERFORMANCE.md from that one run.
 #
-# usage: bench/run_suite.sh [--smoke] [--build DIR] [--out DIR] [--no-rss] [--with-record] [--doc FILE]
-#                           [-- BENCH_ARGS...]
-#   --smoke    tiny sizes (MEMTRACK_BENCH_SMOKE=1, --benchmark_min_time=0.01), no shell benchmarks, and the
-#              document goes to OUT/PERFORMANCE.md instead of docs/ (ctest runs this: label bench)
+# usage: bench/run_suite.sh [--smoke] [--build DIR] [--out DIR] [--no-rss] [--no-report] [--no-symbolize]
+#                           [--with-record] [--doc FILE] [-- BENCH_ARGS...]
+#   --smoke    tiny sizes (MEMTRACK_BENCH_SMOKE=1, --benchmark_min_time=0.01; the shell benchmarks at a few
+#              thousand events, once; no RSS), and the document goes to OUT/PERFORMANCE.md instead of docs/
+#              (ctest runs this: label bench). The recording benchmarks run only if heaptrack is installed.
 #   --build    the build tree with bin/memtrack-bench (default build/release: benchmarks need -O2/-O3)
 #   --out      where the JSON, the load samples and the run's metadata are kept (default BUILD/bench-results)
 #   --no-rss   skip bench/encode_rss.sh (peak RSS of `memtrack encode` from a pipe, glibc vs mimalloc)
-#   --with-record  also run bench/record_overhead.sh (native vs heaptrack vs `memtrack record`): 7 rounds of
+#   --no-report     skip bench/report_size.sh (`memtrack report` time and page size beside `memtrack stats`,
+#              1M and 16M events, without and with call stacks; about a minute)
+#   --no-symbolize  skip bench/symbolize_throughput.sh (memtrack's symbolizer beside addr2line on libc,
+#              libstdc++ and python3, 5,000 addresses each; under a minute)
+#   --with-record  also record programs (needs heaptrack and the preload library in BUILD; about three
+#              minutes): bench/record_overhead.sh (native vs heaptrack vs `memtrack record`) for 7 rounds of
 #              2 threads x 1M operations (the runtime issue's workload), then 5 rounds of 2 x 4M (the native
-#              run well above GNU time's 10 ms resolution); about two minutes; needs heaptrack and the
-#              preload library in BUILD
+#              run well above GNU time's 10 ms resolution); and bench/record_stacks.sh (the same with call
+#              stacks on and off, 2 x 1M malloc/free at a call depth of 24 frames, 5 rounds)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
 #
-# The full run takes a few minutes. Run it on a quiet machine: the document records the load average
-# sampled during the run, so a contended run is visible as such.
+# The full run (`bench/run_suite.sh --with-record --build build/release`, the command docs/PERFORMANCE.md
+# names) takes about seven minutes on 2 cores. Run it on a quiet machine: the document records the load
+# average sampled during the run, so a contended run is visible as such.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
+invocation="bench/run_suite.sh$(printf ' %q' "$@")"
 smoke=0
 build=build/release
 out=""
 rss=1
+report=1
+symbolize=1
 record=0
 doc=""
 bench_args=()
@@ -34,6 +44,8 @@ while (($#)); do
     --build) build=$2; shift ;;
     --out) out=$2; shift ;;
     --no-rss) rss=0 ;;
+    --no-report) report=0 ;;
+    --no-symbolize) symbolize=0 ;;
     --with-record) record=1 ;;
     --doc) doc=$2; shift ;;
     --) shift; bench_args=("$@"); break ;;
@@ -51,7 +63,9 @@ if ((smoke)); then
   export MEMTRACK_BENCH_SMOKE=1
   args+=(--benchmark_min_time=0.01)
   rss=0
-  record=0
+  # The recording benchmarks at smoke sizes need heaptrack as the full ones do; without it the document
+  # says they were skipped (a full run with --with-record fails instead).
+  if command -v heaptrack > /dev/null; then record=1; else record=0; record_skipped="heaptrack is not installed"; fi
   doc=${doc:-$out/PERFORMANCE.md}
 else
   unset MEMTRACK_BENCH_SMOKE
@@ -70,6 +84,27 @@ sampler=$!
 trap 'kill $sampler 2> /dev/null || true' EXIT
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# The machine's CPU counters at both ends and this script's own CPU (its waited-for children: every
+# benchmark), so the document can say how much CPU other processes took during the run.
+cpu_stat_start=$(head -n1 /proc/stat)
+# part NAME: closes the previous part's timing (seconds per part go to meta.txt, so the document can say
+# where the run's time went).
+timing=""
+part_start=$SECONDS
+part() {
+  timing+="${timing:+ }$1:$((SECONDS - part_start))"
+  part_start=$SECONDS
+}
+# bench_script OUT CMD...: runs one of the shell benchmarks with its stdout to OUT, and keeps the command
+# for the document (commands.txt).
+: > "$out/commands.txt"
+bench_script() {
+  local to=$1
+  shift
+  echo "run_suite.sh: $*" >&2
+  echo "$*" >> "$out/commands.txt"
+  "$@" > "$to"
+}
 echo "run_suite.sh: $bench ${args[*]}" >&2
 "$bench" "${args[@]}" > "$out/bench.txt"
 heap_args=()
@@ -81,31 +116,62 @@ if ((!smoke)); then
   echo "run_suite.sh: $bench ${heap_args[*]}" >&2
   "$bench" "${heap_args[@]}" > "$out/heap.txt"
 fi
+part benchmarks
 if ((rss)); then
-  echo "run_suite.sh: bench/encode_rss.sh $build $out/encode_rss.tsv" >&2
   # Its limits are reported in the document; a failed limit must not stop the document being written.
-  bench/encode_rss.sh "$build" "$out/encode_rss.tsv" > "$out/encode_rss.txt" || true
+  bench_script "$out/encode_rss.txt" bench/encode_rss.sh "$build" "$out/encode_rss.tsv" || true
+  part encode_rss
 else
   rm -f "$out/encode_rss.tsv"
 fi
-rm -f "$out"/record_overhead*.tsv
+rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt"
 if ((record)); then
   # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
-  # per event without the fixed cost of starting a recording.
-  for spec in "7 1000000" "5 4000000"; do
+  # per event without the fixed cost of starting a recording. Smoke: a few thousand operations, once.
+  if ((smoke)); then specs=("1 2000" "1 8000"); else specs=("7 1000000" "5 4000000"); fi
+  for spec in "${specs[@]}"; do
     read -r rounds ops <<< "$spec"
-    echo "run_suite.sh: bench/record_overhead.sh $build $rounds 2 $ops $out/record_overhead.$ops.tsv" >&2
-    bench/record_overhead.sh "$build" "$rounds" 2 "$ops" "$out/record_overhead.$ops.tsv" > "$out/record_overhead.$ops.txt"
+    bench_script "$out/record_overhead.$ops.txt" \
+      bench/record_overhead.sh "$build" "$rounds" 2 "$ops" "$out/record_overhead.$ops.tsv"
   done
+  # The stacks issue's workload: 2 threads x 1M malloc/free at a call depth of 24 frames.
+  if ((smoke)); then spec="1 2000"; else spec="5 1000000"; fi
+  read -r rounds ops <<< "$spec"
+  bench_script "$out/record_stacks.txt" bench/record_stacks.sh "$build" "$rounds" 2 "$ops" 24 "$out/record_stacks.tsv"
+  part record
+fi
+if ((report)); then
+  if ((smoke)); then sizes=(16384 65536); else sizes=(1048576 16777216); fi
+  bench_script "$out/report_size.txt" bench/report_size.sh "$build" "$out/report_size.tsv" "${sizes[@]}"
+  part report
+fi
+if ((symbolize)); then
+  # Smoke: 50 addresses of libc only (the default modules' disassembly alone takes seconds).
+  if ((smoke)); then sym_args=(50 /usr/lib/x86_64-linux-gnu/libc.so.6); else sym_args=(5000); fi
+  bench_script "$out/symbolize.txt" bench/symbolize_throughput.sh "$build" "${sym_args[@]}"
+  part symbolize
 fi
 cat /proc/loadavg >> "$out/load.txt"
+cpu_stat_end=$(head -n1 /proc/stat)
 kill $sampler 2> /dev/null || true
+# `times`' second line: user and system time of the children, as "1m2.345s 0m0.678s" (into a file: in a
+# pipe it would run in a subshell, which has no children).
+times > "$out/times.txt"
+own_cpu=$(tail -n1 "$out/times.txt" |
+  awk '{ s = 0; for (i = 1; i <= 2; ++i) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } print s }')
 
 # What the renderer cannot read from the benchmark JSON.
 {
   echo "started=$started"
   echo "finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "command=bench/run_suite.sh$( ((smoke)) && echo " --smoke")$( ((record)) && echo " --with-record") --build $build ${bench_args[*]}"
+  echo "command=$invocation"
+  echo "build=$build"
+  echo "record_skipped=${record_skipped:-}"
+  echo "timing=$timing"
+  echo "cpu_stat_start=$cpu_stat_start"
+  echo "cpu_stat_end=$cpu_stat_end"
+  echo "clk_tck=$(getconf CLK_TCK)"
+  echo "own_cpu_s=$own_cpu"
   echo "bench_command=$bench ${args[*]}"
   echo "heap_command=$( ((${#heap_args[@]})) && echo "$bench ${heap_args[*]}")"
   echo "commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)$(git diff --quiet HEAD -- 2> /dev/null || echo ' (with uncommitted changes)')"

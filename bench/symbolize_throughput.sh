@@ -29,7 +29,8 @@ for module in "${modules[@]}"; do
                 $2 ~ /^call/ { want = 1 }' | sort -u > "$work/all"
   total=$(wc -l < "$work/all")
   step=$(( total > n ? total / n : 1 ))
-  awk -v s="$step" 'NR % s == 0' "$work/all" | head -n "$n" > "$work/addresses"
+  # awk stops itself: `| head` would end the pipeline with SIGPIPE (exit 141 under pipefail).
+  awk -v s="$step" -v n="$n" 'NR % s == 0 && ++k <= n' "$work/all" > "$work/addresses"
   count=$(wc -l < "$work/addresses")
   # addr2line wants the call itself: address - 1, as memtrack's --return-addresses does internally.
   while read -r a; do printf '%x\n' $(( 0x$a - 1 )); done < "$work/addresses" > "$work/calls"

@@ -7,6 +7,10 @@
 //   BM_Unwind_None              malloc/free only: the floor every other row is read against
 //   BM_Unwind_Memtrack          memtrack_unwind_capture in the steady state: the stack is the thread's
 //                               previous one, so the prefix record is checked (one load per frame)
+//   BM_Unwind_MemtrackHook      memtrack_unwind_capture called as the preload's malloc calls it: through a
+//                               frame that holds a value changing on every call in rbp (the preload's malloc
+//                               keeps the returned pointer there), so the innermost frames' rbp differs from
+//                               the thread's previous stack
 //   BM_Unwind_MemtrackRules     the same with prefix reuse off: every frame unwound through the rule cache
 //   BM_Unwind_MemtrackMiss      the same after an invalidation each iteration: every frame's rule recomputed
 //   BM_Unwind_Libunwind         libunwind's unw_backtrace with UNW_CACHE_PER_THREAD (what heaptrack does)
@@ -37,6 +41,30 @@
 #include <cstring>
 
 #include "unwind/chain.h"
+
+// hook_capture(out, max, truncated, value): memtrack_unwind_capture(out, max, 0, truncated) from a frame
+// that saved rbp and holds `value` in it during the call, as the preload's malloc holds its result there.
+extern "C" std::size_t hook_capture(std::uintptr_t* out, std::size_t max, bool* truncated, std::uintptr_t value);
+asm(R"(
+  .text
+  .p2align 4
+  .type hook_capture, @function
+hook_capture:
+  .cfi_startproc
+  pushq %rbp
+  .cfi_adjust_cfa_offset 8
+  .cfi_offset %rbp, -16
+  movq %rcx, %rbp
+  movq %rdx, %rcx
+  xorl %edx, %edx
+  call memtrack_unwind_capture
+  popq %rbp
+  .cfi_adjust_cfa_offset -8
+  .cfi_restore %rbp
+  ret
+  .cfi_endproc
+  .size hook_capture, .-hook_capture
+)");
 
 namespace {
 
@@ -196,6 +224,7 @@ thread_local TreeCursor t_cursor;
 enum class Variant {
   kNone,
   kMemtrack,
+  kMemtrackHook,
   kMemtrackRules,
   kMemtrackMiss,
   kLibunwind,
@@ -229,6 +258,11 @@ __attribute__((noinline)) std::size_t capture(const Run& run, std::uintptr_t* fr
     case Variant::kMemtrackRules:
       n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
       break;
+    case Variant::kMemtrackHook: {
+      static thread_local std::uintptr_t calls = 0;
+      n = hook_capture(frames, kMaxFrames, &truncated, ++calls);
+      break;
+    }
     case Variant::kMemtrackMiss:
       memtrack_unwind_invalidate();
       n = memtrack_unwind_capture(frames, kMaxFrames, 0, &truncated);
@@ -329,6 +363,7 @@ void bench(benchmark::State& state, Variant variant) {
 
 void BM_Unwind_None(benchmark::State& state) { bench(state, Variant::kNone); }
 void BM_Unwind_Memtrack(benchmark::State& state) { bench(state, Variant::kMemtrack); }
+void BM_Unwind_MemtrackHook(benchmark::State& state) { bench(state, Variant::kMemtrackHook); }
 void BM_Unwind_MemtrackRules(benchmark::State& state) { bench(state, Variant::kMemtrackRules); }
 void BM_Unwind_MemtrackMiss(benchmark::State& state) { bench(state, Variant::kMemtrackMiss); }
 void BM_Unwind_Libunwind(benchmark::State& state) { bench(state, Variant::kLibunwind); }
@@ -342,6 +377,7 @@ void BM_Unwind_MemtrackTree(benchmark::State& state) { bench(state, Variant::kTr
 void shapes(benchmark::internal::Benchmark* b) { b->ArgName("sites")->Arg(1)->Arg(4)->Threads(1)->Threads(2); }
 BENCHMARK(BM_Unwind_None)->Apply(shapes);
 BENCHMARK(BM_Unwind_Memtrack)->Apply(shapes);
+BENCHMARK(BM_Unwind_MemtrackHook)->Apply(shapes);
 BENCHMARK(BM_Unwind_MemtrackRules)->Apply(shapes);
 BENCHMARK(BM_Unwind_MemtrackMiss)->Apply(shapes);
 BENCHMARK(BM_Unwind_Libunwind)->Apply(shapes);

@@ -11,6 +11,11 @@ packages=(
   chromium fonts-dejavu-core
   # memtrack export --format pprof: protobuf, and Debian's profile.proto (a copy is checked in too)
   protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev
+  # allocators beyond glibc: the preload's instruction decoder, and the allocators the tests build against
+  libzydis-dev libjemalloc-dev libgoogle-perftools-dev
+  # tests/interop: CodSpeed's reader (Rust zstd + rmp_serde), built offline from Debian's crates; pulls in
+  # rustc and, for zstd-sys's bindgen, libclang (about 190 packages, 87 MiB to download)
+  cargo librust-zstd-dev librust-rmp-serde-dev librust-serde-derive-dev
 )
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi

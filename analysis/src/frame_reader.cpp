@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,65 @@ constexpr std::size_t kSmallestEventBytes = 30;  // a Free with fixint values is
 
 }  // namespace
 
+std::uint64_t position_of(const codec::ContextRecord& record) {
+  return std::visit(
+      [](const auto& x) -> std::uint64_t {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, codec::EventStacks>) {
+          return x.first_event;
+        } else if constexpr (requires { x.event; }) {
+          return x.event;
+        } else {
+          return 0;  // RecordingInfo, StreamEnd, Symbols: no position (StreamOrder places them)
+        }
+      },
+      record);
+}
+
+StreamOrder::StreamOrder(std::span<ArtifactConsumer* const> consumers, std::uint64_t first_event)
+    : consumers_(consumers), next_event_(first_event) {}
+
+void StreamOrder::add(std::span<codec::ContextRecord> records, std::span<const codec::Event> events) {
+  // A record without a position (End, Symbols) goes where it was read: after the events of the frame it
+  // follows. The Recording describes the whole stream: first.
+  const std::uint64_t frame_end = next_event_ + events.size();
+  for (codec::ContextRecord& r : records) {
+    const bool positioned = std::visit(
+        [](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          return std::is_same_v<T, codec::EventStacks> || std::is_same_v<T, codec::RecordingInfo> || requires {
+            x.event;
+          };
+        },
+        r);
+    waiting_.emplace_back(positioned ? position_of(r) : frame_end, std::move(r));
+  }
+  // Stable: records of one position keep their file order (a ProcessStart before the Exec at its position).
+  if (!records.empty())
+    std::stable_sort(waiting_.begin(), waiting_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::size_t r = 0, e = 0;
+  const auto to_all = [&](const codec::ContextRecord& record) {
+    for (ArtifactConsumer* c : consumers_) c->add_context(record);
+  };
+  while (e < events.size()) {
+    while (r < waiting_.size() && waiting_[r].first <= next_event_ + e) to_all(waiting_[r++].second);
+    // The events up to the next record's position go in one call.
+    const std::uint64_t next = r < waiting_.size() ? waiting_[r].first : UINT64_MAX;
+    const std::size_t run =
+        next - next_event_ >= events.size() ? events.size() : static_cast<std::size_t>(next - next_event_);
+    for (ArtifactConsumer* c : consumers_) c->add(events.subspan(e, run - e));
+    e = run;
+  }
+  waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(r));
+  next_event_ = frame_end;
+}
+
+void StreamOrder::finish() {
+  for (const auto& [position, r] : waiting_)
+    for (ArtifactConsumer* c : consumers_) c->add_context(r);
+  waiting_.clear();
+}
+
 IndexedFrameReader::IndexedFrameReader(const codec::SeekTable& index, ReadAt read_at, std::string name,
                                        FrameRange range, std::size_t max_frames_in_flight)
     : index_(index), read_at_(std::move(read_at)), name_(std::move(name)) {
@@ -29,20 +89,23 @@ IndexedFrameReader::IndexedFrameReader(const codec::SeekTable& index, ReadAt rea
   const std::size_t largest_frame = codec::FrameDecoder().max_frame_bytes();
   for (std::size_t i = 0; i < index.frames.size(); ++i) {
     const auto& f = index.frames[i];
-    if (f.decompressed_size == 0 && f.compressed_size >= 8 && f.compressed_size <= largest_frame) {
+    if (f.decompressed_size == 0 && f.compressed_size >= codec::kSkippableHeaderBytes &&
+        f.compressed_size <= largest_frame) {
       std::byte magic[4];
       if (read_at_(f.offset, magic).is_ok()) {
-        const std::uint32_t m =
-            std::to_integer<std::uint32_t>(magic[0]) | std::to_integer<std::uint32_t>(magic[1]) << 8 |
-            std::to_integer<std::uint32_t>(magic[2]) << 16 | std::to_integer<std::uint32_t>(magic[3]) << 24;
-        if ((m & 0xFFFFFFF0u) == 0x184D2A50u) {
+        const std::uint32_t m = codec::load_le32(magic);
+        if (codec::is_skippable_magic(m)) {
           skippable_bytes_ += f.compressed_size;
+          if (m == codec::kContextFrameMagic) context_.push_back(i);
           continue;
         }
       }
     }
+    // Data frame k's context frames are those between it and frame k + 1; frame 0 also takes those before it.
+    context_begin_.push_back(data_.empty() ? 0 : context_.size());
     data_.push_back(i);
   }
+  context_begin_.push_back(context_.size());
   last_ = std::min(range.last, data_.size());
   first_ = std::min(range.first, last_);
   if (max_frames_in_flight == 0) {
@@ -80,6 +143,11 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
     codec::Status status;
     std::size_t decompressed = 0;
     DecodedFrame frame;
+    // The context frames after the data frame: their bytes back to back, then their records. A damaged one
+    // ends the run after the frame is delivered with the records before it (context_status).
+    std::vector<std::byte> context_bytes;
+    std::vector<codec::ContextRecord> records;
+    codec::Status context_status;
   };
   std::vector<std::unique_ptr<Slot>> slots;
   for (std::size_t i = 0; i < slots_; ++i) slots.push_back(std::make_unique<Slot>());
@@ -114,6 +182,20 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
                 }
                 s->compressed.resize(size);
                 s->status = read_at_(index_.frames[data_[i]].offset, s->compressed);
+                s->context_bytes.clear();
+                s->context_status = {};
+                for (std::size_t c = context_begin_[i]; c < context_begin_[i + 1] && s->status.is_ok(); ++c) {
+                  const auto& f = index_.frames[context_[c]];
+                  const std::size_t at = s->context_bytes.size();
+                  s->context_bytes.resize(at + f.compressed_size);  // sizes checked against a frame's bound
+                  s->context_status = read_at_(f.offset, std::span(s->context_bytes).subspan(at, f.compressed_size));
+                  if (!s->context_status.is_ok()) {
+                    s->context_bytes.resize(at);
+                    break;
+                  }
+                  s->frame.context_frames++;
+                  s->frame.context_bytes += f.compressed_size;
+                }
                 return s;
               }) & tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, [&](Slot* s) {
                 s->events.clear();
@@ -126,11 +208,22 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
                 s->frame.events = s->events;
                 s->frame.compressed_bytes = s->compressed.size();
                 s->frame.msgpack_bytes = s->decompressed;
+                s->records.clear();
+                for (std::size_t c = context_begin_[s->frame.index], at = 0;
+                     at < s->context_bytes.size() && s->context_status.is_ok(); ++c) {
+                  const auto& f = index_.frames[context_[c]];
+                  const codec::Status cs = codec::decode_context_frame(
+                      std::span(s->context_bytes).subspan(at, f.compressed_size), f.offset, s->records);
+                  if (!cs.is_ok()) s->context_status = {cs.code(), name_ + ": " + cs.message()};
+                  at += f.compressed_size;
+                }
+                s->frame.context = s->records;
                 if (parallel) parallel(s->frame);
                 return s;
               }) & tbb::make_filter<Slot*, void>(tbb::filter_mode::serial_in_order, [&](Slot* s) {
                 if (failed) return;
                 codec::Status st = s->status.is_ok() ? in_order(s->frame) : s->status;
+                if (st.is_ok()) st = s->context_status;
                 if (!st.is_ok()) {
                   result = std::move(st);
                   failed = true;

@@ -10,7 +10,7 @@ namespace memtrack::analysis {
 namespace {
 
 // The position a record takes effect at; nullopt: none (delivered as it comes).
-std::optional<std::uint64_t> position_of(const codec::ContextRecord& r) {
+std::optional<std::uint64_t> applies_at(const codec::ContextRecord& r) {
   return std::visit(
       [](const auto& x) -> std::optional<std::uint64_t> {
         using T = std::decay_t<decltype(x)>;
@@ -42,11 +42,10 @@ void Regions::forward(codec::ContextRecord record) {
 }
 
 void Regions::add_context(const codec::ContextRecord& record) {
-  const std::optional<std::uint64_t> at = position_of(record);
+  const std::optional<std::uint64_t> at = applies_at(record);
   if (at && *at > seen_) {
-    const auto it =
-        std::upper_bound(pending_.begin(), pending_.end(), *at,
-                         [](std::uint64_t p, const codec::ContextRecord& r) { return p < *position_of(r); });
+    const auto it = std::upper_bound(pending_.begin(), pending_.end(), *at,
+                                     [](std::uint64_t p, const codec::ContextRecord& r) { return p < *applies_at(r); });
     pending_.insert(it, record);
     return;
   }
@@ -157,8 +156,15 @@ void Regions::flush_batch() {
 }
 
 void Regions::add(std::span<const codec::Event> events) {
+  // Nothing open, nothing waiting, no filter (stats of an artifact without regions): only the count moves.
+  if (downstream_ == nullptr && open_.empty() &&
+      (pending_.empty() || *applies_at(pending_.front()) >= seen_ + events.size())) {
+    seen_ += events.size();
+    if (!events.empty()) last_ts_ = events.back().timestamp;
+    return;
+  }
   for (const codec::Event& e : events) {
-    while (!pending_.empty() && *position_of(pending_.front()) <= seen_) {
+    while (!pending_.empty() && *applies_at(pending_.front()) <= seen_) {
       const codec::ContextRecord r = std::move(pending_.front());
       pending_.erase(pending_.begin());
       apply(r);

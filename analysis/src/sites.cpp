@@ -90,8 +90,10 @@ struct SiteAccumulator::Impl {
   // The peak: the live heap's own model decides when it is reached; each site's live bytes at that moment
   // are kept lazily: a peak starts a new epoch, and a site changed for the first time since then saves its
   // live bytes (unchanged since the peak) before the change.
-  LiveHeap heap;
+  LiveHeap own_heap;
+  const LiveHeap* shared_heap = nullptr;  // driven by the caller (one model for `report`'s timeline and sites)
   std::uint64_t peak = 0, epoch = 0;
+  [[nodiscard]] const LiveHeap& heap() const { return shared_heap != nullptr ? *shared_heap : own_heap; }
 
   // Symbols records: module key -> address -> frames.
   std::unordered_map<std::string, std::map<std::uint64_t, std::vector<SiteFrame>>> symbols;
@@ -159,7 +161,8 @@ struct SiteAccumulator::Impl {
   void apply(const codec::ContextRecord& record) {
     // A lifecycle-aware live heap (one with add_context) decides the peak from the records too. Not with a
     // pid filter: that heap only sees the pid's events, so the records' positions would not match.
-    if (!pid_filter) feed_lifecycle(heap, record);
+    // A shared heap gets its records from whoever drives it.
+    if (!pid_filter && shared_heap == nullptr) feed_lifecycle(own_heap, record);
     if (const auto* m = std::get_if<codec::Module>(&record)) {
       apply(*m);
     } else if (const auto* n = std::get_if<codec::StackNodes>(&record)) {
@@ -290,16 +293,19 @@ struct SiteAccumulator::Impl {
       b[e.addr] = Block{e.size, si, e.tid, ++serial};
       last_serial[thread_key(e.pid, e.tid)] = serial;
     }
-    heap.add(std::span<const codec::Event>(&e, 1));
-    if (heap.total_peak_bytes() > peak) {
-      peak = heap.total_peak_bytes();
+    // A shared heap already has this event (its driver adds each event just before this add).
+    if (shared_heap == nullptr) own_heap.add(std::span<const codec::Event>(&e, 1));
+    if (heap().total_peak_bytes() > peak) {
+      peak = heap().total_peak_bytes();
       ++epoch;
     }
   }
 };
 
-SiteAccumulator::SiteAccumulator(std::optional<std::int32_t> pid) : impl_(std::make_unique<Impl>()) {
+SiteAccumulator::SiteAccumulator(std::optional<std::int32_t> pid, const LiveHeap* heap)
+    : impl_(std::make_unique<Impl>()) {
   impl_->pid_filter = pid;
+  if (!pid) impl_->shared_heap = heap;
 }
 SiteAccumulator::~SiteAccumulator() = default;
 
@@ -317,8 +323,8 @@ SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const Mo
   SitesResult out;
   out.has_stacks = d.has_stacks;
   out.events = d.events;
-  out.peak_bytes = d.heap.total_peak_bytes();
-  out.peak_timestamp = d.heap.total_peak_timestamp();
+  out.peak_bytes = d.heap().total_peak_bytes();
+  out.peak_timestamp = d.heap().total_peak_timestamp();
 
   const auto finish = [&](const SiteData& s) {
     SiteTotals t = s.totals;

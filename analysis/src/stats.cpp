@@ -3,8 +3,6 @@
 #include <cstring>
 #include <vector>
 
-#include "memtrack/codec/artifact_decoder.h"
-
 namespace memtrack::analysis {
 
 void Stats::add_context(const codec::ContextRecord& record) {
@@ -52,10 +50,7 @@ class TailSource final : public codec::ByteSource {
   // The stream ended with a seek table footer (seekable magic, no reserved bits) counting `frames` frames.
   [[nodiscard]] bool ends_with_index(std::uint64_t frames) const {
     if (total_ < sizeof tail_) return false;
-    auto u32 = [&](std::size_t at) {
-      return std::uint32_t(tail_[at]) | std::uint32_t(tail_[at + 1]) << 8 | std::uint32_t(tail_[at + 2]) << 16 |
-             std::uint32_t(tail_[at + 3]) << 24;
-    };
+    auto u32 = [&](std::size_t at) { return codec::load_le32(reinterpret_cast<const std::byte*>(tail_ + at)); };
     return u32(5) == codec::kSeekableMagic && (tail_[4] & 0x7Fu) == 0 && u32(0) == frames;
   }
 
@@ -67,38 +62,68 @@ class TailSource final : public codec::ByteSource {
 
 }  // namespace
 
-Stats compute_stats(codec::ByteSource& source, const std::string& name, const ProgressFn& progress,
-                    std::span<const codec::ContextRecord> context) {
-  Stats stats;
-  for (const codec::ContextRecord& r : context) stats.add_context(r);
-  TailSource tail(source);
-  codec::ArtifactDecoder decoder(tail, name);
-  std::vector<codec::Event> events(65536);
-  while (const std::size_t n = decoder.next(events)) {
-    stats.add(std::span<const codec::Event>(events.data(), n));
-    if (progress) progress(decoder.progress().compressed_bytes, decoder.progress().events);
+namespace {
+
+// The live heap's side of a pass (the counts are made apart, per frame in parallel when indexed).
+class HeapConsumer final : public ArtifactConsumer {
+ public:
+  HeapConsumer(Stats& stats, bool counts) : stats_(stats), counts_(counts) {}
+  void add_context(const codec::ContextRecord& record) override { stats_.add_context(record); }
+  void add(std::span<const codec::Event> events) override {
+    if (counts_) stats_.counts.add(events);
+    stats_.heap.add(events);
   }
-  stats.status = decoder.status();
-  stats.file.frames = decoder.progress().frames;
-  stats.file.compressed_bytes = decoder.progress().compressed_bytes;
-  stats.file.decompressed_bytes = decoder.progress().decompressed_bytes;
+
+ private:
+  Stats& stats_;
+  bool counts_;
+};
+
+std::vector<ArtifactConsumer*> with(ArtifactConsumer* first, std::span<ArtifactConsumer* const> also) {
+  std::vector<ArtifactConsumer*> all{first};
+  all.insert(all.end(), also.begin(), also.end());
+  return all;
+}
+
+}  // namespace
+
+Stats compute_stats(codec::ByteSource& source, const std::string& name, const ProgressFn& progress,
+                    std::span<ArtifactConsumer* const> also) {
+  Stats stats;
+  TailSource tail(source);
+  StreamFrameReader reader(tail, name);
+  HeapConsumer consumer(stats, true);
+  const std::vector<ArtifactConsumer*> consumers = with(&consumer, also);
+  StreamOrder order(consumers);
+  stats.status = reader.run([&](const DecodedFrame& f) {
+    order.add(f.context, f.events);
+    if (progress) progress(reader.progress().compressed_bytes, order.events());
+    return codec::Status{};
+  });
+  order.finish();
+  const StreamProgress& p = reader.progress();
+  stats.file.frames = p.data_frames;
+  stats.file.compressed_bytes = p.compressed_bytes;
+  stats.file.decompressed_bytes = p.decompressed_bytes;
   // The index lists every zstd frame but itself: data frames and the other skippable (context) frames.
-  const std::uint64_t skippable = decoder.progress().skippable_frames;
   stats.file.index_at_end =
-      stats.status.is_ok() && skippable > 0 && tail.ends_with_index(stats.file.frames + skippable - 1);
+      stats.status.is_ok() && p.skippable_frames > 0 && tail.ends_with_index(p.data_frames + p.skippable_frames - 1);
   return stats;
 }
 
 Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at, const std::string& name,
                             const ProgressFn& progress, std::size_t max_frames_in_flight,
-                            std::span<const codec::ContextRecord> context) {
+                            std::span<ArtifactConsumer* const> also) {
   Stats stats;
-  for (const codec::ContextRecord& r : context) stats.add_context(r);
   stats.file.indexed = true;
   IndexedFrameReader reader(index, read_at, name, {}, max_frames_in_flight);
-  // The counts commute: each frame counts its own events in its slot, merged in frame order.
+  HeapConsumer consumer(stats, false);
+  const std::vector<ArtifactConsumer*> consumers = with(&consumer, also);
+  StreamOrder order(consumers);
+  // The counts commute: each frame counts its own events in its slot, merged in frame order; the live heap
+  // and the context records need stream order, so they are fed in order.
   std::vector<EventCounts> partial(reader.slots());
-  std::uint64_t bytes_done = 0;
+  std::uint64_t bytes_done = 0, data_bytes = 0;
   stats.status = reader.run(
       [&](const DecodedFrame& f) {
         partial[f.slot] = EventCounts{};
@@ -106,15 +131,17 @@ Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at
       },
       [&](const DecodedFrame& f) {
         stats.counts.merge(partial[f.slot]);
-        stats.heap.add(f.events);
+        order.add(f.context, f.events);
         ++stats.file.frames;
         stats.file.decompressed_bytes += f.msgpack_bytes;
-        bytes_done += f.compressed_bytes;
+        data_bytes += f.compressed_bytes;
+        bytes_done += f.compressed_bytes + f.context_bytes;
         if (progress) progress(bytes_done, stats.counts.events);
         return codec::Status{};
       });
-  // Like the sequential path, count the index's skippable frame once the whole file was read.
-  stats.file.compressed_bytes = bytes_done + (stats.status.is_ok() ? reader.skippable_bytes() + index.table_size : 0);
+  order.finish();
+  // Like the sequential path, the skippable frames (context frames and the index) once the whole file was read.
+  stats.file.compressed_bytes = data_bytes + (stats.status.is_ok() ? reader.skippable_bytes() + index.table_size : 0);
   stats.file.index_at_end = stats.status.is_ok();
   return stats;
 }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "memtrack/codec/context.h"  // the skippable frame magics
 #include "memtrack/codec/msgpack_decoder.h"
 #include "zstd_internal.h"  // ZSTD_getFrameHeader: the content size, and a truncated header told from a bad one
 
@@ -14,8 +15,6 @@ namespace {
 
 constexpr std::size_t kInputChunk = 128u << 10;
 constexpr std::size_t kMsgpackChunk = 256u << 10;
-constexpr std::uint32_t kSkippableMagicMask = 0xFFFFFFF0u;
-constexpr std::uint32_t kSkippableMagicBase = 0x184D2A50u;
 
 std::string hex32(std::uint32_t v) {
   char buf[16];
@@ -173,7 +172,7 @@ struct ArtifactDecoder::Impl {
     }
     std::uint32_t magic;
     std::memcpy(&magic, in.data() + in_pos, 4);
-    if ((magic & kSkippableMagicMask) == kSkippableMagicBase) {
+    if (is_skippable_magic(magic)) {
       skip_skippable_frame();
       return;
     }
@@ -228,7 +227,7 @@ struct ArtifactDecoder::Impl {
       while (available() >= 4) {
         std::uint32_t magic;
         std::memcpy(&magic, in.data() + in_pos, 4);
-        if (magic == ZSTD_MAGICNUMBER || (magic & kSkippableMagicMask) == kSkippableMagicBase) {
+        if (magic == ZSTD_MAGICNUMBER || is_skippable_magic(magic)) {
           resumed_at = offset();
           return true;
         }

@@ -180,11 +180,6 @@ void pack(Packer& pk, const RegionEnd& r) {
 void store_le32(std::byte* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
 }
-std::uint32_t load_le32(const std::byte* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= std::uint32_t{std::to_integer<std::uint8_t>(p[i])} << (8 * i);
-  return v;
-}
 
 // Reading: one record map at a time, with every key looked up by name, so key order, unknown keys and
 // integer widths are as free as in the events (FORMAT.md). Failures throw RecordError, caught per frame.

@@ -1,10 +1,13 @@
 // The interposed C ABI: each function calls the real one (resolve.h) and records one event for a
 // successful call (ring_client.h), a free before the real call, an allocation after it. The table of calls
-// and events is docs/RUNTIME.md, "Calls and events". Every function here may run in a signal handler.
+// and events is docs/RUNTIME.md, "Calls and events". Every function here may run in a signal handler. Each
+// one is an entry (EntryScope, preload_internal.h): a call made inside another hooked call (an allocator's
+// own mmap, libstdc++'s operator new calling malloc) goes straight to the real function.
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include "patch/sites.h"
 #include "resolve.h"
 #include "ring_client.h"
 #include "stacks.h"
@@ -23,7 +26,11 @@ void* realloc_impl(void* p, size_t size) {
     }
     return q;
   }
-  if (p != nullptr && in_arena(p)) {
+  // A nested call passes straight through, unless it moves a bootstrap block (the real allocator never saw it).
+  const bool arena_block = p != nullptr && in_arena(p);
+  if (in_entry() && !arena_block) return g_real.realloc(p, size);
+  EntryScope scope;
+  if (arena_block) {
     // Moving a bootstrap block to the real heap: the arena block was never an event, so this is an
     // allocation without an old address, like realloc(NULL, n).
     void* q = g_real.malloc(size);
@@ -78,8 +85,10 @@ void* realloc_impl(void* p, size_t size) {
 
 using memtrack::preload::arena_alloc;
 using memtrack::preload::ensure_real;
+using memtrack::preload::EntryScope;
 using memtrack::preload::g_real;
 using memtrack::preload::in_arena;
+using memtrack::preload::in_entry;
 using memtrack::preload::mul_overflows;
 using memtrack::preload::realloc_impl;
 using memtrack::preload::capture_stack;
@@ -88,6 +97,8 @@ using memtrack::preload::RingEventKind;
 
 MEMTRACK_EXPORT void* malloc(size_t size) {
   if (!ensure_real()) return arena_alloc(size, 16);
+  if (in_entry()) return g_real.malloc(size);
+  EntryScope scope;
   void* p = g_real.malloc(size);
   if (p != nullptr) record(RingEventKind::Malloc, p, size, capture_stack());
   return p;
@@ -96,6 +107,8 @@ MEMTRACK_EXPORT void* malloc(size_t size) {
 MEMTRACK_EXPORT void free(void* p) {
   if (p == nullptr || in_arena(p)) return;
   if (!ensure_real()) return;  // inside dlsym with a pointer it did not get from us: cannot happen
+  if (in_entry()) return g_real.free(p);
+  EntryScope scope;
   record(RingEventKind::Free, p, 0);
   g_real.free(p);
 }
@@ -104,6 +117,8 @@ MEMTRACK_EXPORT void* calloc(size_t n, size_t m) {
   size_t total;
   const bool overflow = mul_overflows(n, m, &total);
   if (!ensure_real()) return overflow ? nullptr : arena_alloc(total, 16);
+  if (in_entry()) return g_real.calloc(n, m);
+  EntryScope scope;
   void* p = g_real.calloc(n, m);
   if (p != nullptr) record(RingEventKind::Calloc, p, total, capture_stack());
   return p;
@@ -122,6 +137,8 @@ MEMTRACK_EXPORT void* reallocarray(void* p, size_t n, size_t m) {
 
 MEMTRACK_EXPORT void* memalign(size_t align, size_t size) {
   if (!ensure_real()) return arena_alloc(size, align);
+  if (in_entry()) return g_real.memalign(align, size);
+  EntryScope scope;
   void* p = g_real.memalign(align, size);
   if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size, capture_stack());
   return p;
@@ -129,6 +146,8 @@ MEMTRACK_EXPORT void* memalign(size_t align, size_t size) {
 
 MEMTRACK_EXPORT void* aligned_alloc(size_t align, size_t size) {
   if (!ensure_real()) return arena_alloc(size, align);
+  if (in_entry()) return g_real.aligned_alloc(align, size);
+  EntryScope scope;
   void* p = g_real.aligned_alloc(align, size);
   if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size, capture_stack());
   return p;
@@ -139,6 +158,8 @@ MEMTRACK_EXPORT int posix_memalign(void** out, size_t align, size_t size) {
     *out = arena_alloc(size, align);
     return *out != nullptr ? 0 : ENOMEM;
   }
+  if (in_entry()) return g_real.posix_memalign(out, align, size);
+  EntryScope scope;
   const int r = g_real.posix_memalign(out, align, size);
   if (r == 0) record(RingEventKind::AlignedAlloc, *out, size, capture_stack());
   return r;
@@ -146,6 +167,8 @@ MEMTRACK_EXPORT int posix_memalign(void** out, size_t align, size_t size) {
 
 MEMTRACK_EXPORT void* valloc(size_t size) {
   if (!ensure_real()) return arena_alloc(size, 4096);
+  if (in_entry()) return g_real.valloc(size);
+  EntryScope scope;
   void* p = g_real.valloc(size);
   if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size, capture_stack());
   return p;
@@ -153,6 +176,8 @@ MEMTRACK_EXPORT void* valloc(size_t size) {
 
 MEMTRACK_EXPORT void* pvalloc(size_t size) {
   if (!ensure_real()) return arena_alloc(size, 4096);
+  if (in_entry()) return g_real.pvalloc(size);
+  EntryScope scope;
   void* p = g_real.pvalloc(size);
   if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size, capture_stack());  // the requested size, not the page-rounded one
   return p;
@@ -160,6 +185,8 @@ MEMTRACK_EXPORT void* pvalloc(size_t size) {
 
 MEMTRACK_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
   if (!ensure_real()) return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
+  if (in_entry()) return g_real.mmap(addr, len, prot, flags, fd, off);
+  EntryScope scope;
   void* p = g_real.mmap(addr, len, prot, flags, fd, off);
   if (p != MAP_FAILED) record(RingEventKind::Mmap, p, len, capture_stack());
   return p;
@@ -167,6 +194,8 @@ MEMTRACK_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, 
 
 MEMTRACK_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off64_t off) {
   if (!ensure_real()) return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
+  if (in_entry()) return g_real.mmap64(addr, len, prot, flags, fd, off);
+  EntryScope scope;
   void* p = g_real.mmap64(addr, len, prot, flags, fd, off);
   if (p != MAP_FAILED) record(RingEventKind::Mmap, p, len, capture_stack());
   return p;
@@ -174,6 +203,8 @@ MEMTRACK_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd
 
 MEMTRACK_EXPORT int munmap(void* addr, size_t len) {
   if (!ensure_real()) return static_cast<int>(syscall(SYS_munmap, addr, len));
+  if (in_entry()) return g_real.munmap(addr, len);
+  EntryScope scope;
   // Recorded before the real call (the range may be mapped again by another thread right after). The only
   // ways munmap fails are arguments checked here, so no event is written for a call that will fail.
   if (len != 0 && (reinterpret_cast<uintptr_t>(addr) & 4095u) == 0) record(RingEventKind::Munmap, addr, len);
@@ -184,6 +215,8 @@ MEMTRACK_EXPORT int munmap(void* addr, size_t len) {
 // not move the break (sbrk(0), brk to the current break) are not events.
 MEMTRACK_EXPORT int brk(void* addr) {
   if (!ensure_real()) return static_cast<int>(syscall(SYS_brk, addr) == reinterpret_cast<long>(addr) ? 0 : -1);
+  if (in_entry()) return g_real.brk(addr);
+  EntryScope scope;
   char* old = static_cast<char*>(g_real.sbrk(0));
   const int r = g_real.brk(addr);
   if (r == 0 && old != reinterpret_cast<char*>(-1) && addr != old) {
@@ -198,6 +231,8 @@ MEMTRACK_EXPORT void* sbrk(intptr_t increment) {
     errno = ENOMEM;
     return reinterpret_cast<void*>(-1);
   }
+  if (in_entry()) return g_real.sbrk(increment);
+  EntryScope scope;
   char* old = static_cast<char*>(g_real.sbrk(increment));
   if (old != reinterpret_cast<char*>(-1) && increment != 0) {
     const uint64_t change = increment > 0 ? static_cast<uint64_t>(increment) : static_cast<uint64_t>(-increment);
@@ -225,4 +260,6 @@ __attribute__((constructor)) static void memtrack_preload_init() {
   ensure_real();
   if (memtrack::preload::g_state.load(std::memory_order_acquire) == memtrack::preload::kUnattached)
     memtrack::preload::attach();
+  memtrack::preload::stacks_load_fallback();
+  memtrack::preload::patch_new_images(false);  // allocators the PLT does not reach (patch/sites.h)
 }

@@ -2,9 +2,8 @@
 // libraries, dlopen'd ones, the vDSO) is noted once when first seen, and again as unloaded when a later scan
 // no longer finds it. Scans run at attach and when a new stack node's address lies outside every known
 // module or the loader's load/unload counters moved (checked whenever new nodes are added: a module loaded since
-// the last scan matters exactly then). No dlopen/dlclose interposition (it would change the caller glibc uses
-// for the library search path), so an unload is noted at the next new stack after the dlclose, not at the
-// dlclose itself.
+// the last scan matters exactly then). dlclose is not interposed, so an unload is noted at the next new stack
+// after the dlclose, not at the dlclose itself (dlopen is, for entry patching: hooks_dlopen.cpp).
 #include <fcntl.h>
 #include <link.h>
 #include <stdint.h>

@@ -4,6 +4,11 @@
 //   hooks.cpp        the interposed C ABI (malloc ... sbrk, _Fork) and the constructor that attaches early
 //   resolve.cpp      the real functions, found with dlsym(RTLD_NEXT), and the bootstrap arena (resolve.h)
 //   ring_client.cpp  attaching to the recorder's ring and the producer's half of its protocol (ring_client.h)
+//   hooks_cxx.cpp    the C++ operators new/delete (all 22 of them), interposed like malloc
+//   entry.cpp        the entry depth (EntryScope below) and sigaction/signal, which give handlers a fresh depth
+//   patch/           entry patching for what the PLT does not reach: allocators defined in the executable or in
+//                    a library loaded with dlopen, and allocator APIs (mallocx, mi_malloc, tc_new, ...)
+//                    (patch/patch.h), with the tables of entry points in hooks_{jemalloc,mimalloc,tcmalloc}.cpp
 //   test_hooks.cpp   hooks for the integration tests, only in libmemtrack-preload-testhooks.so
 //
 // Rules every file keeps (docs/RUNTIME.md, "Calls and events" and "Processes, exec, threads, signals"):
@@ -46,6 +51,41 @@ namespace memtrack::preload {
 
 // No stdio: it allocates and takes locks.
 inline void write_stderr(const char* msg) { (void)!syscall(SYS_write, 2, msg, strlen(msg)); }
+
+// ---- The entry depth: exactly one event per call ----------------------------------------------------------
+// Allocator entry points call each other: operator new calls malloc (libstdc++), aligned_alloc calls
+// mi_malloc_aligned (mimalloc), delete[] jumps to free (jemalloc), and an allocator maps memory with
+// mmap/munmap/brk inside an allocation. Every hooked entry (interposed or patched) therefore starts with
+//
+//     if (in_entry()) return real(args...);   // nested: straight through, nothing recorded, nothing held
+//     EntryScope scope;                       // outermost: from here to the return, nested calls pass through
+//     ... the real call, and the one event ...
+//
+// so the outermost call of a thread makes the one event and nothing it calls makes another. This is the
+// point where a hook may do per-event work besides the event itself (a stack capture): it runs once per
+// program call, with the program's frames above it.
+//
+// Contract:
+// - in_entry() is one initial-exec thread-local load; EntryScope increments that depth and its destructor
+//   decrements it. Both are async-signal-safe.
+// - The nested path holds no scope, so an exception thrown by a real function (a throwing operator new)
+//   never leaves a depth behind. An outermost scope is never held across a call that can throw: the
+//   throwing operators call their nothrow twin inside the scope, and the throwing one only outside it
+//   (hooks_cxx.cpp).
+// - Signal handlers start at depth 0: sigaction/signal are interposed (entry.cpp) so a handler that
+//   interrupts an allocation and allocates itself is recorded like any other call, then the interrupted
+//   depth is restored.
+extern MEMTRACK_TLS int t_entry_depth;
+
+[[gnu::always_inline]] inline bool in_entry() { return t_entry_depth != 0; }
+
+class EntryScope {
+ public:
+  [[gnu::always_inline]] EntryScope() { ++t_entry_depth; }
+  [[gnu::always_inline]] ~EntryScope() { --t_entry_depth; }
+  EntryScope(const EntryScope&) = delete;
+  EntryScope& operator=(const EntryScope&) = delete;
+};
 
 }  // namespace memtrack::preload
 

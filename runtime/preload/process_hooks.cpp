@@ -230,9 +230,11 @@ bool find_in_path(const char* file, char* buf, size_t cap) {
 // Before an exec (pid = ours) or after a spawn (pid = the child's): if the image cannot be tracked, say so.
 void note_if_untrackable(int32_t pid, int dirfd, const char* path, int at_flags = 0) {
   if (!g_env_ready || !recording_now()) return;
-  // A vfork child shares its parent's memory, pid cache and thread-locals: a note written from it would carry
-  // the parent's identity. Its exec goes unreported (posix_spawn, system and popen report from the parent).
-  if (static_cast<int>(syscall(SYS_getpid)) != g_pid) return;
+  // A vfork child (dash runs every command with vfork + execve) shares its parent's memory, pid cache and
+  // thread-locals: its note names its own pid, not the cached one. Writing it is safe there: the parent's
+  // thread is suspended until the exec, and write_note leaves the thread's ring state as it found it.
+  const auto self = static_cast<int32_t>(syscall(SYS_getpid));
+  if (self != g_pid && pid == g_pid) pid = self;
   const int reason = runtime::image_untrackable(dirfd, path, at_flags);
   if (reason == 0) return;
   char exe[PATH_MAX];

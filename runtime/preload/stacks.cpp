@@ -149,8 +149,13 @@ void stacks_attach() {
   g_tree.next_id.store(1, std::memory_order_relaxed);
   g_tree.bytes = bytes;
   t_len = 0;
-  (void)memtrack_unwind_init();  // libunwind for frames without a compact rule; stacks end there without it
   scan_modules();
+}
+
+void stacks_load_fallback() {
+  if (g_stack_depth == 0) return;
+  EntryScope scope;  // dlopen's own allocations are memtrack's, not the program's: nested, not recorded
+  (void)memtrack_unwind_init();
 }
 
 namespace {

@@ -20,6 +20,11 @@ inline constexpr uint32_t kMaxStackDepth = 256;
 // unwinder's fallback. Called with t_busy set (it allocates through dlopen). A fork child keeps the parent's
 // tree and module list (copy-on-write) and needs nothing.
 void stacks_attach();
+// Loads libunwind, the fallback for frames without a compact rule (stacks end there without it). Called from
+// the preload's constructor only, never from attach: attach can run inside an event, and dlopen allocates,
+// so inside an allocator's own initialisation (static jemalloc maps its first pages while holding its init
+// lock, before our constructor runs) it would deadlock. Frames before the constructor use the own unwinder.
+void stacks_load_fallback();
 
 // The calling thread's stack at this allocation, as a leaf node id of the image's tree (0: stacks off, or
 // this call is not recorded). New nodes (and the modules their addresses revealed) are noted before it

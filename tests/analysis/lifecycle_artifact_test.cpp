@@ -2,15 +2,16 @@
 // (codec::encode_context_frame) spliced after them where docs/FORMAT.md "Context section: positions" puts
 // them, a frame index listing both. Read back frame by frame as the format promises (a data frame, then the
 // context frames after it, whose records are applied among that frame's events), the numbers are the ones
-// computed by hand in lifecycle_test.cpp; the sequential reader of today (which skips context frames)
-// still reads every event and sees the index at the end. Artifacts cut at every frame boundary keep the
-// records of the frames they keep, and are not complete.
+// computed by hand in lifecycle_test.cpp; so are those of compute_stats (StreamFrameReader) and
+// compute_stats_indexed (IndexedFrameReader), which read the context frames in the same pass as the events. Artifacts
+// cut at every frame boundary keep the records of the frames they keep, and are not complete.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <map>
 
 #include "lifecycle_trace.h"
+#include "memtrack/analysis/artifact_pass.h"
 #include "memtrack/analysis/stats.h"
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/context.h"
@@ -175,6 +176,113 @@ TEST(LifecycleArtifact, RecordsAfterTheirFramesGiveTheLifecycleNumbers) {
   }
 }
 
+codec::SeekTable index_of(std::span<const std::byte> bytes) {
+  codec::Status st;
+  const std::uint64_t size = codec::seek_table_size(bytes.last(codec::kSeekTableFooterSize), bytes.size(), st);
+  codec::SeekTable index;
+  const codec::Status parsed = codec::parse_seek_table(bytes.last(size), bytes.size(), index);
+  if (!st.is_ok() || !parsed.is_ok()) throw std::runtime_error("no index");
+  return index;
+}
+
+void expect_same(const Stats& a, const Stats& b, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(a.counts.events, b.counts.events);
+  EXPECT_EQ(a.heap.total_peak_bytes(), b.heap.total_peak_bytes());
+  EXPECT_EQ(a.heap.total_live_bytes(), b.heap.total_live_bytes());
+  EXPECT_EQ(a.heap.images().size(), b.heap.images().size());
+  EXPECT_EQ(a.heap.late_records(), b.heap.late_records());
+  EXPECT_EQ(a.heap.pending_records(), b.heap.pending_records());
+  EXPECT_EQ(a.context.records, b.context.records);
+  EXPECT_EQ(a.complete(), b.complete());
+  for (std::size_t i = 0; i < std::min(a.heap.images().size(), b.heap.images().size()); ++i) {
+    EXPECT_EQ(a.heap.images()[i].heap.peak_bytes, b.heap.images()[i].heap.peak_bytes) << "image " << i;
+    EXPECT_EQ(a.heap.images()[i].heap.live_bytes, b.heap.images()[i].heap.live_bytes) << "image " << i;
+  }
+}
+
+// The one reader, three ways in: a stream (a pipe: StreamFrameReader), the frame index (IndexedFrameReader,
+// frames decoded in parallel), bytes in memory (read_artifact): the numbers of the frame-by-frame reading
+// the format describes, records applied at their positions (none late), whatever the frame size.
+TEST(LifecycleArtifact, StreamIndexedAndInMemoryReadersGiveTheLifecycleNumbers) {
+  const Trace t = sequential_children();
+  for (const std::size_t frame_events : {1, 3, 7, 64, 1000}) {
+    const Built b = build(t, frame_events);
+    const std::string what = std::to_string(frame_events) + " events per frame";
+    const Stats expected = read_with_context(b.bytes);
+    codec::MemorySource source(b.bytes);
+    const Stats streamed = compute_stats(source, "mem");
+    ASSERT_TRUE(streamed.status.is_ok()) << streamed.status.message();
+    EXPECT_EQ(streamed.heap.total_peak_bytes(), 1000 + kMiB) << what;
+    EXPECT_EQ(streamed.heap.late_records(), 0u) << what;
+    EXPECT_TRUE(streamed.file.index_at_end) << what;
+    expect_same(streamed, expected, "stream, " + what);
+    const codec::SeekTable index = index_of(b.bytes);
+    for (const std::size_t in_flight : {1u, 2u, 0u}) {
+      const Stats indexed = compute_stats_indexed(
+          index,
+          [&](std::uint64_t offset, std::span<std::byte> out) {
+            std::memcpy(out.data(), b.bytes.data() + offset, out.size());
+            return codec::Status{};
+          },
+          "mem", {}, in_flight);
+      ASSERT_TRUE(indexed.status.is_ok()) << indexed.status.message();
+      expect_same(indexed, expected, "indexed, " + what + ", " + std::to_string(in_flight) + " in flight");
+      EXPECT_EQ(indexed.file.compressed_bytes, b.bytes.size()) << what;
+    }
+    // read_artifact: the same records and events in the same order as the stream reader gives the stats.
+    struct Log final : ArtifactConsumer {
+      std::vector<std::string> seen;
+      void add_context(const ContextRecord& r) override {
+        seen.push_back("r" + std::to_string(r.index()) + "@" + std::to_string(position_of(r)));
+      }
+      void add(std::span<const Event> events) override {
+        for (const Event& e : events) seen.push_back("e" + std::to_string(e.timestamp));
+      }
+    } log;
+    ArtifactConsumer* consumers[] = {&log};
+    PassSummary summary;
+    ASSERT_TRUE(read_artifact(b.bytes, "mem", consumers, summary).is_ok());
+    EXPECT_EQ(summary.events, t.events.size());
+    EXPECT_EQ(summary.compressed_bytes, b.bytes.size());
+    // Every record comes before the event at its position and after the one before it.
+    std::uint64_t events_seen = 0;
+    for (const std::string& x : log.seen) {
+      if (x[0] == 'e') {
+        ++events_seen;
+      } else {
+        const std::uint64_t pos = std::stoull(x.substr(x.find('@') + 1));
+        // (End, index 5, has no position: it comes when read, after the last frame's events.)
+        if (x.rfind("r5@", 0) != 0) {
+          EXPECT_EQ(pos, events_seen) << x << ", " << what;
+        }
+      }
+    }
+    EXPECT_EQ(events_seen, t.events.size());
+  }
+}
+
+// Cut at every byte: the stream reader never reads past the cut, reports an error naming a frame for every
+// cut inside a frame, and delivers only events of whole data frames (a prefix of the trace).
+TEST(LifecycleArtifact, StreamReaderCutAtEveryByteDeliversAPrefixAndOneError) {
+  const Trace t = sequential_children();
+  const Built b = build(t, 16);
+  std::vector<std::size_t> ends;
+  for (const auto& boundary : b.boundaries) ends.push_back(boundary.offset);
+  for (std::size_t n = 1; n < b.bytes.size(); ++n) {
+    const std::vector<std::byte> cut(b.bytes.begin(), b.bytes.begin() + static_cast<std::ptrdiff_t>(n));
+    codec::MemorySource source(cut);
+    const Stats s = compute_stats(source, "cut");
+    const bool at_boundary = std::find(ends.begin(), ends.end(), n) != ends.end();
+    EXPECT_EQ(s.status.is_ok(), at_boundary) << n << ": " << s.status.message();
+    if (!s.status.is_ok()) {
+      EXPECT_EQ(s.status.message().rfind("cut: ", 0), 0u) << s.status.message();
+    }
+    EXPECT_EQ(s.counts.events % 16 == 0 || s.counts.events == t.events.size(), true) << n;
+    EXPECT_LE(s.file.compressed_bytes, n);
+  }
+}
+
 TEST(LifecycleArtifact, TodaysSequentialReaderReadsEveryEventAndSeesTheIndex) {
   const Trace t = sequential_children();
   const Built b = build(t, 7);
@@ -217,10 +325,15 @@ TEST(LifecycleArtifact, CutAtEveryFrameBoundaryKeepsTheContextOfTheFramesBeforeI
     } else {
       EXPECT_EQ(s.complete(), std::nullopt) << "cut " << i;
     }
+    // The sequential reader reads the context frames in the same pass (it used to skip them, and said
+    // "unknown"): the same numbers as the frame-by-frame reading above.
     codec::MemorySource source(cut);
     const Stats today = compute_stats(source, "cut");
     EXPECT_EQ(today.counts.events, kept);
-    EXPECT_EQ(today.complete(), std::nullopt) << "no index, and today's reader reads no context: unknown";
+    EXPECT_EQ(today.complete(), s.complete()) << "cut " << i;
+    EXPECT_EQ(today.heap.total_peak_bytes(), direct.total_peak_bytes()) << "cut " << i;
+    EXPECT_EQ(today.heap.images().size(), direct.images().size()) << "cut " << i;
+    EXPECT_EQ(today.has_context(), s.has_context()) << "cut " << i;
   }
   EXPECT_GT(with_context, b.boundaries.size() / 2);
 }

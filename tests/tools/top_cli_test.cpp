@@ -178,6 +178,10 @@ TEST(Top, StatsListsTheTopLeakSitesOnlyWithStacks) {
   const auto json = run(mt() + " stats --json " + file);
   ASSERT_EQ(json.status, 0) << json.err;
   EXPECT_NE(json.out.find(",\"top_leaks\":[" + kS1 + "," + s3(0) + "]}\n"), std::string::npos) << json.out;
+  // From a pipe too: the leak sites come from the stats' own pass.
+  const auto piped = run("cat " + file + " | " + mt() + " stats --json -");
+  ASSERT_EQ(piped.status, 0) << piped.err;
+  EXPECT_EQ(piped.out, json.out);
 
   // The same events without stack records (context frames of the lifecycle only): no section, no key.
   const std::string plain = write_artifact(

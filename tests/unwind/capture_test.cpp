@@ -274,6 +274,135 @@ TEST(UnwindCapture, PrefixReuseAgreesWithFullUnwinds) {
   }
 }
 
+// rbp_capture(out, max, truncated, mode): memtrack_unwind_capture(out, max, 0, truncated) from a frame
+// whose CFI computes the CFA from rbp (rbp + 16):
+//   mode 0: an ordinary frame-pointer frame: the whole stack.
+//   mode 1: rbp points at a fake frame record inside the frame whose return address is 0: by the frame's
+//           own CFI the stack ends there. Same ip and sp as mode 0, only rbp differs, and it is live (the
+//           CFA is computed from it): the prefix record must not reuse mode 0's stack for it.
+extern "C" std::size_t rbp_capture(std::uintptr_t* out, std::size_t max, bool* truncated, std::uintptr_t mode);
+asm(R"(
+  .text
+  .p2align 4
+  .type rbp_capture, @function
+rbp_capture:
+  .cfi_startproc
+  pushq %rbp
+  .cfi_adjust_cfa_offset 8
+  .cfi_offset %rbp, -16
+  movq %rsp, %rbp
+  .cfi_def_cfa_register %rbp
+  subq $32, %rsp
+  testq %rcx, %rcx
+  jz 1f
+  movq $0, 8(%rsp)
+  movq (%rbp), %rax
+  movq %rax, (%rsp)
+  movq %rsp, %rbp
+1:
+  movq %rdx, %rcx
+  xorl %edx, %edx
+  call memtrack_unwind_capture
+  leaq 32(%rsp), %rbp
+  leave
+  .cfi_def_cfa %rsp, 8
+  ret
+  .cfi_endproc
+  .size rbp_capture, .-rbp_capture
+)");
+
+// hook_capture(out, max, truncated, value): a frame without a frame pointer that saved rbp and holds
+// `value` in it during the capture, as the preload's malloc holds its result there.
+extern "C" std::size_t hook_capture(std::uintptr_t* out, std::size_t max, bool* truncated, std::uintptr_t value);
+asm(R"(
+  .text
+  .p2align 4
+  .type hook_capture, @function
+hook_capture:
+  .cfi_startproc
+  pushq %rbp
+  .cfi_adjust_cfa_offset 8
+  .cfi_offset %rbp, -16
+  movq %rcx, %rbp
+  movq %rdx, %rcx
+  xorl %edx, %edx
+  call memtrack_unwind_capture
+  popq %rbp
+  .cfi_adjust_cfa_offset -8
+  .cfi_restore %rbp
+  ret
+  .cfi_endproc
+  .size hook_capture, .-hook_capture
+)");
+
+struct RbpRounds {
+  int rounds = 0;
+  bool live = false;                  // rbp_capture's modes, else hook_capture with a changing value
+  std::vector<std::uintptr_t> first;  // mode 0 / the first capture, reuse on
+  int checked = 0;
+};
+
+__attribute__((noinline)) void rbp_leaf(Chain* chain) {
+  chain->leaf_return = reinterpret_cast<std::uintptr_t>(__builtin_extract_return_addr(__builtin_return_address(0)));
+  auto* r = static_cast<RbpRounds*>(chain->arg);
+  for (int round = 0; round < r->rounds; ++round) {
+    std::uintptr_t with[kMax], without[kMax];
+    bool truncated = false;
+    const std::uintptr_t arg = r->live ? static_cast<std::uintptr_t>(round % 3 == 2) : 0x1000u + round;
+    memtrack_unwind_set_prefix_reuse(true);
+    const std::size_t n = (r->live ? rbp_capture : hook_capture)(with, kMax, &truncated, arg);
+    memtrack_unwind_set_prefix_reuse(false);
+    const std::size_t m = (r->live ? rbp_capture : hook_capture)(without, kMax, &truncated, arg);
+    memtrack_unwind_set_prefix_reuse(true);
+    // Frame 1 is each call's own return address in this function.
+    ASSERT_EQ(n, m) << "round " << round;
+    if (n > 1) with[1] = without[1] = 0;
+    EXPECT_EQ(std::vector<std::uintptr_t>(with, with + n), std::vector<std::uintptr_t>(without, without + m))
+        << "round " << round;
+    if (round == 0) r->first.assign(with, with + n);
+    if (r->live) {
+      EXPECT_EQ(n, arg == 1 ? 1u : r->first.size()) << "round " << round;
+    }
+    ++r->checked;
+    if (::testing::Test::HasFailure()) break;
+  }
+  asm volatile("" : : "r"(chain) : "memory");
+}
+
+// The prefix record meets a frame whose rbp changes from call to call (a dead rbp: the frame saved its
+// caller's): every capture is still the whole, exact stack.
+TEST(UnwindCapture, PrefixReuseThroughAFrameHoldingAChangingRbp) {
+  RbpRounds r;
+  r.rounds = 200;
+  Chain chain;
+  chain.depth = 20;
+  chain.leaf = rbp_leaf;
+  chain.arg = &r;
+  memtrack::unwind_test::run_chain(&chain);
+  EXPECT_EQ(r.checked, r.rounds);
+  const auto expected = expected_of(chain);
+  ASSERT_GE(r.first.size(), expected.size() + 2);
+  // first[0]: in hook_capture; first[1]: in rbp_leaf after the call; then the chain.
+  EXPECT_EQ(std::vector<std::uintptr_t>(r.first.begin() + 2, r.first.begin() + 2 + expected.size()), expected);
+}
+
+// A live rbp is compared: with the same ip and sp, a frame whose CFA is computed from a different rbp is
+// unwound again (mode 1 ends the stack at once), not taken from the record of mode 0.
+TEST(UnwindCapture, PrefixReuseComparesALiveRbp) {
+  for (void (*run)(Chain*) : {memtrack::unwind_test::run_chain, memtrack::unwind_test::run_chain_fp}) {
+    RbpRounds r;
+    r.rounds = 150;
+    r.live = true;
+    Chain chain;
+    chain.depth = 12;
+    chain.leaf = rbp_leaf;
+    chain.arg = &r;
+    run(&chain);
+    EXPECT_EQ(r.checked, r.rounds);
+    EXPECT_GT(r.first.size(), 14u);
+  }
+}
+
 // A profiling timer interrupts captures (and the rest of the loop) at random points; the handler's own
 // captures must agree with libunwind's, and the interrupted ones must be unharmed.
 std::atomic<int> g_handler_captures{0};

@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "context_format.h"
 #include "event_format.h"
 #include "io.h"
 #include "memtrack/analysis/frame_reader.h"
@@ -22,7 +23,8 @@ namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack decode FILE [--format jsonl|csv|raw] [-o FILE|-] [--frames A:B] [--salvage]\n\n"
+    "usage: memtrack decode FILE [--format jsonl|csv|raw] [-o FILE|-] [--frames A:B] [--salvage]\n"
+    "                            [--context|--context-only]\n\n"
     "Reads a MemtrackArtifact (any number of zstd frames; FILE may be - for stdin) and writes its events in\n"
     "order, with memory bounded by one frame whatever the file size.\n\n"
     "  --format jsonl|csv|raw   JSON lines (default), CSV with a header row, or 48-byte raw records\n"
@@ -30,9 +32,18 @@ constexpr const char* kHelp =
     "  --frames A:B             only frames A to B-1 (0-based; A: or :B leave an end open), read through the\n"
     "                           frame index without touching the rest of the file\n"
     "  --salvage                on a damaged frame, skip to the next frame and continue; each skip is reported\n"
-    "                           on stderr, and the exit status is 1 if anything was skipped\n\n"
+    "                           on stderr, and the exit status is 1 if anything was skipped\n"
+    "  --context                also the context records (processes, execs, exits, stacks, symbols: artifacts of\n"
+    "                           `memtrack record`), one JSON object per line among the events in stream order:\n"
+    "                           a record before the events at and after its position. Its type is under the\n"
+    "                           key \"context\" (events never have it), then its fields by their names in\n"
+    "                           docs/FORMAT.md. With --frames, each frame's records follow its events (their\n"
+    "                           file order). jsonl only; not with --salvage\n"
+    "  --context-only           the context records alone, no events\n\n"
     "On a damaged artifact the output holds exactly the events before the damage, then one line on stderr\n"
     "names the frame index and byte offset, and the exit status is 1.\n";
+
+enum class Context { none, with_events, only };
 
 struct FrameRange {
   std::uint64_t first = 0, last = UINT64_MAX;  // [first, last)
@@ -57,7 +68,7 @@ std::uint64_t file_size(int fd) {
 // Frames [range.first, range.last) through the index, one frame in flight (memory bounded by one frame, as
 // for the whole file): each read with one pread and verified whole before its events are written.
 codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTable& index, FrameRange range,
-                            OutputFormat format, BufferedOutput& out) {
+                            OutputFormat format, Context context, BufferedOutput& out) {
   const auto read_at = [&](std::uint64_t offset, std::span<std::byte> bytes) {
     return analysis::read_at(fd, name, offset, bytes);
   };
@@ -75,7 +86,10 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
   ProgressMeter meter(reader.bytes_in_range());
   std::uint64_t done = 0, count = 0;
   return reader.run({}, [&](const analysis::DecodedFrame& f) {
-    for (const codec::Event& e : f.events) append_event(out.buffer(), e, format);
+    if (context != Context::only)
+      for (const codec::Event& e : f.events) append_event(out.buffer(), e, format);
+    if (context != Context::none)
+      for (const codec::ContextRecord& r : f.context) append_context_json(out.buffer(), r);
     codec::Status status = out.maybe_flush();
     if (!status.is_ok()) return status;
     done += f.compressed_bytes;
@@ -83,6 +97,44 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
     meter.update(done, count);
     return codec::Status{};
   });
+}
+
+// Writes what a pass delivers; the first output failure stops the pass (checked after each frame).
+class ContextWriter final : public analysis::ArtifactConsumer {
+ public:
+  ContextWriter(BufferedOutput& out, OutputFormat format, bool events) : out_(out), format_(format), events_(events) {}
+  void add_context(const codec::ContextRecord& record) override { append_context_json(out_.buffer(), record); }
+  void add(std::span<const codec::Event> events) override {
+    if (!events_) return;
+    for (const codec::Event& e : events) append_event(out_.buffer(), e, format_);
+  }
+
+ private:
+  BufferedOutput& out_;
+  OutputFormat format_;
+  bool events_;
+};
+
+// The whole file in stream order with its context records (StreamFrameReader).
+codec::Status decode_with_context(int fd, const std::string& name, Context context, OutputFormat format,
+                                  BufferedOutput& out) {
+  pipeline::FdSource source(fd);
+  analysis::StreamFrameReader reader(source, name);
+  ContextWriter writer(out, format, context == Context::with_events);
+  analysis::ArtifactConsumer* consumers[] = {&writer};
+  analysis::StreamOrder order(consumers);
+  ProgressMeter meter(file_size(fd));
+  bool output_failed = false;
+  const codec::Status status = reader.run([&](const analysis::DecodedFrame& f) {
+    order.add(f.context, f.events);
+    meter.update(reader.progress().compressed_bytes, order.events());
+    codec::Status flushed = out.maybe_flush();
+    output_failed = !flushed.is_ok();
+    return flushed;
+  });
+  // The records positioned after the last event (or after the damage's last good frame) come last.
+  if (!output_failed) order.finish();
+  return status;
 }
 
 // The whole file in order; with `salvage`, damaged stretches are skipped and reported, and the status
@@ -142,9 +194,15 @@ int run_decode(int argc, char** argv) {
   std::optional<FrameRange> range;
   if (auto f = args.value("frames")) range = parse_frames(*f);
   const bool salvage = args.flag("salvage");
+  const Context context = args.flag("context-only") ? Context::only
+                          : args.flag("context")    ? Context::with_events
+                                                    : Context::none;
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
   if (range && salvage) throw UsageError("--frames and --salvage do not go together");
+  if (context != Context::none && salvage) throw UsageError("--context and --salvage do not go together");
+  if (context != Context::none && format != OutputFormat::jsonl)
+    throw UsageError("--context: context records are JSON lines (--format jsonl)");
   refuse_output_is_input(files[0], output);
 
   const int in_fd = open_input(files[0]);
@@ -166,8 +224,13 @@ int run_decode(int argc, char** argv) {
   const int out_fd = open_output(output);
   BufferedOutput out(out_fd, output == "-" ? "stdout" : output);
   out.buffer() += format_header(format);
-  status = range ? decode_frames(in_fd, in_name, *index, *range, format, out)
-                 : decode_stream(in_fd, in_name, salvage, format, out);
+  if (range) {
+    status = decode_frames(in_fd, in_name, *index, *range, format, context, out);
+  } else if (context != Context::none) {
+    status = decode_with_context(in_fd, in_name, context, format, out);
+  } else {
+    status = decode_stream(in_fd, in_name, salvage, format, out);
+  }
   codec::Status flushed = out.flush();
   if (status.is_ok()) status = flushed;
   close_fd(in_fd);

@@ -4,13 +4,10 @@
 #include <string>
 
 #include "args.h"
-#include "artifact_bytes.h"
+#include "artifact_command.h"
 #include "commands.h"
 #include "export_format.h"
 #include "file_symbolizer.h"
-#include "io.h"
-#include "output_checks.h"
-#include "progress.h"
 #include "report_data.h"
 
 namespace memtrack::tools {
@@ -61,21 +58,10 @@ int run_export(int argc, char** argv) {
       throw UsageError("--by '" + *by + "': expected peak, allocated, count or leaked");
     }
   }
-  std::optional<std::int32_t> pid;
-  if (const auto p = args.value("pid")) pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
-  const std::string output = args.value("output", "o").value_or("-");
-  const auto files = args.positionals();
-  if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
-  refuse_output_is_input(files[0], output);
-
-  const int fd = open_input(files[0]);
-  const std::string name = files[0] == "-" ? "stdin" : files[0];
-  const ArtifactBytes file(fd, name);
-  close_fd(fd);
-  ProgressMeter meter(file.bytes().size());
-  const ExportSites sites = read_export_sites(
-      file.bytes(), name, order, pid, [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); }, file_symbolizer());
-  meter.finish();
+  const ArtifactArgs a = parse_artifact_args(args, [](const std::string&) { return std::string("-"); });
+  OpenArtifact file(a);
+  const ExportSites sites = read_export_sites(file.bytes(), a.name, order, a.pid, file.progress(), file_symbolizer());
+  file.finish();
   if (!sites.has_stacks) {
     if (!sites.status.is_ok()) {
       std::fprintf(stderr, "memtrack export: %s\n", sites.status.message().c_str());
@@ -83,22 +69,17 @@ int run_export(int argc, char** argv) {
     }
     std::fprintf(stderr,
                  "memtrack export: %s has no call stacks (recorded with --no-stacks, or by a writer without them)\n",
-                 name.c_str());
+                 a.name.c_str());
     return 1;
   }
   std::string bytes;
   if (*format == "folded") {
     bytes = format_folded(sites.sites, value);
   } else if (const codec::Status s = format_pprof(sites.sites, sites.modules, value, bytes); !s) {
-    std::fprintf(stderr, "memtrack export: %s: %s\n", name.c_str(), s.message().c_str());
+    std::fprintf(stderr, "memtrack export: %s: %s\n", a.name.c_str(), s.message().c_str());
     return 1;
   }
-  const int out_fd = open_output(output);
-  BufferedOutput out(out_fd, output == "-" ? "stdout" : output, 0);
-  out.buffer() = std::move(bytes);
-  const codec::Status written = out.flush();
-  if (out_fd != 1) close_fd(out_fd);
-  if (!written) {
+  if (const codec::Status written = write_output(a.output, std::move(bytes)); !written) {
     std::fprintf(stderr, "memtrack export: %s\n", written.message().c_str());
     return 1;
   }

@@ -4,12 +4,9 @@
 #include <string>
 
 #include "args.h"
-#include "artifact_bytes.h"
+#include "artifact_command.h"
 #include "commands.h"
 #include "file_symbolizer.h"
-#include "io.h"
-#include "output_checks.h"
-#include "progress.h"
 #include "report_data.h"
 #include "report_html.h"
 
@@ -50,35 +47,17 @@ int run_report(int argc, char** argv) {
     return 0;
   }
   ReportOptions options;
-  if (const auto p = args.value("pid"))
-    options.pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
-  options.region = args.value("region");
-  const std::optional<std::string> out_arg = args.value("output", "o");
-  const auto files = args.positionals();
-  if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
-  const std::string output = out_arg.value_or(default_output(files[0]));
-  refuse_output_is_input(files[0], output);
-
-  const int fd = open_input(files[0]);
-  const std::string name = files[0] == "-" ? "stdin" : files[0];
-  const ArtifactBytes file(fd, name);
-  close_fd(fd);
-  ProgressMeter meter(file.bytes().size());
-  const ReportData data = build_report(
-      file.bytes(), name, options, [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); }, file_symbolizer());
-  meter.finish();
+  options.region = args.value("region");  // before the shared arguments, which refuse unknown options
+  const ArtifactArgs a = parse_artifact_args(args, default_output);
+  options.pid = a.pid;
+  OpenArtifact file(a);
+  const ReportData data = build_report(file.bytes(), a.name, options, file.progress(), file_symbolizer());
+  file.finish();
   if (options.region && data.region_occurrences == 0 && data.status.is_ok()) {
-    std::fprintf(stderr, "memtrack report: %s has no region '%s'\n", name.c_str(), options.region->c_str());
+    std::fprintf(stderr, "memtrack report: %s has no region '%s'\n", a.name.c_str(), options.region->c_str());
     return 1;
   }
-  const std::string page = render_report_html(report_json(data));
-
-  const int out_fd = open_output(output);
-  BufferedOutput out(out_fd, output == "-" ? "stdout" : output, 0);
-  out.buffer() = page;
-  const codec::Status written = out.flush();
-  if (out_fd != 1) close_fd(out_fd);
-  if (!written) {
+  if (const codec::Status written = write_output(a.output, render_report_html(report_json(data))); !written) {
     std::fprintf(stderr, "memtrack report: %s\n", written.message().c_str());
     return 1;
   }
@@ -87,7 +66,7 @@ int run_report(int argc, char** argv) {
                  data.status.message().c_str());
     return exit_status(data.status);
   }
-  if (output != "-") std::fprintf(stderr, "memtrack report: wrote %s\n", output.c_str());
+  if (a.output != "-") std::fprintf(stderr, "memtrack report: wrote %s\n", a.output.c_str());
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // memtrack stats: what a trace did with memory (counts, peaks, leaks, sizes), from any artifact.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -49,23 +50,62 @@ constexpr const char* kHelp =
     "On a damaged artifact the stats cover the events before the damage, one line on stderr names the\n"
     "frame and byte offset, and the exit status is 1. A damaged frame index is reported the same way after\n"
     "the stats, which are then computed sequentially.\n"
-    "An artifact recorded with call stacks (a file, not stdin) also lists its top leak sites: the call\n"
+    "An artifact recorded with call stacks (a file or stdin) also lists its top leak sites: the call\n"
     "stacks of the most bytes still live at the end ('memtrack top FILE --by leaked' shows more).\n";
 
 constexpr std::size_t kLeakSites = 5;
 
-// The top leak sites of a file with call stacks (a second pass, only then: the output of an artifact without
-// stacks stays what it was). nullopt without stacks, for stdin, or when the sites cannot be read (the
-// stats' own pass reports the damage).
-std::optional<analysis::SitesResult> leak_sites(int fd, const std::string& name) {
+bool marks_stacks(const codec::ContextRecord& r) {
+  if (std::holds_alternative<codec::StackNodes>(r) || std::holds_alternative<codec::EventStacks>(r)) return true;
+  const auto* info = std::get_if<codec::RecordingInfo>(&r);
+  return info != nullptr && std::find(info->sections.begin(), info->sections.end(), "stacks") != info->sections.end();
+}
+
+// The top leak sites of an artifact with call stacks, from the stats' own pass (a file or a pipe alike): the
+// accumulator starts when a record before the first event says the artifact has stacks (our writer's
+// Recording lists "stacks" and comes first), so an artifact without them costs nothing and prints what it
+// always did. `late()`: the first stack record came after events (another writer), and only a second pass
+// over a file can give the sites.
+class LeakSites final : public analysis::ArtifactConsumer {
+ public:
+  void add_context(const codec::ContextRecord& r) override {
+    const bool stacks = marks_stacks(r);
+    if (!acc_ && stacks && !events_) acc_.emplace();
+    if (acc_) {
+      acc_->add_context(r);
+    } else if (stacks) {
+      late_ = true;
+    }
+  }
+  void add(std::span<const codec::Event> events) override {
+    events_ = events_ || !events.empty();
+    if (acc_) acc_->add(events);
+  }
+  [[nodiscard]] bool late() const { return late_; }
+  [[nodiscard]] std::optional<analysis::SitesResult> result() const {
+    if (!acc_) return std::nullopt;
+    return leaks_of(*acc_);
+  }
+
+  static analysis::SitesResult leaks_of(const analysis::SiteAccumulator& acc) {
+    analysis::SitesResult r = acc.result(analysis::SiteOrder::leaked, kLeakSites, file_symbolizer());
+    std::erase_if(r.sites, [](const analysis::Site& s) { return s.totals.leaked_bytes == 0; });
+    return r;
+  }
+
+ private:
+  std::optional<analysis::SiteAccumulator> acc_;
+  bool events_ = false, late_ = false;
+};
+
+// The second pass for late stacks (a file only). nullopt when the sites cannot be read.
+std::optional<analysis::SitesResult> late_leak_sites(int fd, const std::string& name) {
   if (fd == 0) return std::nullopt;
   const ArtifactBytes file(fd, name);
   if (!analysis::has_stacks(file.bytes())) return std::nullopt;
   analysis::SiteAccumulator acc;
   if (!analysis::read_sites(file.bytes(), name, acc).is_ok()) return std::nullopt;
-  analysis::SitesResult r = acc.result(analysis::SiteOrder::leaked, kLeakSites, file_symbolizer());
-  std::erase_if(r.sites, [](const analysis::Site& s) { return s.totals.leaked_bytes == 0; });
-  return r;
+  return LeakSites::leaks_of(acc);
 }
 
 // Stats as one consumer of a pass (the region filter's downstream).
@@ -120,19 +160,6 @@ int region_stats(int fd, const std::string& name, const std::string& region, boo
   return 0;
 }
 
-// The regions and pauses of a file that has them (a second pass, only then), for the listing after the stats.
-std::optional<analysis::Regions> regions_of(int fd, const std::string& name) {
-  if (fd == 0) return std::nullopt;
-  const ArtifactBytes file(fd, name);
-  if (!analysis::has_control_records(file.bytes())) return std::nullopt;
-  std::optional<analysis::Regions> regions(std::in_place);
-  analysis::ArtifactConsumer* consumers[] = {&*regions};
-  analysis::PassSummary pass;
-  if (!analysis::read_artifact(file.bytes(), name, consumers, pass).is_ok()) return std::nullopt;
-  regions->finish();
-  return regions;
-}
-
 }  // namespace
 
 int run_stats(int argc, char** argv) {
@@ -157,33 +184,37 @@ int run_stats(int argc, char** argv) {
   ProgressMeter meter(total);
   if (region) return region_stats(fd, name, *region, json, meter);
   const analysis::ProgressFn progress = [&](std::uint64_t bytes, std::uint64_t events) { meter.update(bytes, events); };
-  // The context section (process lifecycle) is read first, from the context frames only, and handed to the
-  // accounting, which applies each record at its position in the event stream. Not for stdin (one pass).
-  std::vector<codec::ContextRecord> context;
-  if (total != 0) context = analysis::read_lifecycle_records(ArtifactBytes(fd, name).bytes());
+  // The context section (process lifecycle, stacks) comes with the frames, in the same pass, from a file or
+  // a pipe: the stats and the leak sites are fed together.
+  LeakSites sites;
+  analysis::Regions regions;  // the regions and pauses, listed after the stats when there are any
+  analysis::ArtifactConsumer* also[] = {&sites, &regions};
   analysis::Stats stats;
   if (index) {
     stats = analysis::compute_stats_indexed(
         *index,
         [&](std::uint64_t offset, std::span<std::byte> out) { return analysis::read_at(fd, name, offset, out); }, name,
-        progress, 0, context);
+        progress, 0, also);
   } else {
     pipeline::FdSource source(fd);
-    stats = analysis::compute_stats(source, name, progress, context);
+    stats = analysis::compute_stats(source, name, progress, also);
   }
   meter.finish();
-  const std::optional<analysis::SitesResult> leaks = leak_sites(fd, name);
-  const std::optional<analysis::Regions> regions = regions_of(fd, name);
+  regions.finish();
+  // On damage, no leak sites (the sites of a prefix would read as the artifact's).
+  std::optional<analysis::SitesResult> leaks;
+  if (stats.status.is_ok()) leaks = sites.late() ? late_leak_sites(fd, name) : sites.result();
   close_fd(fd);
   const codec::Status status = stats.status.is_ok() ? index_status : stats.status;
   // On damage, the stats of the events before it, then the error.
   if (stats.file.frames > 0 || stats.status.is_ok()) {
     const analysis::SitesResult* l = leaks ? &*leaks : nullptr;
     std::string text = json ? format_stats_json(stats, l) : format_stats_table(stats, l);
-    if (regions) {
+    // Only an artifact with regions or pauses lists them: the output of the others stays what it was.
+    if (!regions.occurrences().empty() || !regions.paused().empty()) {
       const std::uint64_t origin = stats.counts.events != 0 ? stats.counts.first_timestamp : 0;
-      text = json ? splice_json(std::move(text), format_regions_json_members(*regions, origin))
-                  : text + format_regions_table(*regions, origin);
+      text = json ? splice_json(std::move(text), format_regions_json_members(regions, origin))
+                  : text + format_regions_table(regions, origin);
     }
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);

@@ -37,8 +37,12 @@ class ReportConsumer final : public analysis::ArtifactConsumer {
   }
   void add(std::span<const codec::Event> events) override {
     stats_.counts.add(events);
-    timeline_.add(events);
-    sites_.add(events);
+    // The sites share the timeline's live heap (one model, fed once): each event reaches the heap through
+    // the timeline just before the sites see it, so the sites find the peak at the event that made it.
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      timeline_.add(events.subspan(i, 1));
+      sites_.add(events.subspan(i, 1));
+    }
   }
 
  private:
@@ -236,7 +240,7 @@ ReportData build_report(std::span<const std::byte> file, const std::string& name
   d.artifact = name;
   d.options = options;
   analysis::TimelineBuilder timeline(d.stats.heap, options.max_points, options.max_images, options.pid);
-  analysis::SiteAccumulator sites(options.pid);
+  analysis::SiteAccumulator sites(options.pid, &d.stats.heap);
   ReportConsumer consumer(d.stats, timeline, sites);
   // The regions for the time axis, in the same pass; with --region, also the filter in front of the rest.
   analysis::Regions regions(options.region, options.region ? &consumer : nullptr);

@@ -50,6 +50,8 @@ std::string bucket_label(std::size_t k) {
   return k == 64 ? ">= " + lo : lo + " .. < " + human_bytes(std::uint64_t{1} << k);
 }
 
+}  // namespace
+
 // A JSON string. Command lines and paths are bytes, not necessarily UTF-8: bytes that are not part of a valid
 // UTF-8 sequence become U+FFFD, so the document always parses.
 std::string json_string(const std::string& in) {
@@ -99,6 +101,8 @@ std::string json_strings(const std::vector<std::string>& v) {
   for (std::size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + json_string(v[i]);
   return o + "]";
 }
+
+namespace {
 
 template <class T>
 std::string json_optional(const std::optional<T>& v) {

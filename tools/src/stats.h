@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "memtrack/analysis/sites.h"
 #include "memtrack/analysis/stats.h"
@@ -13,5 +14,10 @@ namespace memtrack::tools {
 // sites", JSON's "top_leaks"); null for an artifact without stacks, whose output is what it always was.
 std::string format_stats_table(const analysis::Stats& stats, const analysis::SitesResult* leaks = nullptr);
 std::string format_stats_json(const analysis::Stats& stats, const analysis::SitesResult* leaks = nullptr);
+
+// JSON strings (and arrays of them) of bytes that need not be UTF-8: invalid sequences become U+FFFD, so a
+// document always parses (also `decode --context`'s records).
+std::string json_string(const std::string& in);
+std::string json_strings(const std::vector<std::string>& v);
 
 }  // namespace memtrack::tools

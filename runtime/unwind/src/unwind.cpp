@@ -7,6 +7,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 
@@ -263,9 +264,12 @@ namespace {
 // read. A new capture unwinds fresh frames until one has the same (ip, sp, rbp) as a recorded frame; if
 // every value the recorded steps read from there outwards is still in memory (each return address at
 // its slot, each saved rbp at its slot), the rest of the stack is the recorded one: unwinding is a
-// function of (ip, sp, rbp), the rules (same generation) and those values. The check is one load and
-// compare per frame with no dependency between frames, where an unwind step is a chain of dependent
-// loads; in a loop that allocates from the same place it is the whole capture.
+// function of (ip, sp, rbp), the rules (same generation) and those values. A frame's rbp is part of that
+// only when it is live: some step from there outwards computes a CFA or an rbp slot from it before an
+// outer step reloads rbp from the stack. Where it is dead it is not compared: a hook that holds a changing
+// value in rbp (the preload's malloc keeps its result there) still meets the record at its own frame.
+// The check is one load and compare per frame with no dependency between frames, where an unwind step is
+// a chain of dependent loads; in a loop that allocates from the same place it is the whole capture.
 constexpr std::size_t kRecordFrames = 128;
 constexpr std::size_t kNoJunction = ~std::size_t{0};
 // Arrays rather than an array of frames: the reuse path copies ip[] to the output and compares strided
@@ -274,12 +278,48 @@ struct Frames {
   std::uintptr_t ip[kRecordFrames];
   std::uintptr_t sp[kRecordFrames];
   std::uintptr_t rbp[kRecordFrames];
-  std::uintptr_t rbp_slot[kRecordFrames];  // where the step to the caller read its rbp; 0: rbp unchanged
+  // Where the step to the caller read the caller's rbp, when that rbp is live (its value is checked); 0:
+  // rbp unchanged, or read but dead.
+  std::uintptr_t rbp_slot[kRecordFrames];
+  // ~0 where the frame's rbp is live (compared at a junction), 0 where it is dead. While a capture runs,
+  // fresh frames hold kRbpPassed instead when their step left rbp unchanged (live iff the caller's is).
+  std::uintptr_t rbp_live[kRecordFrames];
 };
+constexpr std::uintptr_t kRbpLive = ~std::uintptr_t{0}, kRbpDead = 0, kRbpPassed = 1;
+
+// A compact step's use of the frame's rbp, by the packed rule's kind and rbp rule (its low 5 bits): live
+// when the CFA or the rbp slot is computed from it, passed on when the caller's rbp is this one, dead when
+// the caller's is loaded from a slot found from rsp.
+constexpr auto kRbpUse = [] {
+  std::array<std::uintptr_t, 32> use{};
+  for (unsigned i = 0; i < 32; ++i) {
+    const auto kind = static_cast<RuleKind>(i & 7);
+    const auto rbp = static_cast<RbpRule>(i >> 3);
+    use[i] = kind == RuleKind::kCfaRbp || rbp == RbpRule::kAtRbp ? kRbpLive
+             : rbp == RbpRule::kSame                             ? kRbpPassed
+                                                                 : kRbpDead;
+  }
+  return use;
+}();
+
+// Once the liveness of their caller's rbp is known (`caller`, the frame after them): resolves the
+// kRbpPassed entries of fresh frames [0, n) and drops the rbp slots whose loaded value is dead.
+// Returns whether any of those rbp slots is left.
+inline bool resolve_rbp_live(Frames& fresh, std::size_t n, std::uintptr_t caller) {
+  std::uintptr_t slots = 0;
+  for (std::size_t k = n; k-- > 0;) {
+    if (caller == kRbpDead) fresh.rbp_slot[k] = 0;
+    slots |= fresh.rbp_slot[k];
+    if (fresh.rbp_live[k] == kRbpPassed) fresh.rbp_live[k] = caller;
+    caller = fresh.rbp_live[k];
+  }
+  return slots != 0;
+}
 struct ThreadRecord {
   std::uint32_t count;       // frames in `frames`; 0: none
   std::uint32_t generation;  // the rule generation they were unwound in
   bool busy;                 // a capture is running on this thread (a signal handler's then ignores the record)
+  bool rbp_checks;           // some frame's rbp_slot is not 0 (or may not be: a superset is harmless)
   std::uint32_t current;     // buffers[current] is the record, the other one the capture in progress
   Frames buffers[2];
 };
@@ -293,8 +333,21 @@ std::atomic<bool> g_prefix_reuse{true};
 // outwards read (each return address at its slot, each saved rbp at its slot) are still in memory. A
 // junction at frame p is valid iff p >= the result. Scans from the outermost frame inwards and stops at
 // the first difference, so it costs one load and compare per frame of the part that is reused.
-__attribute__((no_sanitize("address"))) inline std::size_t record_holds_from(const Frames& f, std::size_t count) {
+// A record without rbp checks (no live rbp reloaded: the usual case in code without frame pointers) is
+// first checked four frames at a time with one branch, which halves the instructions per frame.
+__attribute__((no_sanitize("address"))) inline std::size_t record_holds_from(const Frames& f, std::size_t count,
+                                                                             bool rbp_checks) {
   std::size_t from = count - 1;  // the outermost frame's step ended the stack without reading anything
+  if (!rbp_checks) {
+    // Frame k's return address is at sp[k] - 8; checking frames from - 3 .. from moves `from` down by 4.
+    while (from >= 4) {
+      const std::uintptr_t diff = (load(f.sp[from] - 8) ^ f.ip[from]) | (load(f.sp[from - 1] - 8) ^ f.ip[from - 1]) |
+                                  (load(f.sp[from - 2] - 8) ^ f.ip[from - 2]) |
+                                  (load(f.sp[from - 3] - 8) ^ f.ip[from - 3]);
+      if (diff != 0) break;  // the exact loop below finds which one
+      from -= 4;
+    }
+  }
   while (from > 0) {
     const std::size_t q = from - 1;  // the step from frame q to frame q + 1
     if (load(f.sp[q + 1] - 8) != f.ip[q + 1]) break;
@@ -304,31 +357,32 @@ __attribute__((no_sanitize("address"))) inline std::size_t record_holds_from(con
   return from;
 }
 
-}  // namespace
-}  // namespace memtrack::unwind
-
 // The hot loop. Per fresh frame on a rule hit: a multiply for the slot, the slot's three loads, the return
 // address and possibly the saved rbp. Registers stay in locals (not in a struct whose address escapes) so
 // they stay in machine registers. Not instrumented by ASan: it reads other frames' saved registers, which
 // are not locals but may sit next to their redzones.
-extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_capture_from(
-    std::uintptr_t* out, std::size_t max, unsigned skip, bool* truncated, std::uintptr_t ip, std::uintptr_t sp,
-    std::uintptr_t rbp) {
+// `held`: the caller already set rec.busy for this capture (it checked the record) and `holds_from` is
+// what record_holds_from said of the record then (kNoJunction if not computed).
+__attribute__((noinline, no_sanitize("address"))) std::size_t capture_general(std::uintptr_t* out, std::size_t max,
+                                                                              unsigned skip, bool* truncated,
+                                                                              std::uintptr_t ip, std::uintptr_t sp,
+                                                                              std::uintptr_t rbp, bool held,
+                                                                              std::size_t holds_from) {
   const std::uint32_t generation = g_generation.load(std::memory_order_acquire);
   const bool force_fallback = g_force_fallback.load(std::memory_order_relaxed);
   ThreadRecord& rec = t_record;
-  const bool use_record = !rec.busy && !force_fallback && g_prefix_reuse.load(std::memory_order_relaxed);
-  if (use_record) {
+  const bool use_record = held || (!rec.busy && !force_fallback && g_prefix_reuse.load(std::memory_order_relaxed));
+  if (use_record && !held) {
     rec.busy = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   std::size_t p = use_record && rec.count != 0 && rec.generation == generation ? 0 : kNoJunction;
   Frames& frames = rec.buffers[rec.current & 1];
   Frames& fresh = rec.buffers[(rec.current & 1) ^ 1];
-  std::size_t holds_from = kNoJunction;  // record_holds_from, computed at the first candidate junction
-  bool recordable = use_record;          // every step so far compact and recorded in fresh[0..nf)
-  bool complete = false;                 // the stack ended on a rule saying so (not on a failed check or max)
-  bool outputting = true;                // false once `max` frames are out: unwinding goes on only to record
+  // holds_from: record_holds_from, computed at the first candidate junction unless the caller did.
+  bool recordable = use_record;  // every step so far compact and recorded in fresh[0..nf)
+  bool complete = false;         // the stack ended on a rule saying so (not on a failed check or max)
+  bool outputting = true;        // false once `max` frames are out: unwinding goes on only to record
   std::size_t nf = 0;
   std::uintptr_t exact = 0;  // 1 when ip is an interrupted address rather than a return address
   std::size_t n = 0;
@@ -342,8 +396,8 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
       while (p < rec.count && frames.sp[p] < sp) ++p;
       if (p == rec.count) {
         p = kNoJunction;
-      } else if (frames.sp[p] == sp && frames.ip[p] == ip && frames.rbp[p] == rbp) {
-        if (holds_from == kNoJunction) holds_from = record_holds_from(frames, rec.count);
+      } else if (frames.sp[p] == sp && frames.ip[p] == ip && ((frames.rbp[p] ^ rbp) & frames.rbp_live[p]) == 0) {
+        if (holds_from == kNoJunction) holds_from = record_holds_from(frames, rec.count, rec.rbp_checks);
         if (p >= holds_from) {
           if (outputting) {
             std::size_t from = p;
@@ -357,15 +411,19 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
           }
           const std::size_t tail = rec.count - p;
           if (recordable && nf + tail <= kRecordFrames) {
+            // The junction's recorded rbp stays where it is dead: it is never compared or checked.
+            if (nf != 0 && resolve_rbp_live(fresh, nf, frames.rbp_live[p])) rec.rbp_checks = true;
             if (nf != p) {
-              for (std::uintptr_t* a : {frames.ip, frames.sp, frames.rbp, frames.rbp_slot})
+              for (std::uintptr_t* a : {frames.ip, frames.sp, frames.rbp, frames.rbp_slot, frames.rbp_live})
                 std::memmove(a + nf, a + p, tail * sizeof(std::uintptr_t));
             }
-            if (nf != 0) {
-              std::memcpy(frames.ip, fresh.ip, nf * sizeof(std::uintptr_t));
-              std::memcpy(frames.sp, fresh.sp, nf * sizeof(std::uintptr_t));
-              std::memcpy(frames.rbp, fresh.rbp, nf * sizeof(std::uintptr_t));
-              std::memcpy(frames.rbp_slot, fresh.rbp_slot, nf * sizeof(std::uintptr_t));
+            // Usually a few frames: one loop rather than five memcpy calls.
+            for (std::size_t k = 0; k < nf; ++k) {
+              frames.ip[k] = fresh.ip[k];
+              frames.sp[k] = fresh.sp[k];
+              frames.rbp[k] = fresh.rbp[k];
+              frames.rbp_slot[k] = fresh.rbp_slot[k];
+              frames.rbp_live[k] = fresh.rbp_live[k];
             }
             rec.count = static_cast<std::uint32_t>(nf + tail);
           }
@@ -407,7 +465,7 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
       cfa = rbp + static_cast<std::intptr_t>(packed_cfa_offset(bits));
     } else {
       if (kind == RuleKind::kEnd || kind == RuleKind::kNoInfo) {
-        if (recordable) ++nf;
+        if (recordable) fresh.rbp_live[nf++] = kRbpDead;  // the last step read nothing
         complete = true;
         break;
       }
@@ -438,13 +496,17 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
     else if (rbp_rule == RbpRule::kAtRbp)
       rbp_slot = rbp + static_cast<std::intptr_t>(packed_rbp_offset(bits));
     if (rbp_slot != 0) rbp = load(rbp_slot);
-    if (recordable) fresh.rbp_slot[nf++] = rbp_slot;
+    if (recordable) {
+      fresh.rbp_slot[nf] = rbp_slot;
+      fresh.rbp_live[nf++] = kRbpUse[bits & 31];
+    }
     ip = load(cfa - 8);
     sp = cfa;
     exact = 0;
   }
   if (recordable && complete) {
-    rec.current ^= 1;  // the capture becomes the record
+    rec.rbp_checks = resolve_rbp_live(fresh, nf, kRbpDead);  // the outermost frame's entries are already final
+    rec.current ^= 1;                                        // the capture becomes the record
     rec.count = static_cast<std::uint32_t>(nf);
     rec.generation = generation;
   }
@@ -454,6 +516,42 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
   }
   if (truncated != nullptr) *truncated = more;
   return n;
+}
+
+}  // namespace
+}  // namespace memtrack::unwind
+
+// The steady state of a loop that allocates from one place: the capture's first frame is the record's
+// first frame and the whole record still holds, so the stack is the record. Checked here, in a function
+// small enough to need few registers, before the general loop (which would find the same junction at its
+// first frame, after its own setup).
+extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_capture_from(
+    std::uintptr_t* out, std::size_t max, unsigned skip, bool* truncated, std::uintptr_t ip, std::uintptr_t sp,
+    std::uintptr_t rbp) {
+  ThreadRecord& rec = t_record;
+  if (!rec.busy && rec.count != 0 && !g_force_fallback.load(std::memory_order_relaxed) &&
+      g_prefix_reuse.load(std::memory_order_relaxed)) {
+    // Busy before reading the record: a signal handler's capture then leaves it alone.
+    rec.busy = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    const Frames& frames = rec.buffers[rec.current & 1];
+    const std::size_t count = rec.count;
+    std::size_t holds_from = kNoJunction;
+    if (rec.generation == g_generation.load(std::memory_order_acquire) && frames.sp[0] == sp && frames.ip[0] == ip &&
+        ((frames.rbp[0] ^ rbp) & frames.rbp_live[0]) == 0 &&
+        (holds_from = record_holds_from(frames, count, rec.rbp_checks)) == 0) {
+      const std::size_t from = std::min<std::size_t>(skip, count);
+      const std::size_t n = std::min(count - from, max);
+      std::memcpy(out, &frames.ip[from], n * sizeof(std::uintptr_t));
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      rec.busy = false;
+      if (truncated != nullptr) *truncated = from + n < count;
+      return n;
+    }
+    // The outer frames changed, or the first frame is a new one: the general loop, still holding the record.
+    return capture_general(out, max, skip, truncated, ip, sp, rbp, true, holds_from);
+  }
+  return capture_general(out, max, skip, truncated, ip, sp, rbp, false, kNoJunction);
 }
 
 extern "C" void memtrack_unwind_set_prefix_reuse(bool on) { g_prefix_reuse.store(on, std::memory_order_relaxed); }

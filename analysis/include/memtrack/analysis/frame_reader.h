@@ -1,21 +1,32 @@
-// Reading an artifact frame by frame through its frame index (seek table): frames read in order, decoded in
-// parallel on the current TBB arena, handed to the caller in frame order. `memtrack stats` and
-// `decode --frames` both read this way; an artifact without an index is read with codec::ArtifactDecoder.
+// The artifact's frame readers, the one place that walks an artifact's frames: both deliver each data frame
+// with the context records of the context frames that follow it (docs/FORMAT.md, "Context section"), so
+// every command reads events and context in one pass, whatever the input.
+//   - IndexedFrameReader: through the frame index (seek table) of a file: frames read in order, decoded in
+//     parallel on the current TBB arena, handed to the caller in frame order (`stats`, `decode --frames`).
+//   - StreamFrameReader: any artifact from any byte source (a pipe, stdin, a file without an index, bytes in
+//     memory), sequentially, memory bounded by one frame.
+// StreamOrder turns what they deliver into the stream order consumers want (records among the events).
 //
 // Errors: the first frame that cannot be read or decoded ends the run; every frame before it has been
-// delivered, none after it. The status names the file, the frame and its byte offset:
+// delivered, none after it (a data frame whose following context frame is damaged is delivered with the
+// records before the damage, then the run ends). The status names the file, the frame and its byte offset:
 //   "<name>: frame <i> at byte <offset>: <what>"   (decoder errors keep the decoder's code; an index entry
 //                                                  larger than any frame is Errc::too_large, never allocated)
-// and a failed read returns ReadAt's status unchanged.
+// or, for a damaged context frame, "<name>: " + the context decoder's message (which names its offset);
+// a failed read returns ReadAt's status unchanged.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "memtrack/codec/byte_source.h"
+#include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/seek_table.h"
 #include "memtrack/codec/status.h"
@@ -39,6 +50,41 @@ struct DecodedFrame {
   std::span<const codec::Event> events;  // valid until the in-order callback returns
   std::uint64_t compressed_bytes = 0;    // the frame's bytes in the file
   std::uint64_t msgpack_bytes = 0;       // decompressed
+  // The records of the context frames after this data frame, up to the next one (the first frame of the
+  // artifact also gets those before it), in file order; not sorted by position. Valid until the in-order
+  // callback returns, which may move them away.
+  std::span<codec::ContextRecord> context;
+  std::uint64_t context_frames = 0, context_bytes = 0;  // how many context frames those were, their file bytes
+};
+
+// Receives an artifact in stream order: every context record before the events at and after its position
+// (its `event`, EventStacks' `first_event`; the Recording first; records without a position, End and
+// Symbols, after the events of the data frame they follow). Called from one thread at a time.
+class ArtifactConsumer {
+ public:
+  virtual ~ArtifactConsumer() = default;
+  virtual void add_context(const codec::ContextRecord& record) = 0;
+  virtual void add(std::span<const codec::Event> events) = 0;
+};
+
+// The position a record applies at (0 for records without one).
+[[nodiscard]] std::uint64_t position_of(const codec::ContextRecord& record);
+
+// From frames (events + the records read after them) to stream order: records wait until the events before
+// their position have been delivered. Feed it every frame in order with add(); finish() at the end delivers
+// the records positioned after the last event. `first_event`: the stream index of the first event it gets.
+class StreamOrder {
+ public:
+  explicit StreamOrder(std::span<ArtifactConsumer* const> consumers, std::uint64_t first_event = 0);
+  // The frame's records (moved from), then its events, interleaved.
+  void add(std::span<codec::ContextRecord> records, std::span<const codec::Event> events);
+  void finish();
+  [[nodiscard]] std::uint64_t events() const { return next_event_; }
+
+ private:
+  std::span<ArtifactConsumer* const> consumers_;
+  std::uint64_t next_event_;
+  std::vector<std::pair<std::uint64_t, codec::ContextRecord>> waiting_;  // by position, after each add()
 };
 
 class IndexedFrameReader {
@@ -71,9 +117,46 @@ class IndexedFrameReader {
   ReadAt read_at_;
   std::string name_;
   std::vector<std::size_t> data_;  // index entries that are data frames, in file order
+  // Index entries that are context frames, in file order; those of data frame i (after it, before the next)
+  // are context_[context_begin_[i] .. context_begin_[i + 1]).
+  std::vector<std::size_t> context_;
+  std::vector<std::size_t> context_begin_;
   std::uint64_t skippable_bytes_ = 0;
-  std::size_t first_, last_;        // positions in data_
+  std::size_t first_, last_;  // positions in data_
   std::size_t slots_;
+};
+
+struct StreamProgress {
+  std::uint64_t data_frames = 0;         // data frames completed
+  std::uint64_t context_frames = 0;      // context frames read
+  std::uint64_t skippable_frames = 0;    // every skippable frame passed (context frames and the index too)
+  std::uint64_t compressed_bytes = 0;    // input consumed: the end of the last whole frame
+  std::uint64_t decompressed_bytes = 0;  // msgpack bytes of the data frames
+  std::uint64_t events = 0;              // events delivered
+};
+
+// Sequential reading of any artifact from `source` (not owned; read once, in order). Data frames are
+// decompressed with a reused zstd context into a reused buffer and delivered to `in_order` with the records
+// of the context frames after them; the frame index and other skippable frames are stepped over.
+// A frame that declares a content size of at most 16 MiB (every frame our writer puts) is verified whole
+// (size, checksum) before any of its events is delivered. A frame that declares none (the older single-stream
+// layout, possibly gigabytes) or a larger one is delivered in pieces of at most 65,536 events as they are
+// decompressed, several DecodedFrames of the same index, the records after it with the last one. An event
+// may straddle two frames (older writers). The message forms are those of codec::ArtifactDecoder.
+class StreamFrameReader {
+ public:
+  StreamFrameReader(codec::ByteSource& source, std::string name);
+  ~StreamFrameReader();
+  StreamFrameReader(const StreamFrameReader&) = delete;
+  StreamFrameReader& operator=(const StreamFrameReader&) = delete;
+
+  // Reads to the end of the source. DecodedFrame::slot is 0.
+  codec::Status run(const IndexedFrameReader::InOrderFn& in_order);
+  [[nodiscard]] const StreamProgress& progress() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace memtrack::analysis

@@ -86,7 +86,12 @@ struct SitesResult {
 class SiteAccumulator {
  public:
   // `pid`: only that pid's events count (peak: its own peak).
-  explicit SiteAccumulator(std::optional<std::int32_t> pid = std::nullopt);
+  // `heap`: a live heap the caller drives instead of the accumulator's own, so that one model serves several
+  // consumers (`memtrack report`'s timeline and sites): the caller gives it every lifecycle record and adds
+  // every event to it just before this accumulator's add() of that event (one event per add() call, or the
+  // peak is seen late). It must outlive the accumulator. Ignored with `pid` (that peak is the pid's own, from
+  // a heap that sees only its events).
+  explicit SiteAccumulator(std::optional<std::int32_t> pid = std::nullopt, const LiveHeap* heap = nullptr);
   ~SiteAccumulator();
   SiteAccumulator(const SiteAccumulator&) = delete;
   SiteAccumulator& operator=(const SiteAccumulator&) = delete;
@@ -110,10 +115,9 @@ class SiteAccumulator {
 // Progress over the file: bytes consumed so far.
 using SitesProgressFn = std::function<void(std::uint64_t bytes, std::uint64_t events)>;
 
-// Reads a whole artifact held in memory (data frames and context frames, sequentially) into `acc`, applying
-// each data frame's context records (the context frames that follow it) in position order among its events.
-// Errors: "<name>: frame <i> at byte <offset>: <what>", or the context decoder's message; everything before
-// the damage has been added.
+// read_artifact (artifact_pass.h) of a whole artifact held in memory into `acc` alone. Errors:
+// "<name>: frame <i> at byte <offset>: <what>", or the context decoder's message; everything before the damage
+// has been added.
 codec::Status read_sites(std::span<const std::byte> file, const std::string& name, SiteAccumulator& acc,
                          const SitesProgressFn& progress = {});
 
@@ -121,14 +125,5 @@ codec::Status read_sites(std::span<const std::byte> file, const std::string& nam
 // EventStacks record), reading only its context frames (data frames are stepped over by their block
 // headers). False for damaged input: the caller's own reading reports the damage.
 bool has_stacks(std::span<const std::byte> file);
-
-// Whether an artifact in memory has regions or pauses (RegionBegin or Pause records, analysis/regions.h),
-// reading only its context frames like has_stacks.
-bool has_control_records(std::span<const std::byte> file);
-
-// The lifecycle and recording records of an artifact in memory (Recording, ProcessStart, Exec, ProcessExit,
-// Untracked, End), in file order, reading only its context frames; stack and symbol records are not kept.
-// Stops at the first damage (the caller's own reading reports it) and returns what it read before.
-std::vector<codec::ContextRecord> read_lifecycle_records(std::span<const std::byte> file);
 
 }  // namespace memtrack::analysis

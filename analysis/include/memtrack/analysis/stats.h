@@ -75,16 +75,19 @@ struct Stats {
 // Progress callback: bytes of the file consumed so far, events so far. Called from the thread that merges.
 using ProgressFn = std::function<void(std::uint64_t bytes, std::uint64_t events)>;
 
-// Sequential: any artifact, any source (pipes too), one frame of memory.
-// `context`: the artifact's context records, read beforehand (read_lifecycle_records), given to add_context
-// before the first event: the live heap holds each until its position.
+// Both read the context records in the same pass as the events (frame_reader.h), so the numbers are the same
+// whether the artifact comes from a file or a pipe. `also`: more consumers fed in the same pass, in stream
+// order, after the stats (e.g. `stats`' leak sites), from the reading thread (indexed: the in-order stage).
+
+// Sequential (StreamFrameReader): any artifact, any source (pipes too), one frame of memory.
 Stats compute_stats(codec::ByteSource& source, const std::string& name, const ProgressFn& progress = {},
-                    std::span<const codec::ContextRecord> context = {});
+                    std::span<ArtifactConsumer* const> also = {});
 
 // With the frame index (IndexedFrameReader): frames are decoded and counted in parallel on the current TBB
-// arena and fed to the live heap in frame order. `max_frames_in_flight` as IndexedFrameReader's.
+// arena and fed to the live heap, with their context records, in frame order. `max_frames_in_flight` as
+// IndexedFrameReader's.
 Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at, const std::string& name,
                             const ProgressFn& progress = {}, std::size_t max_frames_in_flight = 0,
-                            std::span<const codec::ContextRecord> context = {});
+                            std::span<ArtifactConsumer* const> also = {});
 
 }  // namespace memtrack::analysis

@@ -19,6 +19,22 @@
 
 namespace memtrack::codec {
 
+// Every zstd skippable frame starts with a magic in 0x184D2A50..0x184D2A5F, then a u32 LE frame size (the
+// bytes after these 8). The one home of these constants for every reader that walks an artifact's frames.
+inline constexpr std::uint32_t kSkippableMagicMask = 0xFFFFFFF0u;
+inline constexpr std::uint32_t kSkippableMagicBase = 0x184D2A50u;
+inline constexpr std::size_t kSkippableHeaderBytes = 8;
+
+// The little-endian u32 at `p` (frame magics and sizes are little-endian whatever the host).
+[[nodiscard]] inline std::uint32_t load_le32(const std::byte* p) {
+  return std::uint32_t{std::to_integer<std::uint8_t>(p[0])} | std::uint32_t{std::to_integer<std::uint8_t>(p[1])} << 8 |
+         std::uint32_t{std::to_integer<std::uint8_t>(p[2])} << 16 |
+         std::uint32_t{std::to_integer<std::uint8_t>(p[3])} << 24;
+}
+[[nodiscard]] inline bool is_skippable_magic(std::uint32_t magic) {
+  return (magic & kSkippableMagicMask) == kSkippableMagicBase;
+}
+
 // Skippable frame magic 0x184D2A50 + 0xB; the frame index (seek table) uses 0x184D2A5E.
 inline constexpr std::uint32_t kContextFrameMagic = 0x184D2A5Bu;
 inline constexpr std::uint8_t kContextTag[4] = {'M', 'T', 'C', 'X'};

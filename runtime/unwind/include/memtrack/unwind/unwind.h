@@ -53,7 +53,7 @@ struct memtrack_unwind_stats {
 };
 memtrack_unwind_stats memtrack_unwind_get_stats(void);
 
-// Prefix reuse (on by default): each thread keeps its last complete stack (up to 128 frames, 8 KiB of
+// Prefix reuse (on by default): each thread keeps its last complete stack (up to 128 frames, 10 KiB of
 // initial-exec TLS) and a capture that reaches one of its frames checks the rest with one load per frame
 // instead of unwinding it. Off: every frame is unwound through the rule cache (for benchmarks and tests).
 void memtrack_unwind_set_prefix_reuse(bool on);

@@ -1,0 +1,418 @@
+// Finding allocator entry points by name in loaded images and hooking them (sites.h, patch.h).
+//
+// Symbols come from each image's file: .symtab when it has one (an executable that is not stripped names
+// its statically linked allocator there), else .dynsym. The file is mapped read-only with a raw mmap (not an
+// event) and unmapped after. Each patched function is a "site" with its own hook (an instance of site_hook
+// below) and trampoline; aliases (mimalloc's malloc is mi_malloc) are one site.
+#include "sites.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <utility>
+
+#include "../resolve.h"
+#include "../ring_client.h"
+#include "../stacks.h"
+#include "patch.h"
+
+namespace memtrack::preload {
+
+namespace {
+
+using K = runtime::RingEventKind;
+constexpr const char* kNothrowNew = "_ZnwmRKSt9nothrow_t";
+constexpr const char* kNothrowNewArray = "_ZnamRKSt9nothrow_t";
+constexpr const char* kNothrowNewAligned = "_ZnwmSt11align_val_tRKSt9nothrow_t";
+constexpr const char* kNothrowNewArrayAligned = "_ZnamSt11align_val_tRKSt9nothrow_t";
+
+constexpr EntrySpec kStandardSpecs[] = {
+    {"malloc", Rule::Alloc, K::Malloc, -1, 0, -1, nullptr, -1},
+    {"calloc", Rule::Alloc, K::Calloc, -1, 0, 1, nullptr, -1},
+    {"realloc", Rule::Realloc, K::Realloc, 0, 1, -1, nullptr, -1},
+    {"reallocarray", Rule::Realloc, K::Realloc, 0, 1, 2, nullptr, -1},
+    {"free", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"cfree", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"memalign", Rule::Alloc, K::AlignedAlloc, -1, 1, -1, nullptr, -1},
+    {"aligned_alloc", Rule::Alloc, K::AlignedAlloc, -1, 1, -1, nullptr, -1},
+    {"posix_memalign", Rule::PosixMemalign, K::AlignedAlloc, -1, 2, -1, nullptr, -1},
+    {"valloc", Rule::Alloc, K::AlignedAlloc, -1, 0, -1, nullptr, -1},
+    {"pvalloc", Rule::Alloc, K::AlignedAlloc, -1, 0, -1, nullptr, -1},
+    {"mmap", Rule::Mmap, K::Mmap, -1, 1, -1, nullptr, -1},
+    {"mmap64", Rule::Mmap, K::Mmap, -1, 1, -1, nullptr, -1},
+    {"munmap", Rule::Munmap, K::Munmap, 0, 1, -1, nullptr, -1},
+    {"sbrk", Rule::Sbrk, K::Brk, -1, 0, -1, nullptr, -1},
+    {"_Znwm", Rule::Alloc, K::Malloc, -1, 0, -1, kNothrowNew, 1},
+    {"_Znam", Rule::Alloc, K::Malloc, -1, 0, -1, kNothrowNewArray, 1},
+    {kNothrowNew, Rule::Alloc, K::Malloc, -1, 0, -1, nullptr, -1},
+    {kNothrowNewArray, Rule::Alloc, K::Malloc, -1, 0, -1, nullptr, -1},
+    {"_ZnwmSt11align_val_t", Rule::Alloc, K::AlignedAlloc, -1, 0, -1, kNothrowNewAligned, 2},
+    {"_ZnamSt11align_val_t", Rule::Alloc, K::AlignedAlloc, -1, 0, -1, kNothrowNewArrayAligned, 2},
+    {kNothrowNewAligned, Rule::Alloc, K::AlignedAlloc, -1, 0, -1, nullptr, -1},
+    {kNothrowNewArrayAligned, Rule::Alloc, K::AlignedAlloc, -1, 0, -1, nullptr, -1},
+    {"_ZdlPv", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdaPv", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdlPvm", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdaPvm", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdlPvSt11align_val_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdaPvSt11align_val_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdlPvmSt11align_val_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdaPvmSt11align_val_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdlPvRKSt9nothrow_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdaPvRKSt9nothrow_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdlPvSt11align_val_tRKSt9nothrow_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+    {"_ZdaPvSt11align_val_tRKSt9nothrow_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
+};
+
+}  // namespace
+
+const EntryTable kStandardEntries = {"standard", kStandardSpecs, sizeof kStandardSpecs / sizeof kStandardSpecs[0],
+                                     true};
+
+namespace {
+
+// ---- Sites and their hooks ---------------------------------------------------------------------------------
+
+using Fn6 = uintptr_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t);
+
+struct Site {
+  std::atomic<uintptr_t> original;  // the trampoline; set before the entry jumps to the hook
+  uintptr_t entry;
+  uintptr_t twin;  // a throwing entry's nothrow twin (its entry: patched or not, calling it is right)
+  const EntrySpec* spec;
+};
+
+constexpr int kMaxSites = 256;
+constinit Site g_sites[kMaxSites] = {};
+constinit int g_site_count = 0;  // written under the image-scan lock only
+
+struct NothrowTag {};
+constinit const NothrowTag kNothrowTag{};
+
+inline uintptr_t call(Fn6 f, const uintptr_t* a) { return f(a[0], a[1], a[2], a[3], a[4], a[5]); }
+
+inline uint64_t size_of(const EntrySpec& s, const uintptr_t* a) {
+  if (s.size_a < 0) return 0;
+  uint64_t n = a[s.size_a];
+  if (s.size_b >= 0) n *= a[s.size_b];
+  return n;
+}
+
+// The outermost call of a patched entry: the call and its one event.
+uintptr_t run_site(const Site& site, uintptr_t* a) {
+  const EntrySpec& s = *site.spec;
+  const Fn6 orig = reinterpret_cast<Fn6>(site.original.load(std::memory_order_acquire));
+  switch (s.rule) {
+    case Rule::Alloc:
+    case Rule::Mallocx:
+    case Rule::Strdup: {
+      uintptr_t r;
+      {
+        EntryScope scope;
+        if (site.twin != 0) {
+          uintptr_t b[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
+          if (s.twin_tag >= 0) b[s.twin_tag] = reinterpret_cast<uintptr_t>(&kNothrowTag);
+          r = call(reinterpret_cast<Fn6>(site.twin), b);
+        } else {
+          r = call(orig, a);
+        }
+        if (r != 0) {
+          K kind = s.kind;
+          uint64_t n = size_of(s, a);
+          if (s.rule == Rule::Mallocx) {
+            kind = (a[1] & 0x3f) != 0 ? K::AlignedAlloc : (a[1] & 0x40) != 0 ? K::Calloc : K::Malloc;
+          } else if (s.rule == Rule::Strdup) {
+            n = strlen(reinterpret_cast<const char*>(r)) + 1;
+          }
+          record(kind, reinterpret_cast<void*>(r), n, capture_stack());
+          return r;
+        }
+        if (site.twin == 0) return r;
+      }
+      return call(orig, a);  // the throwing entry, outside any scope: throws (see hooks_cxx.cpp)
+    }
+    case Rule::PosixMemalign: {
+      EntryScope scope;
+      const uintptr_t r = call(orig, a);
+      if (static_cast<int>(r) == 0)
+        record(K::AlignedAlloc, *reinterpret_cast<void**>(a[0]), size_of(s, a), capture_stack());
+      return r;
+    }
+    case Rule::Realloc:
+    case Rule::InPlaceSize:
+    case Rule::InPlacePtr: {
+      void* p = reinterpret_cast<void*>(a[s.ptr]);
+      const uint64_t n = size_of(s, a);
+      const Fn6 f = site.twin != 0 ? reinterpret_cast<Fn6>(site.twin) : orig;
+      uintptr_t r;
+      {
+        EntryScope scope;
+        if (p == nullptr) {
+          r = call(f, a);
+          if (r != 0) record(K::Realloc, reinterpret_cast<void*>(r), n, capture_stack());
+        } else {
+          // As realloc_impl: the stack, then the ticket before the old block can be released, filled after.
+          const uint32_t stack = capture_stack();
+          Ticket tk;
+          const bool recording = begin_event(tk);
+          r = call(f, a);
+          const bool moved = s.rule == Rule::Realloc ? r != 0 : s.rule == Rule::InPlacePtr ? r != 0 : r >= n;
+          if (recording) {
+            if (moved && allocations_paused())  // as realloc_impl: paused, only the old block's release
+              commit_event(tk, K::Free, p, 0);
+            else if (moved)
+              commit_event(tk, K::Realloc, s.rule == Rule::Realloc ? reinterpret_cast<void*>(r) : p, n, p, true, stack);
+            else if (s.rule == Rule::Realloc && n == 0)
+              commit_event(tk, K::Free, p, 0);
+            else
+              commit_nothing(tk);
+          }
+        }
+        if (r != 0 || site.twin == 0) return r;
+      }
+      return call(orig, a);
+    }
+    case Rule::Mmap: {
+      EntryScope scope;
+      const uintptr_t r = call(orig, a);
+      if (r != reinterpret_cast<uintptr_t>(MAP_FAILED)) record(K::Mmap, reinterpret_cast<void*>(r), a[1], capture_stack());
+      return r;
+    }
+    case Rule::Munmap: {
+      EntryScope scope;
+      if (a[1] != 0 && (a[0] & 4095u) == 0) record(K::Munmap, reinterpret_cast<void*>(a[0]), a[1]);
+      return call(orig, a);
+    }
+    case Rule::Sbrk: {
+      EntryScope scope;
+      const uintptr_t r = call(orig, a);
+      const auto inc = static_cast<intptr_t>(a[0]);
+      if (r != ~uintptr_t{0} && inc != 0)
+        record(K::Brk, reinterpret_cast<void*>(r + a[0]),
+               inc > 0 ? static_cast<uint64_t>(inc) : static_cast<uint64_t>(-inc), capture_stack());
+      return r;
+    }
+    case Rule::Free: {
+      void* p = reinterpret_cast<void*>(a[s.ptr]);
+      if (p != nullptr && in_arena(p)) return 0;
+      EntryScope scope;
+      if (p != nullptr) record(K::Free, p, 0);
+      return call(orig, a);
+    }
+  }
+  return call(orig, a);
+}
+
+template <int I>
+uintptr_t site_hook(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5) {
+  const Site& site = g_sites[I];
+  if (in_entry()) return reinterpret_cast<Fn6>(site.original.load(std::memory_order_relaxed))(a0, a1, a2, a3, a4, a5);
+  uintptr_t a[6] = {a0, a1, a2, a3, a4, a5};
+  return run_site(site, a);
+}
+
+template <int... I>
+constexpr auto make_hooks(std::integer_sequence<int, I...>) {
+  struct Hooks {
+    Fn6 fn[sizeof...(I)];
+  };
+  return Hooks{{&site_hook<I>...}};
+}
+constexpr auto kHooks = make_hooks(std::make_integer_sequence<int, kMaxSites>{});
+
+// ---- Images ------------------------------------------------------------------------------------------------
+
+constexpr int kMaxImages = 512;
+constinit uintptr_t g_scanned[kMaxImages] =
+    {};  // the load bias of every image scanned (0 is the main one's, if not PIE)
+constinit int g_scanned_count = 0;
+constinit bool g_main_scanned = false;
+constinit std::atomic_flag g_scan_lock = ATOMIC_FLAG_INIT;
+
+bool scanned(uintptr_t bias) {
+  for (int i = 0; i < g_scanned_count; ++i)
+    if (g_scanned[i] == bias) return true;
+  return false;
+}
+
+const char* basename_of(const char* path) {
+  const char* b = path;
+  for (const char* c = path; *c; ++c)
+    if (*c == '/') b = c + 1;
+  return b;
+}
+
+bool starts_with(const char* s, const char* prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+// The C runtime, the loader and the preload's own libraries: nothing to hook (the C library's malloc is
+// interposed, and patching it would hook the preload's own real calls).
+bool skipped(const char* path) {
+  const char* b = basename_of(path);
+  return starts_with(b, "libc.so") || starts_with(b, "ld-linux") || starts_with(b, "libZydis") ||
+         starts_with(b, "libZycore") || starts_with(b, "linux-vdso") || starts_with(b, "libmemtrack-preload") ||
+         starts_with(b, "libstdc++.so") || starts_with(b, "libgcc_s") || starts_with(b, "libm.so");
+}
+
+struct Image {
+  uintptr_t bias;
+  const char* path;
+  bool main;
+};
+
+void report(const char* name, const char* path, const char* why) {
+  write_stderr("memtrack: cannot hook ");
+  write_stderr(name);
+  write_stderr(" in ");
+  write_stderr(path);
+  write_stderr(": ");
+  write_stderr(why);
+  write_stderr("; its calls are not recorded\n");
+}
+
+struct Found {
+  const EntrySpec* spec;
+  uintptr_t addr;
+  size_t size;
+};
+
+const EntrySpec* lookup(const char* name, bool standard) {
+  const EntryTable* tables[] = {&kJemallocEntries, &kMimallocEntries, &kTcmallocEntries, &kStandardEntries};
+  for (const EntryTable* t : tables) {
+    if (t->standard && !standard) continue;
+    for (size_t i = 0; i < t->count; ++i)
+      if (strcmp(t->specs[i].name, name) == 0) return &t->specs[i];
+  }
+  return nullptr;
+}
+
+// First-character filter: every name in the tables starts with one of these.
+inline bool maybe_ours(const char* n) {
+  return (n[0] == '_' && n[1] == 'Z' && (n[2] == 'n' || n[2] == 'd')) || n[0] == 'm' || n[0] == 't' || n[0] == 'j' ||
+         n[0] == 'r' || n[0] == 'x' || n[0] == 's' || n[0] == 'd' || n[0] == 'f' || n[0] == 'c' || n[0] == 'a' ||
+         n[0] == 'p' || n[0] == 'v';
+}
+
+void patch_image(const Image& im, bool standard) {
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, im.path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return;
+  struct stat st;
+  void* map = MAP_FAILED;
+  if (syscall(SYS_fstat, fd, &st) == 0 && st.st_size >= static_cast<off_t>(sizeof(Elf64_Ehdr)))
+    map = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0));
+  syscall(SYS_close, fd);
+  if (map == MAP_FAILED || reinterpret_cast<uintptr_t>(map) > ~uintptr_t{4095}) return;
+  const auto* base = static_cast<const uint8_t*>(map);
+  const size_t len = static_cast<size_t>(st.st_size);
+  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
+  Found found[96];
+  int nfound = 0;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shoff != 0 &&
+      eh->e_shoff + eh->e_shnum * sizeof(Elf64_Shdr) <= len) {
+    const auto* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
+    const Elf64_Shdr* symtab = nullptr;
+    for (int i = 0; i < eh->e_shnum; ++i)
+      if (sh[i].sh_type == SHT_SYMTAB) symtab = &sh[i];
+    if (symtab == nullptr)
+      for (int i = 0; i < eh->e_shnum; ++i)
+        if (sh[i].sh_type == SHT_DYNSYM) symtab = &sh[i];
+    if (symtab != nullptr && symtab->sh_link < eh->e_shnum && symtab->sh_offset + symtab->sh_size <= len &&
+        sh[symtab->sh_link].sh_offset + sh[symtab->sh_link].sh_size <= len) {
+      const auto* syms = reinterpret_cast<const Elf64_Sym*>(base + symtab->sh_offset);
+      const size_t nsyms = symtab->sh_size / sizeof(Elf64_Sym);
+      const char* strs = reinterpret_cast<const char*>(base + sh[symtab->sh_link].sh_offset);
+      const size_t strs_len = sh[symtab->sh_link].sh_size;
+      for (size_t i = 0; i < nsyms && nfound < 96; ++i) {
+        const Elf64_Sym& s = syms[i];
+        if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || s.st_name >= strs_len) continue;
+        const int type = ELF64_ST_TYPE(s.st_info), bind = ELF64_ST_BIND(s.st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || (bind != STB_GLOBAL && bind != STB_WEAK)) continue;
+        const char* name = strs + s.st_name;
+        if (!maybe_ours(name)) continue;
+        const EntrySpec* spec = lookup(name, standard);
+        if (spec == nullptr) continue;
+        if (type == STT_GNU_IFUNC) {
+          report(name, im.path, "it is an IFUNC (its address is chosen at load time)");
+          continue;
+        }
+        found[nfound++] = Found{spec, im.bias + s.st_value, s.st_size};
+      }
+    }
+  }
+  // Patch, twins resolved within the image first (a throwing entry without its nothrow twin is refused).
+  for (int i = 0; i < nfound; ++i) {
+    const Found& f = found[i];
+    bool dup = false;
+    for (int j = 0; j < g_site_count; ++j) dup = dup || g_sites[j].entry == f.addr;
+    if (dup) continue;  // an alias of an entry hooked already
+    uintptr_t twin = 0;
+    if (f.spec->nothrow_twin != nullptr) {
+      for (int j = 0; j < nfound; ++j)
+        if (strcmp(found[j].spec->name, f.spec->nothrow_twin) == 0) twin = found[j].addr;
+      if (twin == 0) {
+        report(f.spec->name, im.path, "its nothrow twin is not defined beside it (needed to hook it safely)");
+        continue;
+      }
+    }
+    if (g_site_count == kMaxSites) {
+      report(f.spec->name, im.path, "the preload's table of hooked entries is full");
+      continue;
+    }
+    Site& site = g_sites[g_site_count];
+    site.entry = f.addr;
+    site.twin = twin;
+    site.spec = f.spec;
+    uintptr_t original = 0;
+    // The site must be complete before its hook can run: the hook reads `original`, which patch_entry
+    // publishes before the entry's jump (it writes it into *original first).
+    const char* why = patch_entry(f.addr, f.size, reinterpret_cast<uintptr_t>(kHooks.fn[g_site_count]), &original);
+    if (why != nullptr) {
+      report(f.spec->name, im.path, why);
+      continue;
+    }
+    site.original.store(original, std::memory_order_release);
+    ++g_site_count;
+  }
+  syscall(SYS_munmap, map, len);
+}
+
+struct Collect {
+  Image images[kMaxImages];
+  int count;
+};
+
+int collect(struct dl_phdr_info* info, size_t, void* data) {
+  auto* c = static_cast<Collect*>(data);
+  const bool main = c->count == 0 && (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0');
+  if (c->count < kMaxImages)
+    c->images[c->count++] = Image{info->dlpi_addr, main ? "/proc/self/exe" : info->dlpi_name, main};
+  return 0;
+}
+
+}  // namespace
+
+void patch_new_images(bool after_dlopen) {
+  while (g_scan_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+  static Collect c;  // zero-initialized, constant: no static constructor; used under the lock only
+  c.count = 0;
+  dl_iterate_phdr(collect, &c);
+  for (int i = 0; i < c.count && g_scanned_count < kMaxImages; ++i) {
+    const Image& im = c.images[i];
+    if (im.main ? g_main_scanned : scanned(im.bias)) continue;
+    if (im.main)
+      g_main_scanned = true;
+    else
+      g_scanned[g_scanned_count++] = im.bias;
+    if (im.path == nullptr || im.path[0] != '/' || skipped(im.path)) continue;
+    // The PLT reaches a standard name in a library loaded at startup (the preload comes first); not in the
+    // executable, nor in a library loaded with dlopen and called through dlsym'd pointers.
+    patch_image(im, im.main || after_dlopen);
+  }
+  g_scan_lock.clear(std::memory_order_release);
+}
+
+}  // namespace memtrack::preload
