@@ -214,6 +214,12 @@ void check_scenario(const std::string& program) {
   const std::string page = slurp(dir / "r.html");
   for (const char* want : {"\"regions\":[{\"name\":\"first\"", "{\"name\":\"first #2\"", "{\"name\":\"forked\""})
     EXPECT_NE(page.find(want), std::string::npos) << want;
+  // decode --context-only prints the control records as JSON lines.
+  ASSERT_EQ(run({kMemtrack, "decode", artifact.string(), "--context-only"}, dir / "context.jsonl"), 0);
+  const std::string lines = slurp(dir / "context.jsonl");
+  for (const char* want : {"{\"context\":\"RegionBegin\"", "\"name\":\"inner\"", "{\"context\":\"RegionEnd\"",
+                           "{\"context\":\"Pause\"", "\"source\":\"library\"", "{\"context\":\"Resume\""})
+    EXPECT_NE(lines.find(want), std::string::npos) << want;
   // And the plain stats list every occurrence.
   ASSERT_EQ(run({kMemtrack, "stats", artifact.string()}, dir / "stats.txt"), 0);
   EXPECT_NE(slurp(dir / "stats.txt").find("regions (figures of each region's own heap blocks"), std::string::npos);
