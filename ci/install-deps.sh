@@ -16,6 +16,8 @@ packages=(
   # tests/interop: CodSpeed's reader (Rust zstd + rmp_serde), built offline from Debian's crates; pulls in
   # rustc and, for zstd-sys's bindgen, libclang (about 190 packages, 87 MiB to download)
   cargo librust-zstd-dev librust-rmp-serde-dev librust-serde-derive-dev
+  # the floor of the recording benchmarks (bench/record_*.sh; the smoke run in ctest skips them without it)
+  heaptrack
 )
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
