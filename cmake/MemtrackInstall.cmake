@@ -1,5 +1,5 @@
 # Install rules: another CMake project can find_package(memtrack) and link memtrack::codec / memtrack::pipeline /
-# memtrack::analysis.
+# memtrack::analysis, and memtrack::control (memtrack/control.h; memtrack::control_static the archive).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -9,6 +9,9 @@ if(TARGET memtrack_pipeline)
 endif()
 if(TARGET memtrack_analysis)
   list(APPEND _memtrack_export_targets memtrack_analysis)
+endif()
+if(TARGET memtrack_control_shared)
+  list(APPEND _memtrack_export_targets memtrack_control_shared memtrack_control_static)
 endif()
 install(TARGETS ${_memtrack_export_targets} EXPORT memtrackTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -20,6 +23,9 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/pipeline/include)
 endif()
 if(EXISTS ${PROJECT_SOURCE_DIR}/analysis/include)
   install(DIRECTORY analysis/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
+if(EXISTS ${PROJECT_SOURCE_DIR}/control/include)
+  install(DIRECTORY control/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endif()
 install(EXPORT memtrackTargets NAMESPACE memtrack:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/memtrack)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/memtrackConfig.cmake.in

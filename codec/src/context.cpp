@@ -147,6 +147,36 @@ void pack(Packer& pk, const Symbols& r) {
   pack_str(pk, "strings"), pack_strings(pk, r.strings);
 }
 
+template <typename T>
+void pack_toggle(Packer& pk, const T& r, std::string_view type) {
+  pk.pack_map(6);
+  pack_str(pk, "type"), pack_str(pk, type);
+  pack_str(pk, "pid"), pk.pack(r.pid);
+  pack_str(pk, "tid"), pk.pack(r.tid);
+  pack_str(pk, "event"), pk.pack(r.event);
+  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
+  pack_str(pk, "source"), pack_str(pk, r.source);
+}
+void pack(Packer& pk, const Pause& r) { pack_toggle(pk, r, "Pause"); }
+void pack(Packer& pk, const Resume& r) { pack_toggle(pk, r, "Resume"); }
+void pack(Packer& pk, const RegionBegin& r) {
+  pk.pack_map(6);
+  pack_str(pk, "type"), pack_str(pk, "RegionBegin");
+  pack_str(pk, "pid"), pk.pack(r.pid);
+  pack_str(pk, "tid"), pk.pack(r.tid);
+  pack_str(pk, "event"), pk.pack(r.event);
+  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
+  pack_str(pk, "name"), pack_str(pk, r.name);
+}
+void pack(Packer& pk, const RegionEnd& r) {
+  pk.pack_map(5);
+  pack_str(pk, "type"), pack_str(pk, "RegionEnd");
+  pack_str(pk, "pid"), pk.pack(r.pid);
+  pack_str(pk, "tid"), pk.pack(r.tid);
+  pack_str(pk, "event"), pk.pack(r.event);
+  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
+}
+
 void store_le32(std::byte* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
 }
@@ -306,6 +336,20 @@ bool parse_record(const msgpack::object& obj, std::vector<ContextRecord>& out) {
           throw RecordError{"Symbols string index " + std::to_string(i) + " beyond its " +
                             std::to_string(r.strings.size()) + " strings"};
     out.emplace_back(std::move(r));
+  } else if (type == "Pause" || type == "Resume") {
+    const std::int32_t pid = f.integer<std::int32_t>("pid"), tid = f.integer<std::int32_t>("tid");
+    const auto event = f.integer<std::uint64_t>("event"), timestamp = f.integer<std::uint64_t>("timestamp");
+    if (type == "Pause")
+      out.emplace_back(Pause{pid, tid, event, timestamp, f.string("source")});
+    else
+      out.emplace_back(Resume{pid, tid, event, timestamp, f.string("source")});
+  } else if (type == "RegionBegin") {
+    out.emplace_back(RegionBegin{f.integer<std::int32_t>("pid"), f.integer<std::int32_t>("tid"),
+                                 f.integer<std::uint64_t>("event"), f.integer<std::uint64_t>("timestamp"),
+                                 f.string("name")});
+  } else if (type == "RegionEnd") {
+    out.emplace_back(RegionEnd{f.integer<std::int32_t>("pid"), f.integer<std::int32_t>("tid"),
+                               f.integer<std::uint64_t>("event"), f.integer<std::uint64_t>("timestamp")});
   } else {
     return false;
   }

@@ -39,7 +39,7 @@ void* realloc_impl(void* p, size_t size) {
       memcpy(q, p, old < size ? old : size);
       const uint32_t stack = capture_stack();
       Ticket tk;
-      if (begin_event(tk)) commit_event(tk, RingEventKind::Realloc, q, size, nullptr, false, stack);
+      if (begin_event(tk, true)) commit_event(tk, RingEventKind::Realloc, q, size, nullptr, false, stack);
     }
     return q;
   }
@@ -62,13 +62,17 @@ void* realloc_impl(void* p, size_t size) {
   // The stack is captured before the ticket: new nodes are noted in tickets before this event's.
   const uint32_t stack = capture_stack();
   Ticket tk;
+  // The ticket is taken even while paused: the old block's release is an event whatever the pause (it may
+  // have been allocated while recording); while paused, the slot then holds only that Free.
   const bool recording = begin_event(tk);
   void* q = g_real.realloc(p, size);
   if (recording) {
-    if (q != nullptr)
-      commit_event(tk, RingEventKind::Realloc, q, size, p, true, stack);
-    else
+    if (q == nullptr)
       commit_nothing(tk);
+    else if (allocations_paused()) [[unlikely]]
+      commit_event(tk, RingEventKind::Free, p, 0);
+    else
+      commit_event(tk, RingEventKind::Realloc, q, size, p, true, stack);
   }
   return q;
 }

@@ -9,6 +9,7 @@
 //   patch/           entry patching for what the PLT does not reach: allocators defined in the executable or in
 //                    a library loaded with dlopen, and allocator APIs (mallocx, mi_malloc, tc_new, ...)
 //                    (patch/patch.h), with the tables of entry points in hooks_{jemalloc,mimalloc,tcmalloc}.cpp
+//   control.cpp      memtrack/control.h's calls (pause, resume, regions) reaching the ring
 //   test_hooks.cpp   hooks for the integration tests, only in libmemtrack-preload-testhooks.so
 //
 // Rules every file keeps (docs/RUNTIME.md, "Calls and events" and "Processes, exec, threads, signals"):

@@ -103,7 +103,11 @@ struct Ticket {
 // at most a few per thread past the last one the recorder can reach; taking a nested ticket only while
 // head - outer < capacity / 2 keeps t2 < outer + capacity with any realistic thread count. Otherwise the
 // nested event is passed through unrecorded (it is not lost silently: it never entered the stream).
-inline bool begin_event(Ticket& tk) {
+//
+// `allocation`: the event adds a block or a mapping (not a free or munmap). While recording is paused
+// (RingHeader::control, memtrack/control.h) such events are not recorded; releases always are, so a block
+// allocated while recording is still released in the artifact when it is freed during a pause.
+inline bool begin_event(Ticket& tk, bool allocation = false) {
   if (t_busy) return false;
   int s = g_state.load(std::memory_order_acquire);
   if (s != kRecording) [[unlikely]] {
@@ -115,6 +119,9 @@ inline bool begin_event(Ticket& tk) {
     g_state.store(kOff, std::memory_order_release);
     return false;
   }
+  // The same cache line as `detached`, which nobody writes while recording: no cost beyond the load.
+  if (allocation && (g_ring->control.load(std::memory_order_relaxed) & runtime::kRingControlPaused) != 0) [[unlikely]]
+    return false;
   tk.outer = t_pending;
   if (tk.outer != kNoTicket && g_ring->head.load(std::memory_order_relaxed) - tk.outer >= (g_mask + 1) / 2) [[unlikely]]
     return false;
@@ -173,7 +180,15 @@ inline void commit_nothing(Ticket& tk) {
 // `stack`: the allocation's stack id (stacks.h), 0 for frees.
 inline void record(RingEventKind kind, const void* addr, uint64_t size, uint32_t stack = 0) {
   Ticket tk;
-  if (begin_event(tk)) commit_event(tk, kind, addr, size, nullptr, false, stack);
+  const bool allocation = kind != RingEventKind::Free && kind != RingEventKind::Munmap;
+  if (begin_event(tk, allocation)) commit_event(tk, kind, addr, size, nullptr, false, stack);
+}
+
+// Whether this image records and allocations are paused (memtrack/control.h): a realloc then records only the
+// release of its old block, and no stack is captured.
+inline bool allocations_paused() {
+  return g_state.load(std::memory_order_acquire) == kRecording &&
+         (g_ring->control.load(std::memory_order_relaxed) & runtime::kRingControlPaused) != 0;
 }
 
 }  // namespace memtrack::preload

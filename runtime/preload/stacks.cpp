@@ -224,6 +224,7 @@ __attribute__((noinline)) uint32_t capture_nested() {
 
 uint32_t capture_stack() {
   if (g_stack_depth == 0 || t_busy || g_state.load(std::memory_order_relaxed) != kRecording) return 0;
+  if (allocations_paused()) return 0;  // the allocation is not recorded: no unwinding
   if (t_capturing) return capture_nested();
   t_capturing = true;
   const uint32_t leaf = capture_with(t_frames[t_cur], t_addrs, t_ids, false);

@@ -42,6 +42,13 @@ std::vector<ContextRecord> all_records() {
               {3, 3, kNoString},
               {10, 20, 0},
               {"inner()", "outer(int)", "main", "/src/prog.cpp"}},
+      Pause{4242, 0, 0, 99, "start"},
+      Resume{7, 7, 40, 150, "library"},
+      RegionBegin{7, 7, 41, 151, "bench/sort"},
+      RegionBegin{7, 8, 50, 160, ""},
+      RegionEnd{7, 8, 60, 170},
+      RegionEnd{7, 7, 61, 171},
+      Pause{4242, 0, 62, 172, "signal"},
   };
 }
 
@@ -232,6 +239,45 @@ TEST(Context, StackRecordsWithInconsistentColumnsAreErrors) {
   const Status s = decode_context_frame(frame_of_payload(payload), 0, back);
   EXPECT_NE(s.message().find("key \"ids\" has 3 bytes, not a whole number of 4-byte integers"), std::string::npos)
       << s.message();
+}
+
+// The control records' bytes (docs/FORMAT.md, "Context section: control"): keys in the documented order.
+TEST(Context, ControlRecordsAreTheDocumentedBytes) {
+  std::vector<std::byte> got;
+  encode_context_record(RegionEnd{7, 8, 9, 10}, got);
+  const unsigned char end[] = {0x85, 0xa4, 't',  'y',  'p', 'e',  0xa9, 'R', 'e', 'g', 'i',  'o',  'n', 'E', 'n',
+                               'd',  0xa3, 'p',  'i',  'd', 0x07, 0xa3, 't', 'i', 'd', 0x08, 0xa5, 'e', 'v', 'e',
+                               'n',  't',  0x09, 0xa9, 't', 'i',  'm',  'e', 's', 't', 'a',  'm',  'p', 0x0a};
+  ASSERT_EQ(got.size(), sizeof end);
+  EXPECT_EQ(std::memcmp(got.data(), end, sizeof end), 0);
+
+  got.clear();
+  encode_context_record(RegionBegin{7, 8, 9, 10, "ab"}, got);
+  const unsigned char begin_tail[] = {0xa4, 'n', 'a', 'm', 'e', 0xa2, 'a', 'b'};
+  ASSERT_GE(got.size(), sizeof begin_tail);
+  EXPECT_EQ(got[0], std::byte{0x86});
+  EXPECT_EQ(std::memcmp(got.data() + got.size() - sizeof begin_tail, begin_tail, sizeof begin_tail), 0);
+
+  got.clear();
+  encode_context_record(Pause{1, 2, 3, 4, "ctl"}, got);
+  const unsigned char pause_head[] = {0x86, 0xa4, 't', 'y', 'p', 'e', 0xa5, 'P', 'a', 'u', 's', 'e'};
+  const unsigned char pause_tail[] = {0xa6, 's', 'o', 'u', 'r', 'c', 'e', 0xa3, 'c', 't', 'l'};
+  ASSERT_GE(got.size(), sizeof pause_head + sizeof pause_tail);
+  EXPECT_EQ(std::memcmp(got.data(), pause_head, sizeof pause_head), 0);
+  EXPECT_EQ(std::memcmp(got.data() + got.size() - sizeof pause_tail, pause_tail, sizeof pause_tail), 0);
+}
+
+TEST(Context, ControlRecordsWithoutTheirKeysAreErrors) {
+  std::vector<std::byte> payload;
+  Stream st{payload};
+  msgpack::packer<Stream> pk(st);
+  pk.pack_map(5), pk.pack(std::string("type")), pk.pack(std::string("RegionBegin"));
+  pk.pack(std::string("pid")), pk.pack(1), pk.pack(std::string("tid")), pk.pack(1);
+  pk.pack(std::string("event")), pk.pack(0), pk.pack(std::string("timestamp")), pk.pack(0);
+  std::vector<ContextRecord> back;
+  const Status s = decode_context_frame(frame_of_payload(payload), 0, back);
+  EXPECT_NE(s.message().find("missing key \"name\""), std::string::npos) << s.message();
+  EXPECT_TRUE(back.empty());
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: memtrack record [-o FILE] [--workers N] [--level L] [--no-stacks] [--stack-depth N] [-q]\n"
-    "                       [--python-malloc] [--] CMD [ARGS...]\n\n"
+    "                       [--python-malloc] [--paused] [--] CMD [ARGS...]\n\n"
     "Runs CMD with libmemtrack-preload.so and records every malloc, free, calloc, realloc, aligned\n"
     "allocation, mmap, munmap and brk of it and of every process it starts (forks, exec chains), in causal\n"
     "order and without loss: when the recorder falls behind, the program waits. CMD begins at the first word\n"
@@ -35,7 +35,10 @@ constexpr const char* kHelp =
     "  --stack-depth N     frames recorded per allocation, 1..256 (default 64); deeper stacks are cut and marked\n"
     "  -q, --quiet         no summary line (and no notes) on stderr; errors are still reported\n"
     "  --python-malloc     run CMD with PYTHONMALLOC=malloc, so CPython's small objects, which its pymalloc\n"
-    "                      serves without calling malloc, are recorded too\n\n"
+    "                      serves without calling malloc, are recorded too\n"
+    "  --paused            start with recording paused: no allocation is recorded (frees are) until a resume:\n"
+    "                      memtrack_resume() (memtrack/control.h), SIGUSR2 to the recorder, or\n"
+    "                      'memtrack ctl PID resume'. SIGUSR1 to the recorder pauses; see 'memtrack ctl --help'\n\n"
     "The recorder finishes the artifact when CMD and every process of its session have exited, however they\n"
     "exited; daemons (a process in another session, after setsid) are left running, untracked from then on,\n"
     "and named in the summary. It exits with CMD's exit status (128+N when signal N killed it; 127 when CMD is\n"
@@ -126,6 +129,7 @@ int run_record(int argc, char** argv) {
   if (no_stacks) options.stack_depth = 0;
   const bool quiet = args.flag("quiet", "q");
   const bool python_malloc = args.flag("python-malloc");
+  options.paused = args.flag("paused");
   args.positionals();  // throws on an unknown option before CMD (CMD itself is not in args)
   options.command.assign(argv + split.command_begin, argv + argc);
   if (options.command.empty()) throw UsageError("no command given: memtrack record [options] [--] CMD [ARGS...]");

@@ -14,7 +14,7 @@ namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack report FILE [-o OUT.html] [--pid P]\n\n"
+    "usage: memtrack report FILE [-o OUT.html] [--pid P] [--region NAME]\n\n"
     "Writes one self-contained HTML page of an artifact (every script and style inline, nothing loaded from\n"
     "the network: it opens offline and as a CI artifact):\n"
     "  - memory over time: the live heap and mapped bytes of the whole recording and of each process, the\n"
@@ -26,7 +26,10 @@ constexpr const char* kHelp =
     "Series are downsampled to about 2,000 points (each point its bucket's maximum) and flame-graph frames\n"
     "below 0.1% of the whole are pruned (the page says how many), so a page stays a few MiB.\n\n"
     "  -o, --output OUT  where to write (default: FILE's name + .html in the current directory; - stdout)\n"
-    "  --pid P           only process P's memory and allocation sites (the summary stays whole)\n\n"
+    "  --pid P           only process P's memory and allocation sites (the summary stays whole)\n"
+    "  --region NAME     only region NAME (memtrack/control.h): the events inside its occurrences and the\n"
+    "                    later frees of their blocks, as 'memtrack stats --region' counts them\n"
+    "Regions (of an artifact recorded with them) are drawn on the time axis, each occurrence a named bar.\n\n"
     "A damaged artifact gives the page of what was read before the damage, one line on stderr and exit 1.\n";
 
 std::string default_output(const std::string& input) {
@@ -43,12 +46,17 @@ int run_report(int argc, char** argv) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  const ArtifactArgs a = parse_artifact_args(args, default_output);
   ReportOptions options;
+  options.region = args.value("region");  // before the shared arguments, which refuse unknown options
+  const ArtifactArgs a = parse_artifact_args(args, default_output);
   options.pid = a.pid;
   OpenArtifact file(a);
   const ReportData data = build_report(file.bytes(), a.name, options, file.progress(), file_symbolizer());
   file.finish();
+  if (options.region && data.region_occurrences == 0 && data.status.is_ok()) {
+    std::fprintf(stderr, "memtrack report: %s has no region '%s'\n", a.name.c_str(), options.region->c_str());
+    return 1;
+  }
   if (const codec::Status written = write_output(a.output, render_report_html(report_json(data))); !written) {
     std::fprintf(stderr, "memtrack report: %s\n", written.message().c_str());
     return 1;

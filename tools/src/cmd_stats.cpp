@@ -11,22 +11,31 @@
 #include "commands.h"
 #include "file_symbolizer.h"
 #include "io.h"
+#include "memtrack/analysis/artifact_pass.h"
 #include "memtrack/analysis/indexed_file.h"
+#include "memtrack/analysis/regions.h"
 #include "memtrack/analysis/sites.h"
 #include "memtrack/analysis/stats.h"
 #include "memtrack/pipeline/fd_io.h"
 #include "progress.h"
+#include "regions_format.h"
 #include "stats.h"
 
 namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack stats FILE [--json]\n\n"
+    "usage: memtrack stats FILE [--json] [--region NAME]\n\n"
     "Summarizes a MemtrackArtifact (FILE may be - for stdin): events by kind and by pid, bytes allocated,\n"
     "peak live heap per pid and when it happened, what is still live at the end (leaks), allocation sizes\n"
     "as a power-of-two histogram, duration, frames and compression ratio.\n\n"
-    "  --json   one JSON document instead of the table\n\n"
+    "  --json         one JSON document instead of the table\n"
+    "  --region NAME  the stats of region NAME alone (memtrack/control.h): its occurrences summed, as one\n"
+    "                 stream of the events inside them plus the later frees of the blocks they allocated, so\n"
+    "                 peaks and leaks are those of the region's own blocks; then one row per occurrence\n\n"
+    "An artifact with regions or pauses (recorded with memtrack/control.h, --paused or 'memtrack ctl') lists\n"
+    "them after the stats: per occurrence its events, allocations, bytes, frees of its own blocks and of older\n"
+    "ones, peak and retained bytes of its own blocks (JSON: \"regions\", \"paused\").\n\n"
     "With a frame index (a seek table at the end of the file) frames are decoded in parallel; without one,\n"
     "sequentially. Live heap: Malloc, Calloc, AlignedAlloc and Realloc add, Free and Realloc's old address\n"
     "remove, per pid; Mmap/Munmap count as mapped bytes; Brk is counted but is not heap.\n\n"
@@ -99,6 +108,58 @@ std::optional<analysis::SitesResult> late_leak_sites(int fd, const std::string& 
   return LeakSites::leaks_of(acc);
 }
 
+// Stats as one consumer of a pass (the region filter's downstream).
+class StatsConsumer final : public analysis::ArtifactConsumer {
+ public:
+  explicit StatsConsumer(analysis::Stats& stats) : stats_(stats) {}
+  void add_context(const codec::ContextRecord& r) override { stats_.add_context(r); }
+  void add(std::span<const codec::Event> events) override { stats_.add(events); }
+
+ private:
+  analysis::Stats& stats_;
+};
+
+// memtrack stats --region NAME: one pass through the region filter into the stats.
+int region_stats(int fd, const std::string& name, const std::string& region, bool json, ProgressMeter& meter) {
+  const ArtifactBytes file(fd, name);
+  close_fd(fd);
+  analysis::Stats stats;
+  StatsConsumer consumer(stats);
+  analysis::Regions regions(region, &consumer);
+  analysis::ArtifactConsumer* consumers[] = {&regions};
+  analysis::PassSummary pass;
+  const codec::Status status = analysis::read_artifact(file.bytes(), name, consumers, pass,
+                                                       [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); });
+  regions.finish();
+  meter.finish();
+  stats.status = status;
+  stats.file.frames = pass.data_frames;
+  stats.file.compressed_bytes = pass.compressed_bytes;
+  stats.file.decompressed_bytes = pass.decompressed_bytes;
+  if (regions.selected_occurrences() == 0 && status.is_ok()) {
+    std::fprintf(stderr, "memtrack stats: %s has no region '%s' (its regions: %s)\n", name.c_str(), region.c_str(),
+                 region_names(regions).c_str());
+    return 1;
+  }
+  const std::uint64_t origin = stats.counts.events != 0 ? stats.counts.first_timestamp : 0;
+  std::string text;
+  if (json) {
+    text = splice_json(format_stats_json(stats), format_region_json_member(region, regions.selected_occurrences()) +
+                                                     "," + format_regions_json_members(regions, origin, &region));
+  } else {
+    text = "region " + region + ": " + std::to_string(regions.selected_occurrences()) +
+           " occurrence(s), summed (events inside them, and later frees of their blocks)\n" +
+           format_stats_table(stats) + format_regions_table(regions, origin, &region);
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  if (!status.is_ok()) {
+    std::fprintf(stderr, "memtrack stats: %s\n", status.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_stats(int argc, char** argv) {
@@ -108,6 +169,7 @@ int run_stats(int argc, char** argv) {
     return 0;
   }
   const bool json = args.flag("json");
+  const std::optional<std::string> region = args.value("region");
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
 
@@ -120,11 +182,13 @@ int run_stats(int argc, char** argv) {
   struct stat st {};
   const std::uint64_t total = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
   ProgressMeter meter(total);
+  if (region) return region_stats(fd, name, *region, json, meter);
   const analysis::ProgressFn progress = [&](std::uint64_t bytes, std::uint64_t events) { meter.update(bytes, events); };
   // The context section (process lifecycle, stacks) comes with the frames, in the same pass, from a file or
   // a pipe: the stats and the leak sites are fed together.
   LeakSites sites;
-  analysis::ArtifactConsumer* also[] = {&sites};
+  analysis::Regions regions;  // the regions and pauses, listed after the stats when there are any
+  analysis::ArtifactConsumer* also[] = {&sites, &regions};
   analysis::Stats stats;
   if (index) {
     stats = analysis::compute_stats_indexed(
@@ -136,6 +200,7 @@ int run_stats(int argc, char** argv) {
     stats = analysis::compute_stats(source, name, progress, also);
   }
   meter.finish();
+  regions.finish();
   // On damage, no leak sites (the sites of a prefix would read as the artifact's).
   std::optional<analysis::SitesResult> leaks;
   if (stats.status.is_ok()) leaks = sites.late() ? late_leak_sites(fd, name) : sites.result();
@@ -144,7 +209,13 @@ int run_stats(int argc, char** argv) {
   // On damage, the stats of the events before it, then the error.
   if (stats.file.frames > 0 || stats.status.is_ok()) {
     const analysis::SitesResult* l = leaks ? &*leaks : nullptr;
-    const std::string text = json ? format_stats_json(stats, l) : format_stats_table(stats, l);
+    std::string text = json ? format_stats_json(stats, l) : format_stats_table(stats, l);
+    // Only an artifact with regions or pauses lists them: the output of the others stays what it was.
+    if (!regions.occurrences().empty() || !regions.paused().empty()) {
+      const std::uint64_t origin = stats.counts.events != 0 ? stats.counts.first_timestamp : 0;
+      text = json ? splice_json(std::move(text), format_regions_json_members(regions, origin))
+                  : text + format_regions_table(regions, origin);
+    }
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   }

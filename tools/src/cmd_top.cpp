@@ -8,6 +8,8 @@
 #include "commands.h"
 #include "file_symbolizer.h"
 #include "io.h"
+#include "memtrack/analysis/artifact_pass.h"
+#include "memtrack/analysis/regions.h"
 #include "memtrack/analysis/sites.h"
 #include "progress.h"
 #include "top_format.h"
@@ -16,7 +18,8 @@ namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack top FILE [--by peak|allocated|count|leaked|temporary] [-n N] [--pid P] [--json]\n\n"
+    "usage: memtrack top FILE [--by peak|allocated|count|leaked|temporary] [-n N] [--pid P] [--region NAME]\n"
+    "                    [--json]\n\n"
     "Ranks the allocation sites of an artifact recorded with call stacks (FILE may be - for stdin). A site\n"
     "is a distinct call stack (the same code path in several processes is one site).\n\n"
     "  --by peak       bytes the site held live at the moment of the peak of the live heap (default)\n"
@@ -26,11 +29,24 @@ constexpr const char* kHelp =
     "  --by temporary  allocations freed before the same thread allocated again\n"
     "  -n N            the first N sites (default 10; 0: all)\n"
     "  --pid P         only the allocations of process P (peak: P's own peak)\n"
+    "  --region NAME   only the allocations made in region NAME (memtrack/control.h; every occurrence): peak\n"
+    "                  and leaked are of the region's own blocks, over their whole lives (stats --help)\n"
     "  --json          {\"by\", \"sites\": [{\"stack\": [{\"function\", \"module\", \"file\", \"line\",\n"
     "                  \"address\"}...], \"peak_bytes\", \"allocated_bytes\", \"allocations\", \"leaked_bytes\",\n"
     "                  \"leaked_blocks\", \"temporary\"}...]}, stacks innermost first, unknown fields null\n\n"
     "Frames are named from the artifact's own symbol table; when it has none for a module (the recorder was\n"
     "killed), from the module file if it still exists and is the recorded build, else module + offset.\n";
+
+// The sites as the downstream of the region filter.
+class SitesConsumer final : public analysis::ArtifactConsumer {
+ public:
+  explicit SitesConsumer(analysis::SiteAccumulator& acc) : acc_(acc) {}
+  void add_context(const codec::ContextRecord& r) override { acc_.add_context(r); }
+  void add(std::span<const codec::Event> events) override { acc_.add(events); }
+
+ private:
+  analysis::SiteAccumulator& acc_;
+};
 
 }  // namespace
 
@@ -48,6 +64,7 @@ int run_top(int argc, char** argv) {
   if (const auto n = args.value("n", "n")) limit = static_cast<std::size_t>(parse_int("-n", *n, 0, INT64_MAX));
   std::optional<std::int32_t> pid;
   if (const auto p = args.value("pid")) pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
+  const std::optional<std::string> region = args.value("region");
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
 
@@ -57,8 +74,23 @@ int run_top(int argc, char** argv) {
   close_fd(fd);
   analysis::SiteAccumulator acc(pid);
   ProgressMeter meter(file.bytes().size());
-  const codec::Status status =
-      analysis::read_sites(file.bytes(), name, acc, [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); });
+  const auto on_progress = [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); };
+  codec::Status status;
+  if (region) {
+    SitesConsumer sites(acc);
+    analysis::Regions filter(*region, &sites);
+    analysis::ArtifactConsumer* consumers[] = {&filter};
+    analysis::PassSummary pass;
+    status = analysis::read_artifact(file.bytes(), name, consumers, pass, on_progress);
+    filter.finish();
+    if (status.is_ok() && filter.selected_occurrences() == 0) {
+      meter.finish();
+      std::fprintf(stderr, "memtrack top: %s has no region '%s'\n", name.c_str(), region->c_str());
+      return 1;
+    }
+  } else {
+    status = analysis::read_sites(file.bytes(), name, acc, on_progress);
+  }
   meter.finish();
   if (!acc.has_stacks()) {
     if (!status.is_ok()) {

@@ -13,6 +13,7 @@ int run_record(int argc, char** argv);
 int run_top(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_export(int argc, char** argv);
+int run_ctl(int argc, char** argv);
 
 // The exit status of a command that failed with `status` (not ok): 2 for Errc::usage (what the command line
 // asked for does not fit the input, e.g. --frames on an artifact without a frame index), 1 for everything

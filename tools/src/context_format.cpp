@@ -126,6 +126,26 @@ void append_context_json(std::string& out, const codec::ContextRecord& record) {
               .column("addresses", r.addresses);
         } else if constexpr (std::is_same_v<T, codec::EventStacks>) {
           Line(out, "EventStacks").num("first_event", r.first_event).column("ids", r.ids);
+        } else if constexpr (std::is_same_v<T, codec::Pause> || std::is_same_v<T, codec::Resume>) {
+          Line(out, std::is_same_v<T, codec::Pause> ? "Pause" : "Resume")
+              .num("pid", std::int64_t{r.pid})
+              .num("tid", std::int64_t{r.tid})
+              .num("event", r.event)
+              .num("timestamp", r.timestamp)
+              .str("source", r.source);
+        } else if constexpr (std::is_same_v<T, codec::RegionBegin>) {
+          Line(out, "RegionBegin")
+              .num("pid", std::int64_t{r.pid})
+              .num("tid", std::int64_t{r.tid})
+              .num("event", r.event)
+              .num("timestamp", r.timestamp)
+              .str("name", r.name);
+        } else if constexpr (std::is_same_v<T, codec::RegionEnd>) {
+          Line(out, "RegionEnd")
+              .num("pid", std::int64_t{r.pid})
+              .num("tid", std::int64_t{r.tid})
+              .num("event", r.event)
+              .num("timestamp", r.timestamp);
         } else {
           static_assert(std::is_same_v<T, codec::Symbols>);
           Line(out, "Symbols")

@@ -23,6 +23,7 @@ constexpr Command kCommands[] = {
     {"top", memtrack::tools::run_top, "artifact with stacks -> allocation sites by peak, bytes, count, leaks"},
     {"report", memtrack::tools::run_report, "artifact -> one HTML page: memory over time, flame graphs, top sites"},
     {"export", memtrack::tools::run_export, "artifact with stacks -> folded stacks or a pprof profile"},
+    {"ctl", memtrack::tools::run_ctl, "pause, resume or mark a running 'memtrack record' (from outside)"},
 };
 
 void print_usage(std::FILE* out) {

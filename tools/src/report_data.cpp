@@ -242,8 +242,17 @@ ReportData build_report(std::span<const std::byte> file, const std::string& name
   analysis::TimelineBuilder timeline(d.stats.heap, options.max_points, options.max_images, options.pid);
   analysis::SiteAccumulator sites(options.pid, &d.stats.heap);
   ReportConsumer consumer(d.stats, timeline, sites);
-  analysis::ArtifactConsumer* consumers[] = {&consumer};
-  d.status = analysis::read_artifact(file, name, consumers, d.pass, progress);
+  // The regions for the time axis, in the same pass; with --region, also the filter in front of the rest.
+  analysis::Regions regions(options.region, options.region ? &consumer : nullptr);
+  analysis::ArtifactConsumer* both[] = {&consumer, &regions};
+  analysis::ArtifactConsumer* filtered[] = {&regions};
+  d.status = analysis::read_artifact(file, name,
+                                     options.region ? std::span<analysis::ArtifactConsumer* const>(filtered)
+                                                    : std::span<analysis::ArtifactConsumer* const>(both),
+                                     d.pass, progress);
+  regions.finish();
+  d.regions = regions.occurrences();
+  d.region_occurrences = regions.selected_occurrences();
   d.stats.status = d.status;
   d.stats.file.frames = d.pass.data_frames;
   d.stats.file.compressed_bytes = d.pass.compressed_bytes;
@@ -345,6 +354,18 @@ std::string report_json(const ReportData& d) {
                  "\",\"pid\":" + std::to_string(m.pid) + ",\"label\":";
         j.str(m.label);
         j.out += '}';
+      });
+    }
+    if (!d.regions.empty()) {
+      // Times since the chart's origin (the first event it shows); a region that began before it starts there.
+      const std::uint64_t origin = d.stats.counts.events != 0 ? d.stats.counts.first_timestamp : 0;
+      const auto rel = [&](std::uint64_t ts) { return ts > origin ? ts - origin : 0; };
+      j.out += ",\"regions\":";
+      j.array(d.regions, [&](const analysis::RegionOccurrence& r) {
+        j.out += "{\"name\":";
+        j.str(r.occurrence > 1 ? r.name + " #" + std::to_string(r.occurrence) : r.name);
+        j.out += ",\"begin_ns\":" + std::to_string(rel(r.begin_timestamp)) +
+                 ",\"end_ns\":" + std::to_string(rel(r.end_timestamp)) + "}";
       });
     }
     j.out += ",\"downsampled_from\":";

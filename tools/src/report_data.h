@@ -13,6 +13,7 @@
 
 #include "memtrack/analysis/artifact_pass.h"
 #include "memtrack/analysis/flame.h"
+#include "memtrack/analysis/regions.h"
 #include "memtrack/analysis/sites.h"
 #include "memtrack/analysis/stats.h"
 #include "memtrack/analysis/timeline.h"
@@ -22,10 +23,12 @@ namespace memtrack::tools {
 
 struct ReportOptions {
   std::optional<std::int32_t> pid;  // only this process (timeline, sites); the summary stays whole
-  std::size_t max_points = 2000;    // per time series
-  std::size_t max_images = 32;      // per-process series charted
-  std::size_t top_sites = 50;       // rows per ranking
-  double prune_fraction = 0.001;    // flame-graph frames below this fraction of the root are dropped
+  // Only this region (memtrack/control.h): everything is of the region filter's stream (analysis/regions.h)
+  std::optional<std::string> region;
+  std::size_t max_points = 2000;  // per time series
+  std::size_t max_images = 32;    // per-process series charted
+  std::size_t top_sites = 50;     // rows per ranking
+  double prune_fraction = 0.001;  // flame-graph frames below this fraction of the root are dropped
 };
 
 struct ReportData {
@@ -39,6 +42,8 @@ struct ReportData {
   std::optional<analysis::FlameGraph> flame_peak, flame_allocated, flame_leaked;
   std::vector<std::pair<analysis::SiteOrder, analysis::SitesResult>> top;  // every ranking, its first rows
   codec::Status status;  // not ok: damaged input, the report covers what was read before the damage
+  std::vector<analysis::RegionOccurrence> regions;  // every occurrence, drawn on the time axis
+  std::uint64_t region_occurrences = 0;             // of options.region
 };
 
 // Reads `file` and computes everything the page shows. `symbolizer` names frames of modules the artifact has

@@ -38,8 +38,10 @@ void Lifecycle::on_slot(const RingEvent& slot, std::uint64_t position) {
   note_.head = slot;
   note_.position = position;
   note_.truncated = (slot.flags & kRingNoteTruncated) != 0;
-  note_.missing =
-      (slot.kind == RingEventKind::NoteExec || slot.kind == RingEventKind::NoteUntracked) ? slot.old_addr : 0;
+  note_.missing = (slot.kind == RingEventKind::NoteExec || slot.kind == RingEventKind::NoteUntracked ||
+                   ControlBooks::takes(slot.kind))
+                      ? slot.old_addr
+                      : 0;
   if (note_.missing == 0) finish_note();
 }
 
@@ -109,7 +111,11 @@ void Lifecycle::finish_note() {
       break;
     }
     default:
-      break;  // a kind of a newer ring version cannot reach us (the version check); nothing to record
+      // Control notes (pause, resume, regions: control_notes.h); a kind of a newer ring version cannot reach
+      // us (the version check).
+      if (ControlBooks::takes(h.kind))
+        if (auto record = control_.on_note(h, note_.position, ts, note_.payload)) add(std::move(*record));
+      break;
   }
 }
 

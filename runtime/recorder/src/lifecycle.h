@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "control_notes.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/pipeline/context_channel.h"
 #include "memtrack/runtime/ring.h"
@@ -72,6 +73,7 @@ class Lifecycle {
   mutable std::mutex mutex_;
   std::map<std::int32_t, TrackedProcess> alive_;
   std::vector<UntrackedProcess> untracked_;
+  ControlBooks control_;
   std::uint64_t records_ = 0;
 };
 

@@ -25,6 +25,7 @@
 #include "memtrack/analysis/live_heap.h"
 #include "memtrack/pipeline/sink.h"
 #include "memtrack/pipeline/stream_encoder.h"
+#include "control_notes.h"
 #include "output_file.h"
 #include "preload_messages.h"
 #include "processes.h"
@@ -230,6 +231,8 @@ class SignalScope {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);  // pause the recording (docs/RUNTIME.md, "Harness control")
+    sigaddset(&set, SIGUSR2);  // resume it
     return set;
   }
 
@@ -367,6 +370,8 @@ WaitOutcome wait_for_processes(pid_t child, SharedRing& ring, RingReader& reader
     siginfo_t info;
     const struct timespec tick = {0, std::chrono::nanoseconds(kTick).count()};
     const int sig = ::sigtimedwait(&wait_set, &info, &tick);
+    if (sig == SIGUSR1 || sig == SIGUSR2)
+      toggle_recording(ring.header(), sig == SIGUSR1, static_cast<std::int32_t>(::getpid()), "signal");
     if (sig == SIGTERM || sig == SIGHUP || sig == SIGINT) {
       ++signals_seen;
       // A terminal's SIGINT reached the command's process group already; one sent to us alone is passed on.
@@ -451,8 +456,9 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
                                    clock_ns(CLOCK_REALTIME),
                                    clock_ns(CLOCK_MONOTONIC),
                                    options.stack_depth != 0
-                                       ? std::vector<std::string>{"lifecycle", "stacks", "modules", "symbols"}
-                                       : std::vector<std::string>{"lifecycle"},
+                                       ? std::vector<std::string>{"lifecycle", "control", "stacks", "modules",
+                                                                  "symbols"}
+                                       : std::vector<std::string>{"lifecycle", "control"},
                                    static_cast<std::int32_t>(::getpid())});
   const std::string command_path = find_command(options.command[0]);
   const int command_untrackable = command_path.empty() ? 0 : image_untrackable(AT_FDCWD, command_path.c_str());
@@ -462,6 +468,9 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   std::vector<std::string> argv_strings = options.command;
   std::vector<char*> envp = c_strings(env);
   std::vector<char*> argv = c_strings(argv_strings);
+
+  // record --paused: the pause is the first note, before any event of the command.
+  if (options.paused) toggle_recording(ring.header(), true, static_cast<std::int32_t>(::getpid()), "start");
 
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

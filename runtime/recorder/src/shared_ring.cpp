@@ -41,6 +41,7 @@ SharedRing::SharedRing(std::uint64_t slots) : slots_(slots) {
   header_->waiters.store(0, std::memory_order_relaxed);
   header_->wake_futex.store(0, std::memory_order_relaxed);
   header_->detached.store(0, std::memory_order_relaxed);
+  header_->control.store(0, std::memory_order_relaxed);
   slots_ptr_ = ring_slots(header_);
   // Published to the producers by posix_spawn (a system call) before any of them maps the ring.
   for (std::uint64_t i = 0; i < slots; ++i) {
@@ -87,6 +88,16 @@ std::uint64_t note_timestamp(bool tsc) {
 
 bool SharedRing::write_note(RingEventKind kind, std::int32_t pid, std::uint64_t addr, std::uint8_t flags,
                             std::string_view payload) {
+  return write_ring_note(header_, kind, pid, static_cast<std::int32_t>(::syscall(SYS_gettid)), addr, flags, payload);
+}
+
+bool write_ring_note(RingHeader* header, RingEventKind kind, std::int32_t pid, std::int32_t tid, std::uint64_t addr,
+                     std::uint8_t flags, std::string_view payload) {
+  RingHeader* const header_ = header;
+  const std::uint64_t slots_ = header->capacity;
+  RingSlot* const slots = ring_slots(header);
+  std::atomic<std::uint64_t>* const owners = ring_owners(header);
+  const auto slot = [&](std::uint64_t ticket) -> RingSlot& { return slots[ticket & (slots_ - 1)]; };
   if (header_->detached.load(std::memory_order_relaxed) != 0) return false;
   const std::uint64_t max_slots = note_max_data_slots(slots_);
   std::uint64_t k = (payload.size() + kNoteDataBytes - 1) / kNoteDataBytes;
@@ -95,14 +106,15 @@ bool SharedRing::write_note(RingEventKind kind, std::int32_t pid, std::uint64_t 
     payload = payload.substr(0, k * kNoteDataBytes);
     flags |= kRingNoteTruncated;
   }
-  const auto tid = static_cast<std::int32_t>(::syscall(SYS_gettid));
+  // The slot's owner word names a thread the reader can check for life: ours, whatever `tid` the note carries.
+  const auto self = static_cast<std::int32_t>(::syscall(SYS_gettid));
   const std::uint64_t t = header_->head.fetch_add(1 + k, std::memory_order_relaxed);
   const std::uint64_t timestamp = note_timestamp(header_->timestamp_tsc == 1);
   for (std::uint64_t j = 0; j <= k; ++j) {
     RingSlot& s = slot(t + j);
-    const std::uint64_t owner = slot_owner(t + j, tid);
+    const std::uint64_t owner = slot_owner(t + j, self);
     if (s.seq.load(std::memory_order_acquire) != t + j) {
-      owners_[(t + j) & (2 * slots_ - 1)].store(owner, std::memory_order_release);
+      owners[(t + j) & (2 * slots_ - 1)].store(owner, std::memory_order_release);
       while (s.seq.load(std::memory_order_acquire) != t + j) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     s.owner.store(owner, std::memory_order_release);

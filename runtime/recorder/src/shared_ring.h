@@ -62,4 +62,9 @@ class SharedRing {
   std::atomic<std::uint64_t>* owners_ = nullptr;
 };
 
+// write_note on any mapped ring: the recorder's own, or one `memtrack ctl` mapped from the recorder's fd. The
+// note carries `tid`; the slots are signed with the calling thread's tid (the reader checks it is alive).
+bool write_ring_note(RingHeader* header, RingEventKind kind, std::int32_t pid, std::int32_t tid, std::uint64_t addr,
+                     std::uint8_t flags = 0, std::string_view payload = {});
+
 }  // namespace memtrack::runtime

@@ -155,13 +155,60 @@ struct Symbols {
 };
 inline constexpr std::uint32_t kNoString = 0xFFFFFFFFu;
 
+// The control section (docs/FORMAT.md, "Context section: control"): recording paused and resumed, and named
+// regions, positioned in the event stream like the lifecycle records. `pid`/`tid` name who asked (the
+// recorder's pid and tid 0 for `record --paused`, a signal to the recorder or `memtrack ctl`).
+
+// From `event` on, allocation events are not recorded (frees still are) until the next Resume. `source`:
+// "library" (memtrack_pause), "start" (record --paused), "signal" (SIGUSR1 to the recorder), "ctl".
+struct Pause {
+  std::int32_t pid = 0;
+  std::int32_t tid = 0;
+  std::uint64_t event = 0;
+  std::uint64_t timestamp = 0;
+  std::string source;
+  friend bool operator==(const Pause&, const Pause&) = default;
+};
+
+// From `event` on, allocation events are recorded again.
+struct Resume {
+  std::int32_t pid = 0;
+  std::int32_t tid = 0;
+  std::uint64_t event = 0;
+  std::uint64_t timestamp = 0;
+  std::string source;
+  friend bool operator==(const Resume&, const Resume&) = default;
+};
+
+// A region named `name` opened by thread `tid` of `pid` at `event`. Regions nest per (pid, tid): a RegionEnd
+// closes the innermost region its thread opened and has not closed.
+struct RegionBegin {
+  std::int32_t pid = 0;
+  std::int32_t tid = 0;
+  std::uint64_t event = 0;
+  std::uint64_t timestamp = 0;
+  std::string name;
+  friend bool operator==(const RegionBegin&, const RegionBegin&) = default;
+};
+
+struct RegionEnd {
+  std::int32_t pid = 0;
+  std::int32_t tid = 0;
+  std::uint64_t event = 0;
+  std::uint64_t timestamp = 0;
+  friend bool operator==(const RegionEnd&, const RegionEnd&) = default;
+};
+
+// A region name longer than this is cut by the writer (the preload carries it through the ring).
+inline constexpr std::size_t kMaxRegionNameBytes = 256;
+
 // What one record may hold, so a writer splits before the reader's unpack limits refuse it: elements of an
 // array, bytes of a bin or str value.
 inline constexpr std::size_t kMaxContextArrayElements = std::size_t{1} << 16;
 inline constexpr std::size_t kMaxContextBinBytes = std::size_t{1} << 20;
 
 using ContextRecord = std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd, Module,
-                                   StackNodes, EventStacks, Symbols>;
+                                   StackNodes, EventStacks, Symbols, Pause, Resume, RegionBegin, RegionEnd>;
 
 // Appends the msgpack map of `record` to `out`.
 void encode_context_record(const ContextRecord& record, std::vector<std::byte>& out);

@@ -40,7 +40,8 @@ inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 // 6: the slot's payload is RingEvent (until 5 it was codec::Event, the same 48 bytes).
 // 7: lifecycle notes (RingEventKind::Note*, RingNoteData) and RingHeader::detached == kDetachedQuiet.
 // 8: call stacks: RingEvent::stack, RingHeader::stack_depth, NoteStackNodes and NoteModule.
-inline constexpr std::uint32_t kRingVersion = 8;
+// 9: harness control: RingHeader::control, NotePause/NoteResume/NoteRegionBegin/NoteRegionEnd.
+inline constexpr std::uint32_t kRingVersion = 9;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -78,7 +79,25 @@ enum class RingEventKind : std::uint8_t {
   NoteStackNodes = 40,  // pid, addr = first node id; payload: per node u32 parent, u64 return address (LE)
   NoteModule = 41,      // pid, addr = load bias, flags kRingModuleUnloaded; payload: RingModulePayload, then
                         // the build-id bytes, then the path (no NUL)
+  // Control notes ("Control" below), blocks like the lifecycle notes (old_addr = k NoteData slots).
+  NotePause = 42,        // pid, tid, addr = the control word this pause set; payload: the source ("library", ...)
+  NoteResume = 43,       // likewise for a resume
+  NoteRegionBegin = 44,  // pid, tid; payload: the region's name (at most codec's kMaxRegionNameBytes)
+  NoteRegionEnd = 45,    // pid, tid
 };
+
+// Control (memtrack/control.h, `record --paused`, `memtrack ctl`). RingHeader::control is
+// (generation << 1) | paused. While paused, producers record no allocation (frees still are: a block allocated
+// while recording stays accounted right when it is freed during a pause). A toggle is a CAS that bumps the
+// generation, then a NotePause/NoteResume carrying the new word; the recorder applies the notes in ticket
+// order and ignores one whose generation is older than one it applied (two toggles racing on two threads:
+// the word's last value wins, in the artifact as in the producers), so the records it writes alternate
+// Pause, Resume, ... and end in the state the producers ended in.
+inline constexpr std::uint64_t kRingControlPaused = 1;
+[[nodiscard]] inline constexpr std::uint64_t control_generation(std::uint64_t word) { return word >> 1; }
+[[nodiscard]] inline constexpr std::uint64_t next_control(std::uint64_t word, bool paused) {
+  return ((control_generation(word) + 1) << 1) | (paused ? kRingControlPaused : 0);
+}
 
 // Stack notes. A process image keeps its own trace tree (node = parent id + return address, id 0 = the empty
 // stack) in memory it maps itself; a thread that adds nodes writes them as one NoteStackNodes block before
@@ -212,6 +231,9 @@ struct alignas(64) RingHeader {
   // Frames recorded per allocation (`record --stack-depth`); 0: no stacks (`record --no-stacks`), the
   // events carry stack 0 and no stack note is written.
   std::uint32_t stack_depth;
+  // (generation << 1) | paused: the "Control" section above. Read on every allocation, so it shares this line;
+  // written only by a toggle (rare).
+  std::atomic<std::uint64_t> control;
   // Next ticket. On its own cache line: every producer writes it.
   alignas(64) std::atomic<std::uint64_t> head;
   // Producers that gave up spinning and sleep on `wake_futex`; the recorder wakes them after freeing slots.
@@ -262,6 +284,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
   MEMTRACK_RING_FIELD(RingHeader, timestamp_tsc);
   MEMTRACK_RING_FIELD(RingHeader, detached);
   MEMTRACK_RING_FIELD(RingHeader, stack_depth);
+  MEMTRACK_RING_FIELD(RingHeader, control);
   MEMTRACK_RING_FIELD(RingHeader, head);
   MEMTRACK_RING_FIELD(RingHeader, waiters);
   MEMTRACK_RING_FIELD(RingHeader, wake_futex);
@@ -290,6 +313,8 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
       return 0xf384e526542bb216u;
     case 8:
       return 0xbfa50f6845ae88e2u;
+    case 9:
+      return 0xdf3ed784650a169au;
     default:
       return 0;
   }

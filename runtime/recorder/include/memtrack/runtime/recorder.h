@@ -39,6 +39,9 @@ struct RecordOptions {
   std::uint64_t ring_slots = kDefaultRingSlots;
   // Frames recorded per allocation (`record --stack-depth`), at most 256; 0: no stacks (`--no-stacks`).
   std::uint32_t stack_depth = kDefaultStackDepth;
+  // `record --paused`: allocations are not recorded until a resume (memtrack_resume(), SIGUSR2 to the
+  // recorder, `memtrack ctl PID resume`); frees are. docs/RUNTIME.md, "Harness control".
+  bool paused = false;
 };
 
 struct ProcessNote {
