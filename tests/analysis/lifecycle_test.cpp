@@ -328,6 +328,28 @@ TEST(Lifecycle, AForkChildExecingAnUntrackableImageEndsLikeAnExec) {
   }
 }
 
+// An untracked image that execs a program memtrack tracks again (a static shell running a dynamic one): the
+// Exec ends the untracked row (it has no events, but it is an image of its own) and starts a new one.
+TEST(Lifecycle, AnExecAfterAnUntrackedImageIsANewImage) {
+  Trace t;
+  t.start(40, kRecorder);
+  t.exec(40, "/bin/sh", {"sh"});
+  t.malloc(40, 0xa000, 100);
+  t.untracked(40, "/bin/static_sh", "static");
+  t.exec(40, "/bin/true", {"true"});
+  t.malloc(40, 0xb000, 1);
+  t.exit(40);
+  const LiveHeap h = interleaved(t);
+  ASSERT_EQ(h.images().size(), 3u);
+  EXPECT_EQ(h.images()[0].freed_by_exec_bytes, 100u);
+  EXPECT_EQ(h.images()[1].untracked, "static");
+  EXPECT_EQ(h.images()[1].end, ProcessImage::End::exec);
+  EXPECT_EQ(h.images()[2].executable, "/bin/true");
+  EXPECT_EQ(h.images()[2].image, 2u);
+  EXPECT_TRUE(h.images()[2].untracked.empty());
+  EXPECT_EQ(leaked_bytes(h), 1u);
+}
+
 // The Untracked records that do not name an image a tracked process execs: no pid (an image of unknown
 // origin), or a process left running. They change no image; Stats lists them all, as before.
 TEST(Lifecycle, OtherUntrackedRecordsChangeNoImage) {

@@ -27,7 +27,8 @@
 //   blocks it inherited at its fork and still holds unchanged (never freed nor reallocated by it): the parent
 //   allocated those (they are the parent's leaks if the parent never frees them) and they vanish with the
 //   child's address space. They are counted in inherited_at_exit_* and left out of live_*. A block the child
-//   allocated, or reallocated from an inherited one, is its own.
+//   allocated, or reallocated from an inherited one, is its own. (An image still running keeps its inherited
+//   copies in live_*: more events could free them. A pid reused without an exit ends its image as an exit.)
 // - Untracked (reason "static" or "setuid", with a pid that has a current image): the pid execs an image
 //   memtrack cannot track (the recorder notes it just before the execve). Like an Exec: the image ends
 //   (end = exec, freed_by_exec_*) and the next row is the untracked image (executable from the record, no
