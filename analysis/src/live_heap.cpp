@@ -13,6 +13,16 @@ using codec::EventKind;
 
 namespace {
 
+// A block's stored size carries two tags in its top bits, so a fork child needs no second table to know
+// which of its blocks are its parent's (live_heap.h, "Lifecycle"):
+// - kInherited: a fork child's copy of a block its parent held at the fork, not freed or reallocated since;
+// - kShared: ... and the parent image still holds (and counts) it. Meaningful only while Books::parent is set:
+//   a parent's end hands every copy to its children at once, without visiting their tables.
+// Sizes are counted up to kSizeMask (2^62 - 1); only hostile input has larger blocks.
+constexpr std::uint64_t kInherited = std::uint64_t{1} << 63;
+constexpr std::uint64_t kShared = std::uint64_t{1} << 62;
+constexpr std::uint64_t kSizeMask = kShared - 1;
+
 // Where a lifecycle record takes effect; none for the other records.
 std::optional<std::uint64_t> lifecycle_position(const codec::ContextRecord& record) {
   return std::visit(
@@ -21,6 +31,8 @@ std::optional<std::uint64_t> lifecycle_position(const codec::ContextRecord& reco
         if constexpr (std::is_same_v<T, codec::ProcessStart> || std::is_same_v<T, codec::ProcessExec> ||
                       std::is_same_v<T, codec::ProcessExit>)
           return r.event;
+        if constexpr (std::is_same_v<T, codec::Untracked>)
+          if (untracked_exec(r)) return r.event;
         return std::nullopt;
       },
       record);
@@ -28,12 +40,20 @@ std::optional<std::uint64_t> lifecycle_position(const codec::ContextRecord& reco
 
 }  // namespace
 
+// These reasons name the image a tracked process execs into (the recorder writes the record just before the
+// execve); the others ("left-running") are about a process, not an image.
+bool untracked_exec(const codec::Untracked& record) {
+  return record.pid.has_value() &&
+         (record.reason == "static" || record.reason == "setuid" || record.reason == "no-access");
+}
+
 LiveHeap::LiveHeap(const LiveHeap& o)
     : images_(o.images_),
       books_(o.books_),
       total_live_(o.total_live_),
       total_peak_(o.total_peak_),
       total_peak_ts_(o.total_peak_ts_),
+      last_ts_(o.last_ts_),
       events_seen_(o.events_seen_),
       late_(o.late_),
       lifecycle_(o.lifecycle_),
@@ -62,6 +82,7 @@ LiveHeap& LiveHeap::operator=(LiveHeap&& o) noexcept {
     total_live_ = o.total_live_;
     total_peak_ = o.total_peak_;
     total_peak_ts_ = o.total_peak_ts_;
+    last_ts_ = o.last_ts_;
     events_seen_ = o.events_seen_;
     late_ = o.late_;
     lifecycle_ = o.lifecycle_;
@@ -71,7 +92,7 @@ LiveHeap& LiveHeap::operator=(LiveHeap&& o) noexcept {
     o.books_.clear();
     o.pending_.clear();
     o.last_ = nullptr;
-    o.total_live_ = o.total_peak_ = o.total_peak_ts_ = o.events_seen_ = o.late_ = 0;
+    o.total_live_ = o.total_peak_ = o.total_peak_ts_ = o.last_ts_ = o.events_seen_ = o.late_ = 0;
     o.lifecycle_ = false;
     o.pids_dirty_ = true;
   }
@@ -144,27 +165,35 @@ void LiveHeap::unmap(Books& b, std::uint64_t addr, std::uint64_t size) {
   }
 }
 
-// The parent image let go of `addr`: children that still shared their inherited copy with it count it now.
+// The parent image let go of `addr`: children that still shared their inherited copy with it count it now
+// (the copy stays inherited: the child did not touch it).
 void LiveHeap::unshare_children(Books& b, std::uint64_t addr, std::uint64_t& total_live) {
   for (Books* child : b.sharers) {
-    std::uint64_t size = 0;
-    if (child->shared.erase(addr, size)) {
-      child->shared_bytes -= size;
-      --child->shared_count;
-      total_live += size;
-    }
+    std::uint64_t* stored = child->live.find(addr);
+    if (stored == nullptr || (*stored & kShared) == 0) continue;
+    *stored &= ~kShared;
+    const std::uint64_t size = *stored & kSizeMask;
+    child->shared_bytes -= size;
+    --child->shared_count;
+    total_live += size;
   }
 }
 
-// Block `addr` of `size` bytes, just removed from b.live, leaves the books.
-inline void LiveHeap::release(Books& b, std::uint64_t addr, std::uint64_t size, std::uint64_t& total_live) {
+// Block `addr` (its stored size and tags), just removed from b.live, leaves the books.
+inline void LiveHeap::release(Books& b, std::uint64_t addr, std::uint64_t stored, std::uint64_t& total_live) {
   PidHeap& h = *b.heap;
+  const std::uint64_t size = stored & kSizeMask;
   h.live_bytes -= size;
   --h.live_count;
-  std::uint64_t shared_size = 0;
-  if (b.shared_count != 0 && b.shared.erase(addr, shared_size)) {
-    b.shared_bytes -= shared_size;  // the parent's copy was the one counted: the total does not change
-    --b.shared_count;
+  if ((stored & kInherited) != 0) [[unlikely]] {
+    b.inherited_bytes -= size;
+    --b.inherited_count;
+    if ((stored & kShared) != 0 && b.parent != nullptr) {
+      b.shared_bytes -= size;  // the parent's copy was the one counted: the total does not change
+      --b.shared_count;
+    } else {
+      total_live -= size;
+    }
   } else {
     total_live -= size;
   }
@@ -213,11 +242,12 @@ void LiveHeap::add_span(std::span<const Event> events) {
         ++h.unmatched_frees;
     }
     if (allocates(e.kind)) {
-      if (b->live.insert(e.addr, e.size, size))  // a missed free: the new block replaces the old one
+      const std::uint64_t bytes = std::min(e.size, kSizeMask);  // the top bits are the tags
+      if (b->live.insert(e.addr, bytes, size))                  // a missed free: the new block replaces the old one
         release(*b, e.addr, size, total_live);
-      h.live_bytes += e.size;
+      h.live_bytes += bytes;
       ++h.live_count;
-      total_live += e.size;
+      total_live += bytes;
       if (h.live_bytes > h.peak_bytes) {
         h.peak_bytes = h.live_bytes;
         h.peak_timestamp = e.timestamp;
@@ -235,6 +265,7 @@ void LiveHeap::add_span(std::span<const Event> events) {
     }
   }
   events_seen_ += events.size();
+  if (!events.empty()) last_ts_ = events.back().timestamp;
   total_live_ = total_live;
   total_peak_ = total_peak;
   total_peak_ts_ = total_peak_ts;
@@ -273,8 +304,8 @@ void LiveHeap::end_image(std::int32_t pid, ProcessImage::End how, std::uint64_t 
   img.end_event = event;
   total_live_ -= img.heap.live_bytes - b.shared_bytes;
   for (Books* child : b.sharers) {
+    // Their copies count from now on; their kShared tags are stale and read only while `parent` is set.
     total_live_ += child->shared_bytes;
-    child->shared = codec::AddressMap{};
     child->shared_bytes = child->shared_count = 0;
     child->parent = nullptr;
   }
@@ -284,6 +315,11 @@ void LiveHeap::end_image(std::int32_t pid, ProcessImage::End how, std::uint64_t 
     img.freed_by_exec_count = img.heap.live_count;
     img.heap.live_bytes = img.heap.live_count = 0;
     img.heap.mapped_bytes = 0;
+  } else {  // an exit: the blocks the parent made and the child never touched are the parent's, not leaks
+    img.inherited_at_exit_bytes = b.inherited_bytes;
+    img.inherited_at_exit_count = b.inherited_count;
+    img.heap.live_bytes -= b.inherited_bytes;
+    img.heap.live_count -= b.inherited_count;
   }
   books_.erase(it);
   last_ = nullptr;
@@ -307,11 +343,14 @@ void LiveHeap::apply(const codec::ContextRecord& record) {
       img.forked = true;
       img.executable = pimg.executable;
       img.argv = pimg.argv;
+      img.untracked = pimg.untracked;
+      // One copy of the parent's table, every block tagged as the parent's and shared with it (whatever its
+      // tags were in the parent: they described the parent's own parent).
       b.live = parent->live;
-      b.shared = parent->live;
+      b.live.for_each_size([](std::uint64_t& stored) { stored = (stored & kSizeMask) | kInherited | kShared; });
       b.mappings = parent->mappings;
-      b.shared_bytes = img.inherited_bytes = pimg.heap.live_bytes;
-      b.shared_count = img.inherited_count = pimg.heap.live_count;
+      b.shared_bytes = b.inherited_bytes = img.inherited_bytes = pimg.heap.live_bytes;
+      b.shared_count = b.inherited_count = img.inherited_count = pimg.heap.live_count;
       b.heap->live_bytes = b.heap->peak_bytes = pimg.heap.live_bytes;
       b.heap->live_count = pimg.heap.live_count;
       b.heap->peak_timestamp = start->timestamp;
@@ -326,7 +365,7 @@ void LiveHeap::apply(const codec::ContextRecord& record) {
     const auto it = books_.find(exec->pid);
     ProcessImage* img = nullptr;
     if (it != books_.end() && images_[it->second.image].heap.events == 0 &&
-        images_[it->second.image].inherited_count == 0) {
+        images_[it->second.image].inherited_count == 0 && images_[it->second.image].untracked.empty()) {
       img = &images_[it->second.image];  // the first image, named right after its ProcessStart
       img->forked = false;
     } else {
@@ -345,6 +384,25 @@ void LiveHeap::apply(const codec::ContextRecord& record) {
     }
     img->executable = exec->executable;
     img->argv = exec->argv;
+  } else if (const auto* u = std::get_if<codec::Untracked>(&record)) {
+    // The process execs an image memtrack cannot track: like an Exec, into an image without events.
+    const auto it = books_.find(*u->pid);
+    if (it == books_.end()) return;  // a process of unknown origin: only Stats' list names it
+    ProcessImage* img = &images_[it->second.image];
+    if (img->heap.events != 0 || img->inherited_count != 0 || !img->untracked.empty()) {
+      const std::optional<std::int32_t> ppid = img->ppid;
+      const std::uint32_t image = img->image + 1;
+      end_image(*u->pid, ProcessImage::End::exec, u->event, last_ts_);
+      Books& b = new_image(*u->pid);
+      img = &images_[b.image];
+      img->ppid = ppid;
+      img->image = image;
+      img->start_event = u->event;
+    }
+    img->forked = false;
+    img->executable = u->executable;
+    img->argv.clear();  // the record does not say
+    img->untracked = u->reason;
   } else if (const auto* exit = std::get_if<codec::ProcessExit>(&record)) {
     const auto it = books_.find(exit->pid);
     if (it == books_.end()) return;

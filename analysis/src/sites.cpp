@@ -187,6 +187,11 @@ struct SiteAccumulator::Impl {
     } else if (const auto* x = std::get_if<codec::ProcessExec>(&record)) {
       end_books(x->pid, false);  // gone with the address space: not leaks
       images[x->pid] = Image{};
+    } else if (const auto* u = std::get_if<codec::Untracked>(&record)) {
+      if (untracked_exec(*u)) {  // an exec into an image without events
+        end_books(*u->pid, false);
+        if (const auto it = images.find(*u->pid); it != images.end()) it->second = Image{};
+      }
     } else if (const auto* e = std::get_if<codec::ProcessExit>(&record)) {
       end_books(e->pid, true);
     }

@@ -11,6 +11,7 @@ void Stats::add_context(const codec::ContextRecord& record) {
     context.recording = *r;
   } else if (const auto* u = std::get_if<codec::Untracked>(&record)) {
     context.untracked.push_back(*u);
+    heap.add_context(record);  // an image the pid execs into ends its current one (live_heap.h)
   } else if (const auto* e = std::get_if<codec::StreamEnd>(&record)) {
     context.end = *e;
   } else {

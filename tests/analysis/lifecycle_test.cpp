@@ -212,6 +212,182 @@ TEST(Lifecycle, AParentsExitHandsSharedBlocksToTheChild) {
   EXPECT_EQ(h.total_peak_bytes(), 101u);
 }
 
+// A $(...) subshell: a fork child that exits without exec. What it inherited and never touched is its
+// parent's (charged to the parent if the parent never frees it), not the child's leak; what it allocated, or
+// reallocated or replaced from an inherited block, is its own.
+//   parent: a 100, b 200, c 400, d 800 (1500) | fork: 1500, all shared | child frees a: 1500 (the parent's a)
+//   | child reallocs b -> e 250: 1750 | child mallocs 30 at d (a missed free: replaces its copy of d): 1780
+//   | child +50 at f: 1830 | parent frees c: the child's c counts now: 1830 | child exits holding e, d', f
+//   (its own: 330) and c (inherited, untouched: 400): 1100 | parent frees b: 900 | parent exits: 0.
+TEST(Lifecycle, AForkChildsInheritedBlocksAreNotItsLeaks) {
+  Trace t;
+  t.start(20, kRecorder);
+  t.malloc(20, 0xa000, 100);
+  t.malloc(20, 0xb000, 200);
+  t.malloc(20, 0xc000, 400);
+  t.malloc(20, 0xd000, 800);
+  t.start(21, 20);
+  t.free(21, 0xa000);
+  t.realloc(21, 0xb000, 0xe000, 250);
+  t.malloc(21, 0xd000, 30);
+  t.malloc(21, 0xf000, 50);
+  t.free(20, 0xc000);
+  t.exit(21);
+  t.free(20, 0xb000);
+  t.exit(20);
+  for (const LiveHeap& h : {interleaved(t), interleaved(t, 3), records_first(t)}) {
+    ASSERT_EQ(h.images().size(), 2u);
+    const ProcessImage& parent = h.images()[0];
+    const ProcessImage& child = h.images()[1];
+    EXPECT_EQ(child.end, ProcessImage::End::exit);
+    EXPECT_EQ(child.inherited_bytes, 1500u);
+    EXPECT_EQ(child.inherited_count, 4u);
+    EXPECT_EQ(child.inherited_at_exit_bytes, 400u);  // c: the parent freed its copy, the child never touched it
+    EXPECT_EQ(child.inherited_at_exit_count, 1u);
+    EXPECT_EQ(child.heap.live_bytes, 250u + 30 + 50);  // its leaks: its own blocks only
+    EXPECT_EQ(child.heap.live_count, 3u);
+    EXPECT_EQ(child.heap.peak_bytes, 1500u);        // its books start with the inheritance
+    EXPECT_EQ(parent.heap.live_bytes, 100u + 800);  // a and d: the parent's own leaks, counted once
+    EXPECT_EQ(parent.inherited_at_exit_bytes, 0u);
+    EXPECT_EQ(leaked_bytes(h), 100u + 800 + 330);
+    EXPECT_EQ(h.total_peak_bytes(), 1830u);
+    EXPECT_EQ(h.total_live_bytes(), 0u);
+    EXPECT_EQ(unmatched(h), 0u);
+  }
+}
+
+// Fork children of fork children: each image's inheritance is what its own parent held at its fork, the
+// grandparent's blocks included.
+TEST(Lifecycle, AGrandchildInheritsItsParentsOwnAndInheritedBlocks) {
+  Trace t;
+  t.start(30, kRecorder);
+  t.malloc(30, 0x1000, 100);
+  t.start(31, 30);
+  t.malloc(31, 0x2000, 10);
+  t.start(32, 31);
+  t.malloc(32, 0x3000, 1);
+  t.free(31, 0x1000);  // the child lets go of its copy: the grandchild's copy of it is still inherited
+  t.exit(32);
+  t.exit(31);
+  t.exit(30);
+  for (const LiveHeap& h : {interleaved(t), records_first(t)}) {
+    ASSERT_EQ(h.images().size(), 3u);
+    EXPECT_EQ(h.images()[2].inherited_bytes, 110u);
+    EXPECT_EQ(h.images()[2].inherited_at_exit_bytes, 110u);
+    EXPECT_EQ(h.images()[2].inherited_at_exit_count, 2u);
+    EXPECT_EQ(h.images()[2].heap.live_bytes, 1u);
+    EXPECT_EQ(h.images()[1].inherited_at_exit_bytes, 0u);  // it freed its copy
+    EXPECT_EQ(h.images()[1].heap.live_bytes, 10u);
+    EXPECT_EQ(h.images()[0].heap.live_bytes, 100u);
+    EXPECT_EQ(leaked_bytes(h), 111u);
+    EXPECT_EQ(h.total_peak_bytes(), 111u);
+    EXPECT_EQ(h.total_live_bytes(), 0u);
+  }
+}
+
+// A fork child that execs a static executable (the recorder's Untracked record just before the execve):
+// its image ends as an exec (its blocks freed by it, not leaked), and the next row is the untracked image,
+// which has no events and ends at the exit.
+TEST(Lifecycle, AForkChildExecingAnUntrackableImageEndsLikeAnExec) {
+  Trace t;
+  t.start(40, kRecorder);
+  t.exec(40, "/bin/sh", {"sh"});
+  t.malloc(40, 0xa000, 100);
+  t.malloc(40, 0xb000, 200);
+  t.start(41, 40);
+  t.free(41, 0xa000);
+  t.malloc(41, 0xc000, 50);
+  t.untracked(41, "/usr/bin/static_tool", "static");
+  t.malloc(40, 0xd000, 7);
+  t.exit(41, 3);
+  t.exit(40);
+  for (const LiveHeap& h : {interleaved(t), interleaved(t, 2), records_first(t)}) {
+    ASSERT_EQ(h.images().size(), 3u);
+    const ProcessImage& forked = h.images()[1];
+    EXPECT_TRUE(forked.forked);
+    EXPECT_EQ(forked.end, ProcessImage::End::exec);
+    EXPECT_EQ(forked.freed_by_exec_bytes, 200u + 50);
+    EXPECT_EQ(forked.freed_by_exec_count, 2u);
+    EXPECT_EQ(forked.heap.live_bytes, 0u);
+    EXPECT_EQ(forked.end_event, std::optional<std::uint64_t>(4));
+    const ProcessImage& untracked = h.images()[2];
+    EXPECT_EQ(untracked.pid, 41);
+    EXPECT_EQ(untracked.image, 1u);
+    EXPECT_EQ(untracked.ppid, std::optional<std::int32_t>(40));
+    EXPECT_FALSE(untracked.forked);
+    EXPECT_EQ(untracked.executable, "/usr/bin/static_tool");
+    EXPECT_TRUE(untracked.argv.empty());
+    EXPECT_EQ(untracked.untracked, "static");
+    EXPECT_EQ(untracked.heap.events, 0u);
+    EXPECT_EQ(untracked.end, ProcessImage::End::exit);
+    EXPECT_EQ(untracked.exit_status, 3);
+    EXPECT_EQ(untracked.heap.live_bytes, 0u);
+    EXPECT_EQ(leaked_bytes(h), 307u);  // the parent's only
+    EXPECT_EQ(h.total_peak_bytes(), 350u);
+    EXPECT_EQ(h.total_live_bytes(), 0u);
+  }
+}
+
+// An untracked image that execs a program memtrack tracks again (a static shell running a dynamic one): the
+// Exec ends the untracked row (it has no events, but it is an image of its own) and starts a new one.
+TEST(Lifecycle, AnExecAfterAnUntrackedImageIsANewImage) {
+  Trace t;
+  t.start(40, kRecorder);
+  t.exec(40, "/bin/sh", {"sh"});
+  t.malloc(40, 0xa000, 100);
+  t.untracked(40, "/bin/static_sh", "static");
+  t.exec(40, "/bin/true", {"true"});
+  t.malloc(40, 0xb000, 1);
+  t.exit(40);
+  const LiveHeap h = interleaved(t);
+  ASSERT_EQ(h.images().size(), 3u);
+  EXPECT_EQ(h.images()[0].freed_by_exec_bytes, 100u);
+  EXPECT_EQ(h.images()[1].untracked, "static");
+  EXPECT_EQ(h.images()[1].end, ProcessImage::End::exec);
+  EXPECT_EQ(h.images()[2].executable, "/bin/true");
+  EXPECT_EQ(h.images()[2].image, 2u);
+  EXPECT_TRUE(h.images()[2].untracked.empty());
+  EXPECT_EQ(leaked_bytes(h), 1u);
+}
+
+// The Untracked records that do not name an image a tracked process execs: no pid (an image of unknown
+// origin), or a process left running. They change no image; Stats lists them all, as before.
+TEST(Lifecycle, OtherUntrackedRecordsChangeNoImage) {
+  Trace t;
+  t.start(50, kRecorder);
+  t.malloc(50, 0xa000, 100);
+  t.start(51, 50);
+  t.malloc(51, 0xb000, 10);
+  t.untracked(51, "/usr/bin/daemon", "left-running");
+  t.records.push_back(codec::Untracked{std::nullopt, "/usr/bin/static_tool", "static", t.at()});
+  t.untracked(99, "/usr/bin/static_tool", "static");  // a pid without an image (posix_spawn's child)
+  t.malloc(51, 0xc000, 1);
+  Stats s;
+  for (const auto& r : t.records) s.add_context(r);
+  s.add(t.events);
+  ASSERT_EQ(s.heap.images().size(), 2u);
+  EXPECT_EQ(s.heap.images()[1].end, ProcessImage::End::running);
+  EXPECT_TRUE(s.heap.images()[1].untracked.empty());
+  EXPECT_EQ(s.heap.images()[1].heap.live_bytes, 111u);
+  EXPECT_EQ(s.context.untracked.size(), 3u);
+
+  // An image's Untracked is still listed, and a pid's first image, with no events and nothing inherited
+  // yet, is only named by it (as by an Exec).
+  Trace u;
+  u.start(60, kRecorder);
+  u.untracked(60, "/usr/bin/static_tool", "setuid");
+  u.exit(60);
+  Stats named;
+  for (const auto& r : u.records) named.add_context(r);
+  named.add(u.events);
+  ASSERT_EQ(named.heap.images().size(), 1u);
+  EXPECT_EQ(named.heap.images()[0].executable, "/usr/bin/static_tool");
+  EXPECT_EQ(named.heap.images()[0].untracked, "setuid");
+  EXPECT_EQ(named.heap.images()[0].end, ProcessImage::End::exit);
+  ASSERT_EQ(named.context.untracked.size(), 1u);
+  EXPECT_EQ(named.context.untracked[0].reason, "setuid");
+}
+
 // Records after the events they position are applied late, and counted; records beyond the events wait.
 TEST(Lifecycle, LateAndPendingRecordsAreCounted) {
   Trace t;
@@ -264,9 +440,10 @@ struct RefModel {
     std::int32_t pid = 0;
     std::map<std::uint64_t, std::uint64_t> live;
     std::set<std::uint64_t> shared;
-    int parent = -1;  // index of the image it shares with
+    std::set<std::uint64_t> inherited_held;  // inherited at the fork, not dropped by this image since
+    int parent = -1;                         // index of the image it shares with
     bool alive = true;
-    std::uint64_t events = 0, unmatched = 0, inherited = 0;
+    std::uint64_t events = 0, unmatched = 0, inherited = 0, inherited_at_exit = 0;
   };
   std::vector<Image> images;
   std::map<std::int32_t, int> current;
@@ -292,6 +469,7 @@ struct RefModel {
   void drop(int i, std::uint64_t addr) {  // image i let go of addr
     images[i].live.erase(addr);
     images[i].shared.erase(addr);
+    images[i].inherited_held.erase(addr);
     for (Image& c : images)
       if (c.alive && c.parent == i) c.shared.erase(addr);
   }
@@ -300,6 +478,11 @@ struct RefModel {
     const int i = current[pid];
     images[i].alive = false;
     if (by_exec) images[i].live.clear();
+    // An exit: what it inherited and still holds unchanged is not its leak.
+    for (const std::uint64_t addr : by_exec ? std::set<std::uint64_t>{} : images[i].inherited_held) {
+      images[i].inherited_at_exit += images[i].live.at(addr);
+      images[i].live.erase(addr);
+    }
     for (Image& c : images)
       if (c.parent == i) {
         c.shared.clear();
@@ -336,7 +519,7 @@ struct RefModel {
     c.pid = pid;
     if (p >= 0) {
       c.live = images[p].live;
-      for (const auto& [addr, size] : c.live) c.shared.insert(addr);
+      for (const auto& [addr, size] : c.live) c.shared.insert(addr), c.inherited_held.insert(addr);
       c.parent = p;
       c.inherited = c.live.size();
     }
@@ -391,6 +574,7 @@ TEST(Lifecycle, RandomProcessTreesMatchAPlainModel) {
         ASSERT_EQ(h.images()[i].heap.live_count, r.live.size()) << "round " << round << " image " << i;
         ASSERT_EQ(h.images()[i].heap.events, r.events) << "round " << round << " image " << i;
         ASSERT_EQ(h.images()[i].heap.unmatched_frees, r.unmatched) << "round " << round << " image " << i;
+        ASSERT_EQ(h.images()[i].inherited_at_exit_bytes, r.inherited_at_exit) << "round " << round << " image " << i;
       }
     }
   }

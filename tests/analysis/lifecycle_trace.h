@@ -34,6 +34,13 @@ struct Trace {
   void free(std::int32_t pid, std::uint64_t addr) {
     events.push_back(make_event(EventKind::Free, pid, pid, ts++, addr));
   }
+  void realloc(std::int32_t pid, std::uint64_t old_addr, std::uint64_t addr, std::uint64_t size) {
+    events.push_back(codec::make_realloc(pid, pid, ts++, addr, old_addr, size));
+  }
+  // The recorder's note that `pid` is about to exec an image it cannot track.
+  void untracked(std::int32_t pid, const std::string& exe, const std::string& reason) {
+    records.push_back(codec::Untracked{pid, exe, reason, at()});
+  }
   void start(std::int32_t pid, std::int32_t ppid) { records.push_back(codec::ProcessStart{pid, ppid, at(), ts++}); }
   void exec(std::int32_t pid, const std::string& exe, std::vector<std::string> argv) {
     records.push_back(codec::ProcessExec{pid, at(), ts++, exe, std::move(argv)});

@@ -225,6 +225,31 @@ TEST(Sites, ExecStartsAnEmptyTreeAndItsBlocksAreNotLeaksTruncatedStacksKeepTheir
   EXPECT_EQ(r.unknown.leaked_bytes, 32u);
 }
 
+// A fork child's inherited blocks stay the parent's: counted once, at the parent's site, as the parent's leak
+// if it never frees them; the child's own blocks count as its leaks when it exits, and are gone, not leaked,
+// when it execs an image memtrack cannot track (its Untracked record).
+TEST(Sites, AForkChildsInheritedBlocksAreTheParentsAndAnUntrackedExecFreesItsOwn) {
+  for (const bool untracked_exec : {false, true}) {
+    SiteAccumulator acc;
+    acc.add_context(codec::ProcessStart{20, 1, 0, 0});
+    acc.add_context(codec::StackNodes{20, 0, 1, {0, 0}, {0x500, 0x600}});  // 1 = parent's site, 2 = child's
+    acc.add_context(codec::EventStacks{0, {1, 0, 2}});
+    acc.add(std::vector<codec::Event>{make_event(EventKind::Malloc, 20, 20, 1, 0x10, 100)});
+    acc.add_context(codec::ProcessStart{21, 20, 1, 2});
+    acc.add(std::vector<codec::Event>{make_event(EventKind::Free, 21, 21, 3, 0x10),  // its copy
+                                      make_event(EventKind::Malloc, 21, 21, 4, 0x20, 50)});
+    if (untracked_exec) acc.add_context(codec::Untracked{21, "/usr/bin/static_tool", "static", 3});
+    acc.add_context(codec::ProcessExit{21, 3, 5, 0, std::nullopt});
+    acc.add_context(codec::ProcessExit{20, 3, 6, 0, std::nullopt});
+    const SitesResult r = acc.result(SiteOrder::allocated, 0);
+    ASSERT_EQ(r.sites.size(), 2u);
+    EXPECT_EQ(functions(r.sites[0]), (std::vector<std::string>{"+1280"}));
+    EXPECT_EQ(r.sites[0].totals.leaked_bytes, 100u) << "the parent never freed its block: once, the parent's";
+    EXPECT_EQ(r.sites[0].totals.leaked_blocks, 1u);
+    EXPECT_EQ(r.sites[1].totals.leaked_bytes, untracked_exec ? 0u : 50u) << untracked_exec;
+  }
+}
+
 TEST(Sites, ADlcloseAndAnotherLibraryAtTheSameAddressAreTwoSites) {
   SiteAccumulator acc;
   acc.add_context(codec::Module{30, 0, "/lib/a.so", {0xaa}, 0x10000, 0x10000, 0x20000, true});

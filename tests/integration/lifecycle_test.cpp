@@ -626,4 +626,73 @@ TEST(Lifecycle, TheCxxEmergencyPoolIsFreedAtExit) {
   EXPECT_EQ(pools, 1u) << "libstdc++ allocates its pool once";
 }
 
+// A recording with its context section in the artifact (record() diverts it to a dump for the tests above):
+// `memtrack record -o DIR/artifact.msgpack -- COMMAND`, stdout in DIR/record.out.
+struct Plain {
+  fs::path dir;
+  int status = -1;
+  std::string out, err;
+};
+Plain record_with_context(const std::vector<std::string>& command) {
+  Plain run;
+  run.dir = scratch_dir();
+  std::string cmd = kMemtrack + " record -o '" + (run.dir / "artifact.msgpack").string() + "' --";
+  for (const std::string& a : command) cmd += " '" + a + "'";
+  cmd += " > '" + (run.dir / "record.out").string() + "' 2> '" + (run.dir / "record.err").string() + "'";
+  run.status = std::system(cmd.c_str());
+  run.out = slurp(run.dir / "record.out");
+  run.err = slurp(run.dir / "record.err");
+  return run;
+}
+
+// `memtrack stats --json` of a recording, asked with python3's json module: `expr` over `d` (the document)
+// and `child` (the pid entry of `pid`), printed.
+std::string stats_query(const Plain& run, int pid, const std::string& expr) {
+  const fs::path out = run.dir / "query.out";
+  const std::string cmd = kMemtrack + " stats --json '" + (run.dir / "artifact.msgpack").string() + "' | " +
+                          MEMTRACK_SYSTEM_PYTHON + " -c \"import json,sys; d=json.load(sys.stdin); child=[p for p in " +
+                          "d['pids'] if p['pid']==" + std::to_string(pid) + "][0]; print(" + expr + ")\" > '" +
+                          out.string() + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::string got = slurp(out);
+  if (!got.empty() && got.back() == '\n') got.pop_back();
+  return got;
+}
+// A $(...)-style subshell (docs/FORMAT.md, "Meaning"): a fork child that exits without exec leaks only what it
+// allocated; its copy of the parent's heap (the untouched 1000151-byte block, and whatever libc held) is not
+// its leak, and the parent freed its own copy, so no one leaks it.
+TEST(Lifecycle, AForkChildThatExitsLeaksOnlyItsOwnAllocations) {
+  const Plain run = record_with_context({kPrograms + "/fork_exit"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto child = static_cast<int>(value_int(lines(run.out), "child"));
+  ASSERT_GT(child, 0) << run.out;
+  EXPECT_EQ(stats_query(run, child,
+                        "[(i['end'], i['forked'], i['leaked_count'], i['leaked_bytes'], "
+                        "1000151 <= i['inherited_at_exit_bytes'] < 1000151 + 1000153) for i in child['images']]"),
+            "[('exit', True, 1, 1000159, True)]");
+  // The whole run's leaks: the child's block and what libc keeps in the parent, not the parent's block again.
+  EXPECT_EQ(stats_query(run, child, "1000159 <= d['leaked_bytes'] < 1000159 + 1000151"), "True");
+  EXPECT_EQ(stats_query(run, child, "d['inherited_at_exit_bytes'] == child['images'][0]['inherited_at_exit_bytes']"),
+            "True");
+}
+
+// The same child exec'ing a static executable: its forked image ends as an exec (its blocks freed by it, none
+// leaked), and the next row is the untracked image, still listed as untracked.
+TEST(Lifecycle, AForkChildExecingAStaticProgramEndsLikeAnExec) {
+  const std::string path = kPrograms + "/static_alloc";
+  const Plain run = record_with_context({kPrograms + "/fork_exit", path});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto child = static_cast<int>(value_int(lines(run.out), "child"));
+  ASSERT_GT(child, 0) << run.out;
+  EXPECT_EQ(stats_query(run, child,
+                        "[(i['image'], i['end'], i['forked'], i['leaked_bytes'], i['freed_by_exec_bytes'] >= 1000151 + "
+                        "1000159, i['untracked'], i['executable'], i['events']) for i in child['images']]"),
+            "[(0, 'exec', True, 0, True, None, '" + canonical(kPrograms + "/fork_exit") +
+                "', 2), (1, 'exit', False, 0, "
+                "False, 'static', '" +
+                path + "', 0)]");
+  EXPECT_EQ(stats_query(run, child, "[(u['pid'], u['reason']) for u in d['untracked']]"),
+            "[(" + std::to_string(child) + ", 'static')]");
+}
+
 }  // namespace

@@ -91,6 +91,47 @@ TEST(StatsRender, JsonAddsKeysAndKeepsTheOldOnes) {
             "['sh', '-c', \"env /bin/echo 'hi there'\"] setuid 596\n");  // sh's 96 + env's 500
 }
 
+// sh (pid 7, holding 64 bytes) runs a $(...) subshell (8: allocates 5, exits holding its copy of the 64) and
+// a fork child that execs a static program (9). The subshell's copy is not a leak; 9's forked image ends as
+// an exec and its next row is the untracked image.
+analysis::Stats subshell_stats() {
+  Trace t;
+  t.start(7, kRecorder);
+  t.exec(7, "/bin/sh", {"sh"});
+  t.malloc(7, 0x100, 64);
+  t.start(8, 7);
+  t.malloc(8, 0x300, 5);
+  t.exit(8);
+  t.start(9, 7);
+  t.untracked(9, "/usr/bin/static_tool", "static");
+  t.exit(9);
+  t.exit(7);
+  analysis::Stats s;
+  s.add_context(codec::RecordingInfo{"0.2", {"sh"}, 5, 6, {"lifecycle"}, 1});
+  for (const auto& r : t.records) s.add_context(r);
+  s.add(t.events);
+  s.file.frames = 1;
+  s.add_context(codec::StreamEnd{t.events.size(), 1, true});
+  return s;
+}
+
+TEST(StatsRender, InheritedAtExitIsShownApartAndAnUntrackedExecHasItsRow) {
+  const analysis::Stats s = subshell_stats();
+  const std::string table = tools::format_stats_table(s);
+  EXPECT_NE(table.find("still live at end      2 blocks, 69 bytes"), std::string::npos) << table;
+  EXPECT_NE(table.find("freed by exec          1 blocks, 64 bytes"), std::string::npos) << table;
+  EXPECT_NE(table.find("inherited at exit      1 blocks, 64 bytes"), std::string::npos) << table;
+  EXPECT_NE(table.find("untracked              pid 9 /usr/bin/static_tool (static)"), std::string::npos) << table;
+  EXPECT_NE(table.find(" 0  [untracked: static] /usr/bin/static_tool\n"), std::string::npos) << table;
+  const std::string json = tools::format_stats_json(s);
+  EXPECT_EQ(python(json, "d['leaked_bytes'], d['inherited_at_exit_count'], d['inherited_at_exit_bytes']"), "69 1 64\n");
+  EXPECT_EQ(python(json,
+                   "[(i['image'], i['end'], i['leaked_bytes'], i['inherited_at_exit_bytes'], i['freed_by_exec_bytes'], "
+                   "i['untracked'], i['executable']) for p in d['pids'][1:] for i in p['images']]"),
+            "[(0, 'exit', 5, 64, 0, None, '/bin/sh'), (0, 'exec', 0, 0, 64, None, '/bin/sh'), "
+            "(1, 'exit', 0, 0, 0, 'static', '/usr/bin/static_tool')]\n");
+}
+
 TEST(StatsRender, VersionOneArtifactsSayNoContextAndCompleteFollowsTheIndex) {
   const auto events = generate_trace(9000, 41);
   const auto indexed = build_artifact(events, 4096, true);

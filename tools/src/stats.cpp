@@ -165,6 +165,24 @@ ExecTotals freed_by_exec(const Stats& s) {
   return t;
 }
 
+// Fork children's copies of their parents' blocks, held unchanged when they exited: not leaks (live_heap.h).
+ExecTotals inherited_at_exit(const Stats& s) {
+  ExecTotals t;
+  for (const ProcessImage& img : s.heap.images()) {
+    t.count += img.inherited_at_exit_count;
+    t.bytes += img.inherited_at_exit_bytes;
+  }
+  return t;
+}
+
+// An image's command in the table: a fork child that did not exec runs its parent's, an untracked image has
+// only its executable.
+std::string image_command(const ProcessImage& img) {
+  std::string prefix = img.forked ? "[fork] " : "";
+  if (!img.untracked.empty()) prefix += "[untracked: " + img.untracked + "] ";
+  return prefix + command_line(img.argv, img.executable);
+}
+
 // The notes that qualify the numbers, one line each, after a blank line (so the table of an artifact without
 // them is unchanged above it).
 std::string notes(const Stats& s) {
@@ -209,6 +227,10 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
   if (s.has_context()) {
     const ExecTotals ex = freed_by_exec(s);
     add("freed by exec", u64(ex.count) + " blocks, " + u64(ex.bytes) + " bytes (" + human_bytes(ex.bytes) + ")");
+    // Only when there are some: the table of an artifact without fork children that exited is unchanged.
+    if (const ExecTotals inh = inherited_at_exit(s); inh.count != 0)
+      add("inherited at exit", u64(inh.count) + " blocks, " + u64(inh.bytes) + " bytes (" + human_bytes(inh.bytes) +
+                                   "): fork children's copies of their parents' blocks, not leaks");
     std::uint64_t exited = 0;
     for (const ProcessImage& img : s.heap.images()) exited += img.end == ProcessImage::End::exit ? 1 : 0;
     add("processes",
@@ -244,7 +266,7 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
     for (const ProcessImage& img : s.heap.images()) {
       const PidHeap& h = img.heap;
       const std::string label = std::to_string(img.pid) + (img.image ? "/" + std::to_string(img.image) : "");
-      const std::string command = (img.forked ? "[fork] " : "") + command_line(img.argv, img.executable);
+      const std::string command = image_command(img);
       out += "  ";
       char cells[256];
       std::snprintf(cells, sizeof cells,
@@ -304,6 +326,9 @@ std::string image_json(const Stats& s, std::int32_t pid) {
               ",\"leaked_count\":" + u64(h.live_count) + ",\"leaked_bytes\":" + u64(h.live_bytes) +
               ",\"peak_mapped_bytes\":" + u64(h.peak_mapped_bytes) + ",\"unmatched_frees\":" + u64(h.unmatched_frees) +
               ",\"inherited_count\":" + u64(img.inherited_count) + ",\"inherited_bytes\":" + u64(img.inherited_bytes) +
+              ",\"inherited_at_exit_count\":" + u64(img.inherited_at_exit_count) +
+              ",\"inherited_at_exit_bytes\":" + u64(img.inherited_at_exit_bytes) +
+              ",\"untracked\":" + (img.untracked.empty() ? std::string("null") : json_string(img.untracked)) +
               ",\"freed_by_exec_count\":" + u64(img.freed_by_exec_count) +
               ",\"freed_by_exec_bytes\":" + u64(img.freed_by_exec_bytes) + "}";
   }
@@ -374,6 +399,8 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
   if (s.has_context()) {
     const ExecTotals ex = freed_by_exec(s);
     o += ",\"freed_by_exec_count\":" + u64(ex.count) + ",\"freed_by_exec_bytes\":" + u64(ex.bytes);
+    const ExecTotals inh = inherited_at_exit(s);
+    o += ",\"inherited_at_exit_count\":" + u64(inh.count) + ",\"inherited_at_exit_bytes\":" + u64(inh.bytes);
     o += ",\"recording\":";
     if (const auto& rec = s.context.recording) {
       o += "{\"memtrack\":" + json_string(rec->memtrack_version) + ",\"command\":" + json_strings(rec->command) +

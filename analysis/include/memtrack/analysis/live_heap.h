@@ -10,7 +10,8 @@
 //   mapping; a mapping over an old one replaces the overlap, as the kernel does).
 // - Brk is not heap; its pid still appears in pids().
 // - Peaks are sampled after every event (and every lifecycle record), per image and for the global sum.
-// - Live and mapped bytes are exact while they stay below 2^64, which only hostile input can exceed.
+// - Live and mapped bytes are exact while they stay below 2^64 and every block below 2^62 bytes (a larger
+//   block counts as 2^62 - 1): only hostile input exceeds either.
 //
 // Lifecycle (docs/FORMAT.md "Context section"), from the records given to add_context():
 // - Without any record (version 1 artifacts), every pid is one image, alive from its first event to the end
@@ -22,12 +23,27 @@
 //   not leaked; they are counted in freed_by_exec_* and its live_* drop to 0. A new image row follows. An
 //   Exec on an image that has neither events nor inherited blocks yet (the first image, right after its
 //   ProcessStart) only names that image.
-// - ProcessExit: the image ends (end = exit); what it still holds is its leaks (live_* stay).
+// - ProcessExit: the image ends (end = exit); what it still holds is its leaks (live_* stay), except the
+//   blocks it inherited at its fork and still holds unchanged (never freed nor reallocated by it): the parent
+//   allocated those (they are the parent's leaks if the parent never frees them) and they vanish with the
+//   child's address space. They are counted in inherited_at_exit_* and left out of live_*. A block the child
+//   allocated, or reallocated from an inherited one, is its own. (An image still running keeps its inherited
+//   copies in live_*: more events could free them. A pid reused without an exit ends its image as an exit.)
+// - Untracked (reason "static", "setuid" or "no-access", with a pid that has a current image): the pid execs an image
+//   memtrack cannot track (the recorder notes it just before the execve). Like an Exec: the image ends
+//   (end = exec, freed_by_exec_*) and the next row is the untracked image (executable from the record, no
+//   argv, untracked = the reason, no events), which ends at the pid's ProcessExit. On an image that has
+//   neither events nor inherited blocks, it only names that image. If that execve failed, the process's
+//   later events land in the untracked row (its frees of older blocks unmatched): the record cannot tell.
+//   Other Untracked records (no pid, "left-running") are ignored here (Stats lists them all).
 // - The global live heap (total_*) is the sum over images that are alive (not ended). A block a fork child
 //   inherited is counted once, by the parent that still holds it, until the parent releases that address or
 //   its image ends; then the child's copy counts (copy-on-write pages are one page until one side lets go;
 //   after the parent is gone, each child holding the copy counts it, an overestimate only for several
 //   children sharing what a dead parent left them).
+//
+// Memory: one table entry per live block per image; a fork child copies its parent's table once (its tags
+// are two bits of each stored size, no second table), its mappings too.
 //
 // Order matters (an allocation must be seen before its free, a record before the events after its
 // position), so a LiveHeap is fed every event exactly once, in artifact order, from one thread at a time.
@@ -71,10 +87,16 @@ struct ProcessImage {
   End end = End::running;
   std::optional<std::int32_t> exit_status, exit_signal;  // end == exit, when known
   std::optional<std::uint64_t> start_event, end_event;   // positions of the records that began / ended it
-  PidHeap heap;                                          // live_*: leaks when end != exec
-  std::uint64_t inherited_bytes = 0, inherited_count = 0;
+  std::string untracked;  // the Untracked record's reason ("static", ...) for an image memtrack cannot track
+  PidHeap heap;           // live_*: leaks when end == exit (still live when running; 0 after an exec)
+  std::uint64_t inherited_bytes = 0, inherited_count = 0;  // the copy of the parent's blocks at the fork
+  std::uint64_t inherited_at_exit_bytes = 0, inherited_at_exit_count = 0;  // of those, held unchanged at its exit
   std::uint64_t freed_by_exec_bytes = 0, freed_by_exec_count = 0;
 };
+
+// Whether an Untracked record says its pid execs an image memtrack cannot track (reason "static" or
+// "setuid", pid known): the lifecycle rule above, shared with the sites' books (sites.h).
+[[nodiscard]] bool untracked_exec(const codec::Untracked& record);
 
 class LiveHeap {
  public:
@@ -89,8 +111,9 @@ class LiveHeap {
 
   void add(std::span<const codec::Event> events);  // in artifact order
 
-  // A context record: ProcessStart, Exec and ProcessExit take effect before the event at their position
-  // (`event`, counting the events given to add() from 0); other records are ignored here (Stats keeps them).
+  // A context record: ProcessStart, Exec, ProcessExit and an image's Untracked take effect before the event
+  // at their position (`event`, counting the events given to add() from 0); other records are ignored here
+  // (Stats keeps them).
   void add_context(const codec::ContextRecord& record);
 
   // Whether any lifecycle record was applied: without, every number is the version-1 model's.
@@ -115,10 +138,11 @@ class LiveHeap {
   struct Books {
     std::size_t image = 0;                            // index in images_
     PidHeap* heap = nullptr;                          // &images_[image].heap
-    codec::AddressMap live;                           // addr -> size
+    codec::AddressMap live;                           // addr -> size, tagged (live_heap.cpp: kInherited, kShared)
     std::map<std::uint64_t, std::uint64_t> mappings;  // start -> length, non-overlapping
-    // Inherited blocks the parent image still counts (a subset of live), and that parent's books.
-    codec::AddressMap shared;
+    // Inherited blocks still held unchanged (tagged kInherited); of those, the ones the parent image still
+    // counts (tagged kShared), and that parent's books (null once it ended: kShared tags are stale then).
+    std::uint64_t inherited_bytes = 0, inherited_count = 0;
     std::uint64_t shared_bytes = 0, shared_count = 0;
     Books* parent = nullptr;
     std::vector<Books*> sharers;  // children whose `shared` refers to this image
@@ -142,6 +166,7 @@ class LiveHeap {
   std::int32_t last_pid_ = 0;
   Books* last_ = nullptr;  // the last pid's books: pids repeat in long runs
   std::uint64_t total_live_ = 0, total_peak_ = 0, total_peak_ts_ = 0;
+  std::uint64_t last_ts_ = 0;  // the last event's timestamp: when an Untracked record (which has none) applies
   std::uint64_t events_seen_ = 0, late_ = 0;
   bool lifecycle_ = false;
   std::vector<codec::ContextRecord> pending_;  // sorted by position, stable

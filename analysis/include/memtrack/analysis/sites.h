@@ -19,8 +19,10 @@
 // Allocations without a stack (id 0, or a node the trace tree does not define) are counted in `unknown`.
 //
 // Lifecycle: ProcessStart with a parent that has a trace tree copies the parent's tree and module list
-// into the child (the child numbers its new nodes on from there); Exec starts an empty one. Blocks a fork
-// child inherits are not in its books (its frees of them are unmatched here).
+// into the child (the child numbers its new nodes on from there); Exec, and an Untracked record of an exec
+// (live_heap.h: untracked_exec), start an empty one. Blocks a fork child inherits are not in its books (its
+// frees of them are unmatched here): they count at the parent's site, as the parent's leaks if the parent
+// never frees them, and never as the child's (live_heap.h: inherited_at_exit_*).
 //
 // Not thread-safe. Memory: the trace trees, one entry per live block, and one per distinct stack.
 #pragma once

@@ -65,6 +65,23 @@ class AddressMap {
     return true;
   }
 
+  // The stored size of `addr`, to change in place; nullptr when absent. Valid until the next insert or erase.
+  [[nodiscard]] std::uint64_t* find(std::uint64_t addr) {
+    if (addr == kEmpty) return has_special_ ? &special_size_ : nullptr;
+    for (std::size_t i = home(addr);; i = next(i)) {
+      if (slots_[i].addr == kEmpty) return nullptr;
+      if (slots_[i].addr == addr) return &slots_[i].size;
+    }
+  }
+
+  // Calls f(size&) on every stored size, in no particular order (the live heap tags a fork child's copy).
+  template <typename F>
+  void for_each_size(F&& f) {
+    for (Slot& s : slots_)
+      if (s.addr != kEmpty) f(s.size);
+    if (has_special_) f(special_size_);
+  }
+
   [[nodiscard]] std::size_t size() const { return count_ + (has_special_ ? 1 : 0); }
 
   // Starts loading the slot `addr` hashes to. The table outgrows the caches on real traces, and each lookup
