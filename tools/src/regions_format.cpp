@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <set>
 
+#include "stats.h"
 #include "units.h"
 
 namespace memtrack::tools {
@@ -37,24 +38,6 @@ std::string span(std::uint64_t a, std::uint64_t b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6f s", b >= a ? static_cast<double>(b - a) / 1e9 : 0.0);
   return buf;
-}
-
-std::string json_string(const std::string& in) {
-  std::string o = "\"";
-  for (const char ch : in) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else {
-      o += ch;
-    }
-  }
-  return o + "\"";
 }
 
 std::string u64(std::uint64_t v) { return std::to_string(v); }

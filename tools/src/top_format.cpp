@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "stats.h"
 #include "units.h"
 
 namespace memtrack::tools {
@@ -13,24 +14,6 @@ using analysis::SiteOrder;
 using analysis::SitesResult;
 
 namespace {
-
-std::string json_string(std::string_view s) {
-  std::string o = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else {
-      o += ch;  // UTF-8 passes through; invalid bytes are the module's own names
-    }
-  }
-  return o + "\"";
-}
 
 std::string json_or_null(const std::string& s) { return s.empty() ? "null" : json_string(s); }
 
@@ -92,7 +75,7 @@ std::string format_site_json(const Site& s) {
 }
 
 std::string format_top_json(const SitesResult& result, SiteOrder order) {
-  std::string o = "{\"by\":" + json_string(order_name(order)) + ",\"sites\":[";
+  std::string o = "{\"by\":" + json_string(std::string(order_name(order))) + ",\"sites\":[";
   for (std::size_t i = 0; i < result.sites.size(); ++i) o += (i ? "," : "") + format_site_json(result.sites[i]);
   return o + "]}\n";
 }
