@@ -58,7 +58,9 @@ s=$(median < "$work/stacks.times"); sc=$(median < "$work/stacks.cpu")
 x=$(median < "$work/nostacks.times"); xc=$(median < "$work/nostacks.cpu")
 events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$work/stacks.err")
 nodes=$(sed -n 's/.*, \([0-9]*\) stack nodes.*/\1/p' "$work/stacks.err")
-symbolized=$(sed -n 's/.*stack nodes, \([0-9]*\) addresses symbolized in \([0-9.]*\) s.*/\1 addresses in \2 s/p' "$work/stacks.err")
+# record's summary: "N addresses symbolized (M while the program ran, in C s of CPU; the rest in S s after it ended)"
+symbolized_re='.*stack nodes, \([0-9]*\) addresses symbolized (\([0-9]*\) while the program ran, in \([0-9.]*\) s of CPU; the rest in \([0-9.]*\) s after it ended).*'
+symbolized=$(sed -n "s/$symbolized_re/\1 addresses, \2 of them while the program ran (\3 s of CPU), the rest in \4 s after it ended/p" "$work/stacks.err")
 sb=$(stat -c %s "$work/st.msgpack"); xb=$(stat -c %s "$work/ns.msgpack")
 echo
 echo "churn_deep $threads x $ops at depth $depth, $rounds rounds, medians (wall s / CPU s):"
@@ -86,8 +88,10 @@ if [[ -n $tsv ]]; then
   expected=$(awk '/^events/ {print $2}' "$work/native.out")
   nsevents=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$work/nostacks.err")
   lost=$(( (expected > events ? expected - events : 0) + (expected > nsevents ? expected - nsevents : 0) ))
-  symbolized_n=$(sed -n 's/.*stack nodes, \([0-9]*\) addresses symbolized in.*/\1/p' "$work/stacks.err")
-  symbolize_s=$(sed -n 's/.*addresses symbolized in \([0-9.]*\) s.*/\1/p' "$work/stacks.err")
+  symbolized_n=$(sed -n "s/$symbolized_re/\1/p" "$work/stacks.err")
+  symbolized_ahead=$(sed -n "s/$symbolized_re/\2/p" "$work/stacks.err")
+  symbolize_ahead_cpu=$(sed -n "s/$symbolized_re/\3/p" "$work/stacks.err")
+  symbolize_s=$(sed -n "s/$symbolized_re/\4/p" "$work/stacks.err")
   {
     printf 'rounds\t%s\nthreads\t%s\nops_per_thread\t%s\ndepth\t%s\n' "$rounds" "$threads" "$ops" "$depth"
     printf 'events\t%s\nexpected_events\t%s\nlost_events\t%s\n' "$events" "$expected" "$lost"
@@ -95,5 +99,6 @@ if [[ -n $tsv ]]; then
     printf 'stacks_wall\t%s\nstacks_cpu\t%s\nnostacks_wall\t%s\nnostacks_cpu\t%s\n' "$s" "$sc" "$x" "$xc"
     printf 'stacks_bytes\t%s\nnostacks_bytes\t%s\nstack_nodes\t%s\n' "$sb" "$xb" "${nodes:-0}"
     printf 'symbolized_addresses\t%s\nsymbolize_s\t%s\n' "${symbolized_n:-0}" "${symbolize_s:-0}"
+    printf 'symbolized_ahead\t%s\nsymbolize_ahead_cpu_s\t%s\n' "${symbolized_ahead:-0}" "${symbolize_ahead_cpu:-0}"
   } > "$tsv"
 fi

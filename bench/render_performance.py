@@ -663,8 +663,9 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
           f"artifact (their ids, the stack and module tables and the symbols, in skippable context frames). The "
           f"tracee interned {int(st['stack_nodes']):,} stack nodes (a trace tree: {int(st['stack_nodes']) * 12:,} "
           "bytes of node arrays at 12 bytes a node, bench/record_stacks.sh's count), and the recorder symbolized "
-          f"{int(st['symbolized_addresses']):,} addresses in {st['symbolize_s']:.2f} s after the program ended "
-          "(included in the wall time above). Stacks on cost "
+          f"{int(st['symbolized_addresses']):,} addresses: {int(st.get('symbolized_ahead', 0)):,} of them on its "
+          f"symbolizing thread while the program ran ({st.get('symbolize_ahead_cpu_s', 0):.2f} s of CPU), the rest "
+          f"in {st['symbolize_s']:.2f} s after the program ended (all included in the times above). Stacks on cost "
           f"{xr(st['stacks_wall'], st['nostacks_wall'])} the wall time of "
           f"--no-stacks, {((st['stacks_cpu'] - st['nostacks_cpu']) / ev * 1e9):.0f} ns of CPU per event.")
         if nat_w < 0.2:

@@ -157,9 +157,13 @@ int run_record(int argc, char** argv) {
                  r.processes == 1 ? "" : "es", r.output_path.c_str(), human_bytes(r.artifact_bytes).c_str(),
                  human_bytes(r.peak_heap_bytes).c_str());
     if (r.stack_nodes != 0)
-      std::fprintf(stderr, ", %llu stack nodes, %llu addresses symbolized in %.2f s",
+      std::fprintf(stderr,
+                   ", %llu stack nodes, %llu addresses symbolized (%llu while the program ran, in %.2f s of CPU;"
+                   " the rest in %.2f s after it ended)",
                    static_cast<unsigned long long>(r.stack_nodes),
-                   static_cast<unsigned long long>(r.symbolized_addresses), r.symbolize_seconds);
+                   static_cast<unsigned long long>(r.symbolized_addresses),
+                   static_cast<unsigned long long>(r.symbolized_ahead), r.symbolize_ahead_cpu_seconds,
+                   r.symbolize_seconds_at_end);
     if (r.abandoned_slots != 0)
       std::fprintf(stderr, ", %llu ring slots skipped (their threads died before filling them)",
                    static_cast<unsigned long long>(r.abandoned_slots));

@@ -502,9 +502,12 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   Lifecycle lifecycle(channel, tsc.get());
   reader.set_lifecycle(&lifecycle);
   StackTables stacks(channel);
+  SymbolsWriter symbols_writer(::isatty(2) == 1);
   SymbolsSummary symbols;
-  if (options.stack_depth != 0)
-    reader.set_stacks(&stacks, [&] { symbols = write_symbols(stacks, channel, ::isatty(2) == 1); });
+  if (options.stack_depth != 0) {
+    stacks.on_new_address([&](const ModuleEntry& m, std::uint64_t relative) { symbols_writer.prefetch(m, relative); });
+    reader.set_stacks(&stacks, [&] { symbols = symbols_writer.write(stacks, channel); });
+  }
   ReaderOutcome outcome;
   std::thread reader_thread;
   if (fd >= 0 || internal.discard)
@@ -543,7 +546,9 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   result.stack_modules = stack_summary.modules;
   result.stack_table_bytes = stack_summary.table_bytes;
   result.symbolized_addresses = symbols.addresses;
-  result.symbolize_seconds = symbols.seconds;
+  result.symbolized_ahead = symbols.ahead;
+  result.symbolize_ahead_cpu_seconds = symbols.ahead_cpu_seconds;
+  result.symbolize_seconds_at_end = symbols.seconds_at_end;
   if (!internal.context_dump.empty()) {
     std::vector<std::byte> frame;
     const codec::Status st = channel.take_frame(frame);

@@ -16,6 +16,12 @@ T load_le(const char* p) {
 
 }  // namespace
 
+const ModuleEntry* ImageTables::module_of(std::uint64_t address) const {
+  for (auto it = modules.rbegin(); it != modules.rend(); ++it)
+    if (address >= it->start && address < it->end && !it->path.empty()) return &*it;
+  return nullptr;
+}
+
 ImageTables& StackTables::current(std::int32_t pid) {
   auto it = current_.find(pid);
   if (it == current_.end()) {
@@ -74,7 +80,10 @@ void StackTables::finish_note() {
     for (std::size_t i = 0; i < n; ++i) {
       r.parents.push_back(load_le<std::uint32_t>(p.data() + 12 * i));
       r.addresses.push_back(load_le<std::uint64_t>(p.data() + 12 * i + 4));
-      image.addresses[r.first_id + static_cast<std::uint32_t>(i)] = r.addresses.back();
+      const std::uint64_t address = r.addresses.back();
+      image.addresses[r.first_id + static_cast<std::uint32_t>(i)] = address;
+      if (on_new_address_ && address != codec::kTruncatedStackAddress)
+        if (const ModuleEntry* m = image.module_of(address)) on_new_address_(*m, address - m->bias);
     }
     nodes_ += n;
     if (n != 0) channel_.add(std::move(r));

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -36,6 +37,11 @@ struct ImageTables {
   std::int32_t pid = 0;
   std::map<std::uint32_t, std::uint64_t> addresses;  // node id -> return address
   std::vector<ModuleEntry> modules;                  // in note order; unloaded ones stay (loaded = false)
+
+  // The module of `address`: the last noted one whose range holds it (a range reused after a dlclose
+  // belongs to the later module; stacks of the earlier one are rare and resolved as the later). Null when
+  // no noted module holds it.
+  [[nodiscard]] const ModuleEntry* module_of(std::uint64_t address) const;
 };
 
 struct StackSummary {
@@ -48,6 +54,11 @@ struct StackSummary {
 class StackTables {
  public:
   explicit StackTables(pipeline::ContextChannel& channel) : channel_(channel) {}
+
+  // Called on the reader thread for every new node whose address lies in a noted module, with that module
+  // and the module-relative address (symbols_writer.h symbolizes ahead from it).
+  using NewAddressFn = std::function<void(const ModuleEntry& module, std::uint64_t relative)>;
+  void on_new_address(NewAddressFn fn) { on_new_address_ = std::move(fn); }
 
   // True for the note kinds these books take (NoteStackNodes, NoteModule), whose NoteData slots follow.
   [[nodiscard]] static bool takes(RingEventKind kind) {
@@ -80,6 +91,7 @@ class StackTables {
   ImageTables& current(std::int32_t pid);
 
   pipeline::ContextChannel& channel_;
+  NewAddressFn on_new_address_;
   Note note_;
   std::vector<ImageTables> images_;
   std::map<std::int32_t, std::size_t> current_;  // pid -> its current image in images_

@@ -3,14 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <map>
+#include <ctime>
 #include <string>
-#include <tuple>
-#include <unordered_map>
 #include <utility>
-#include <vector>
-
-#include "memtrack/symbolize/symbolizer.h"
 
 namespace memtrack::runtime {
 
@@ -20,21 +15,8 @@ namespace {
 // (codec::kMaxContextArrayElements, kMaxContextBinBytes) even with deep inlining.
 constexpr std::size_t kAddressesPerRecord = 8192;
 
-struct ModuleKey {
-  std::string path;
-  std::vector<std::uint8_t> build_id;
-  friend bool operator<(const ModuleKey& a, const ModuleKey& b) {
-    return std::tie(a.path, a.build_id) < std::tie(b.path, b.build_id);
-  }
-};
-
-// The module of `address` in an image: the last noted one whose range holds it (a range reused after a
-// dlclose belongs to the later module; stacks of the earlier one are rare and resolved as the later).
-const ModuleEntry* module_of(const ImageTables& image, std::uint64_t address) {
-  for (auto it = image.modules.rbegin(); it != image.modules.rend(); ++it)
-    if (address >= it->start && address < it->end && !it->path.empty()) return &*it;
-  return nullptr;
-}
+// Addresses per Symbolizer call on the worker: the end waits for at most one batch (plus opening a module).
+constexpr std::size_t kWorkerBatch = 256;
 
 class StringTable {
  public:
@@ -54,16 +36,101 @@ class StringTable {
   std::vector<std::string> strings_;
 };
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 }  // namespace
 
-SymbolsSummary write_symbols(const StackTables& tables, pipeline::ContextChannel& channel, bool progress) {
+SymbolsWriter::SymbolsWriter(bool progress) : progress_(progress) {}
+
+SymbolsWriter::~SymbolsWriter() { stop_worker(); }
+
+void SymbolsWriter::prefetch(const ModuleEntry& module, std::uint64_t relative) {
+  {
+    const std::lock_guard lock(mutex_);
+    if (closing_) return;
+    queue_[{module.path, module.build_id}].push_back(relative);
+  }
+  if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
+  wake_.notify_one();
+}
+
+void SymbolsWriter::work() {
+  for (;;) {
+    std::map<ModuleKey, std::vector<std::uint64_t>> batch;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+      if (closing_) return;
+      batch.swap(queue_);
+      busy_ = true;
+    }
+    for (auto& [key, addresses] : batch) {
+      if (stop_.load(std::memory_order_relaxed)) break;
+      symbolize_into(key, addresses, cache_[key], {}, /*stoppable=*/true);
+    }
+    worker_cpu_seconds_ = thread_cpu_seconds();
+    {
+      const std::lock_guard lock(mutex_);
+      busy_ = false;
+    }
+    idle_.notify_all();
+  }
+}
+
+void SymbolsWriter::wait_until_idle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return closing_ || (queue_.empty() && !busy_); });
+}
+
+void SymbolsWriter::stop_worker() {
+  stop_.store(true, std::memory_order_relaxed);
+  {
+    const std::lock_guard lock(mutex_);
+    closing_ = true;
+  }
+  wake_.notify_one();
+  if (worker_.joinable()) worker_.join();
+}
+
+void SymbolsWriter::symbolize_into(const ModuleKey& key, const std::vector<std::uint64_t>& addresses, Cache& cache,
+                                   const symbolize::ProgressFn& progress, bool stoppable) {
+  std::vector<std::uint64_t> todo;
+  todo.reserve(addresses.size());
+  for (std::uint64_t a : addresses)
+    if (!cache.contains(a)) todo.push_back(a);
+  std::sort(todo.begin(), todo.end());
+  todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
+  symbolize::ModuleRef ref;
+  ref.path = key.path;
+  symbolize::build_id_from_bytes(key.build_id.data(), key.build_id.size(), ref.build_id);
+  const std::size_t step = stoppable ? kWorkerBatch : todo.size();
+  for (std::size_t begin = 0; begin < todo.size(); begin += step) {
+    if (stoppable && stop_.load(std::memory_order_relaxed)) return;
+    const std::size_t end = std::min(todo.size(), begin + step);
+    const std::span<const std::uint64_t> part(todo.data() + begin, end - begin);
+    std::vector<symbolize::SymbolizedAddress> resolved =
+        symbolizer_.symbolize(ref, part, symbolize::AddressKind::return_address, progress);
+    for (std::size_t i = 0; i < resolved.size(); ++i) cache.emplace(part[i], std::move(resolved[i]));
+  }
+}
+
+SymbolsSummary SymbolsWriter::write(const StackTables& tables, pipeline::ContextChannel& channel) {
+  stop_worker();
   const auto started = std::chrono::steady_clock::now();
   SymbolsSummary summary;
   std::map<ModuleKey, std::vector<std::uint64_t>> by_module;  // module-relative addresses
   for (const ImageTables& image : tables.images()) {
     for (const auto& [id, address] : image.addresses) {
       if (address == codec::kTruncatedStackAddress) continue;
-      const ModuleEntry* m = module_of(image, address);
+      const ModuleEntry* m = image.module_of(address);
       if (m == nullptr) {
         ++summary.outside;
         continue;
@@ -71,37 +138,41 @@ SymbolsSummary write_symbols(const StackTables& tables, pipeline::ContextChannel
       by_module[{m->path, m->build_id}].push_back(address - m->bias);
     }
   }
-  std::size_t total = 0;
+  std::size_t total = 0, missing = 0;
   for (auto& [key, addresses] : by_module) {
     std::sort(addresses.begin(), addresses.end());
     addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
     total += addresses.size();
+    const auto cached = cache_.find(key);
+    for (std::uint64_t a : addresses) missing += cached == cache_.end() || !cached->second.contains(a);
   }
-  symbolize::Symbolizer symbolizer;
+  summary.ahead = total - missing;
+  // What the worker had not reached, with progress on a terminal.
   std::size_t done = 0;
   for (const auto& [key, addresses] : by_module) {
-    symbolize::ModuleRef ref;
-    ref.path = key.path;
-    symbolize::build_id_from_bytes(key.build_id.data(), key.build_id.size(), ref.build_id);
+    Cache& cache = cache_[key];
+    const std::size_t before = cache.size();
     const symbolize::ProgressFn report = [&](const symbolize::Progress& p) {
-      if (progress)
-        std::fprintf(stderr, "\rmemtrack record: symbolizing %zu/%zu addresses (%.*s)\x1b[K", done + p.done, total,
+      if (progress_)
+        std::fprintf(stderr, "\rmemtrack record: symbolizing %zu/%zu addresses (%.*s)\x1b[K", done + p.done, missing,
                      static_cast<int>(p.module.size()), p.module.data());
       return true;
     };
-    const std::vector<symbolize::SymbolizedAddress> resolved =
-        symbolizer.symbolize(ref, addresses, symbolize::AddressKind::return_address, report);
-    done += addresses.size();
+    symbolize_into(key, addresses, cache, report, /*stoppable=*/false);
+    done += cache.size() - before;
+  }
+  for (const auto& [key, addresses] : by_module) {
+    const Cache& cache = cache_[key];
     ++summary.modules;
     summary.addresses += addresses.size();
-    for (std::size_t begin = 0; begin < resolved.size(); begin += kAddressesPerRecord) {
-      const std::size_t end = std::min(resolved.size(), begin + kAddressesPerRecord);
+    for (std::size_t begin = 0; begin < addresses.size(); begin += kAddressesPerRecord) {
+      const std::size_t end = std::min(addresses.size(), begin + kAddressesPerRecord);
       codec::Symbols r;
       r.path = key.path;
       r.build_id = key.build_id;
       StringTable strings;
       for (std::size_t i = begin; i < end; ++i) {
-        const symbolize::SymbolizedAddress& a = resolved[i];
+        const symbolize::SymbolizedAddress& a = cache.at(addresses[i]);
         r.addresses.push_back(addresses[i]);
         r.depths.push_back(static_cast<std::uint32_t>(a.frames.size()));
         if (!a.frames.empty() && !a.frames.back().function.empty()) ++summary.resolved;
@@ -115,8 +186,10 @@ SymbolsSummary write_symbols(const StackTables& tables, pipeline::ContextChannel
       channel.add(std::move(r));
     }
   }
-  if (progress && total != 0) std::fprintf(stderr, "\rmemtrack record: symbolized %zu addresses\x1b[K\n", total);
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  cache_.clear();  // the records hold it now
+  if (progress_ && missing != 0) std::fprintf(stderr, "\rmemtrack record: symbolized %zu addresses\x1b[K\n", total);
+  summary.seconds_at_end = seconds_since(started);
+  summary.ahead_cpu_seconds = worker_cpu_seconds_;
   return summary;
 }
 

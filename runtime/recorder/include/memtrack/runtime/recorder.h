@@ -75,8 +75,10 @@ struct RecordResult {
   std::uint64_t stack_nodes = 0;          // trace-tree nodes noted by all images
   std::uint64_t stack_modules = 0;        // Module records
   std::uint64_t stack_table_bytes = 0;    // the recorder's stack and module tables (estimate)
-  std::uint64_t symbolized_addresses = 0; // distinct module-relative addresses symbolized at the end
-  double symbolize_seconds = 0;           // time spent symbolizing them
+  std::uint64_t symbolized_addresses = 0; // distinct module-relative addresses in the symbol table
+  std::uint64_t symbolized_ahead = 0;     // of which symbolized while the program ran (a recorder thread)
+  double symbolize_ahead_cpu_seconds = 0; // that thread's CPU time
+  double symbolize_seconds_at_end = 0;    // wall time symbolizing the rest after the program ended
   // The preload's diagnostics, deduplicated, in order of first appearance.
   std::vector<PreloadMessage> preload_messages;
 };
