@@ -2,6 +2,7 @@
 
 #include <zstd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <msgpack.hpp>
@@ -357,6 +358,12 @@ bool parse_record(const msgpack::object& obj, std::vector<ContextRecord>& out) {
 }
 
 }  // namespace
+
+std::string hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
 
 void encode_context_record(const ContextRecord& record, std::vector<std::byte>& out) {
   ByteVectorStream stream{out};
