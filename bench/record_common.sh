@@ -13,6 +13,15 @@ require_memtrack() {
   [[ -x $1/bin/memtrack ]] || { echo "$(basename "$0"): no $1/bin/memtrack (build first)" >&2; exit 2; }
 }
 
+# use_build [BUILD_DIR]: sets build to BUILD_DIR (default: the repository's build/dev) as an absolute path
+# and memtrack to its bin/memtrack, exiting 2 unless that is built.
+use_build() {
+  build=$(cd "${1:-$(dirname "${BASH_SOURCE[0]}")/../build/dev}" && pwd)
+  require_memtrack "$build"
+  # shellcheck disable=SC2034 # for the sourcing script
+  memtrack=$build/bin/memtrack
+}
+
 # require_installed PROGRAM: exits 2, naming the calling script, unless PROGRAM is on the PATH.
 require_installed() {
   command -v "$1" > /dev/null || { echo "$(basename "$0"): $1 is not installed" >&2; exit 2; }

@@ -10,14 +10,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/record_common.sh
 source "$here/bench/record_common.sh"
-build=$(cd "${1:-$here/build/dev}" && pwd)
+use_build "${1:-}"
 rounds=${2:-5}
 ops=${3:-4000000}
 shift $(($# < 3 ? $# : 3))
 levels=("$@")
 ((${#levels[@]})) || levels=(-5 -3 -2 -1 1)
-require_memtrack "$build"
-memtrack=$build/bin/memtrack
 
 make_churn_work
 

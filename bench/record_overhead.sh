@@ -12,13 +12,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/record_common.sh
 source "$here/bench/record_common.sh"
-build=$(cd "${1:-$here/build/dev}" && pwd)
+use_build "${1:-}"
 rounds=${2:-5}
 threads=${3:-2}
 ops=${4:-1000000}
 tsv=${5:-}
-require_memtrack "$build"
-memtrack=$build/bin/memtrack
 require_installed heaptrack
 
 # The same source the integration tests build.
