@@ -17,34 +17,28 @@ builds=("$(cd "$1" && pwd)" "$(cd "$2" && pwd)")
 rounds=${3:-5}
 threads=${4:-2}
 ops=${5:-4000000}
-for b in "${builds[@]}"; do
-  [[ -x $b/bin/memtrack ]] || { echo "record_ab.sh: no $b/bin/memtrack (build first)" >&2; exit 2; }
-done
+for b in "${builds[@]}"; do require_memtrack "$b"; done
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-build_churn "$work"
+make_churn_work
 
 for ((r = 1; r <= rounds; r++)); do
   for side in 0 1; do
     for mode in full transport; do
       discard=$([[ $mode == transport ]] && echo 1 || echo 0)
-      MEMTRACK_RECORD_DISCARD=$discard /usr/bin/time -o "$work/time" -f "%e %U %S" \
-        "${builds[$side]}/bin/memtrack" record -o "$work/a.msgpack" -- "$work/churn" "$threads" "$ops" \
-        > /dev/null 2>&1
-      read -r wall user sys < "$work/time"
-      echo "$side $mode $wall $(echo "$user + $sys" | bc -l)"
+      MEMTRACK_RECORD_DISCARD=$discard timed "${builds[$side]}/bin/memtrack" record -o "$work/a.msgpack" -- \
+        "$work/churn" "$threads" "$ops" > /dev/null 2>&1
+      echo "$side $mode $wall $cpu"
     done
   done
 done > "$work/runs"
 
-pick() { awk -v s="$1" -v m="$2" -v c="$3" '$1 == s && $2 == m {print $c}' "$work/runs" | median; }
 echo "churn, $threads threads x $ops operations, $rounds interleaved rounds, medians"
 echo "  A = ${builds[0]}"
 echo "  B = ${builds[1]}"
 printf '  %-10s %9s %9s %9s %9s %8s %8s\n' "" "A wall" "B wall" "A CPU" "B CPU" "B/A wall" "B/A CPU"
 for mode in full transport; do
-  aw=$(pick 0 $mode 3) bw=$(pick 1 $mode 3) ac=$(pick 0 $mode 4) bc_=$(pick 1 $mode 4)
+  aw=$(median_where "$work/runs" 3 0 $mode) bw=$(median_where "$work/runs" 3 1 $mode)
+  ac=$(median_where "$work/runs" 4 0 $mode) bc_=$(median_where "$work/runs" 4 1 $mode)
   printf '  %-10s %7.3f s %7.3f s %7.3f s %7.3f s %7.2fx %7.2fx\n' "$mode" "$aw" "$bw" "$ac" "$bc_" \
     "$(echo "$bw / $aw" | bc -l)" "$(echo "$bc_ / $ac" | bc -l)"
 done

@@ -1,4 +1,6 @@
-# Sourced by the bench/record_*.sh scripts: the allocation-churn program they record, and a median.
+# shellcheck shell=bash
+# Sourced by the bench/record_*.sh scripts: the allocation-churn program they record, their checks of what
+# they need, timing a command, and medians. Defines functions only (sourcing runs nothing).
 
 # build_churn DIR: compiles tests/integration/programs/churn.c to DIR/churn (so a Release build without
 # tests works too).
@@ -6,5 +8,60 @@ build_churn() {
   cc -O2 -pthread "$(dirname "${BASH_SOURCE[0]}")/../tests/integration/programs/churn.c" -o "$1/churn"
 }
 
+# require_memtrack BUILD_DIR: exits 2, naming the calling script, unless BUILD_DIR/bin/memtrack is built.
+require_memtrack() {
+  [[ -x $1/bin/memtrack ]] || { echo "$(basename "$0"): no $1/bin/memtrack (build first)" >&2; exit 2; }
+}
+
+# use_build [BUILD_DIR]: sets build to BUILD_DIR (default: the repository's build/dev) as an absolute path
+# and memtrack to its bin/memtrack, exiting 2 unless that is built.
+use_build() {
+  build=$(cd "${1:-$(dirname "${BASH_SOURCE[0]}")/../build/dev}" && pwd)
+  require_memtrack "$build"
+  # shellcheck disable=SC2034 # for the sourcing script
+  memtrack=$build/bin/memtrack
+}
+
+# require_installed PROGRAM: exits 2, naming the calling script, unless PROGRAM is on the PATH.
+require_installed() {
+  command -v "$1" > /dev/null || { echo "$(basename "$0"): $1 is not installed" >&2; exit 2; }
+}
+
+# make_churn_work: sets work to a new temporary directory, removed when the script exits, and builds the
+# churn program in it ($work/churn).
+make_churn_work() {
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  build_churn "$work"
+}
+
+# timed CMD...: runs CMD and sets wall to its wall time and cpu to its CPU time (user + system, all its
+# processes and threads), in seconds. CMD's stdout and stderr are the call's: redirect the call. Uses $work.
+timed() {
+  /usr/bin/time -o "$work/time" -f "%e %U %S" "$@"
+  local user sys
+  read -r wall user sys < "$work/time"
+  cpu=$(echo "$user + $sys" | bc -l)
+}
+
+# run NAME CMD...: timed CMD, appending its wall time to $work/NAME.times and its CPU time to $work/NAME.cpu;
+# its stdout goes to $work/NAME.out, stderr to $work/NAME.err.
+run() {
+  local name=$1
+  shift
+  timed "$@" > "$work/$name.out" 2> "$work/$name.err"
+  echo "$wall" >> "$work/$name.times"
+  echo "$cpu" >> "$work/$name.cpu"
+}
+
 # median: the median of the numbers on stdin, one per line.
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+# median_where FILE COLUMN KEY...: the median of field COLUMN over the lines of FILE whose first fields are
+# KEY... (as many fields as keys).
+median_where() {
+  local file=$1 column=$2
+  shift 2
+  awk -v c="$column" -v keys="$*" 'BEGIN {n = split(keys, k, " ")} {for (i = 1; i <= n; i++) if ($i != k[i]) next; print $c}' \
+    "$file" | median
+}

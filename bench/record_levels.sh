@@ -10,35 +10,29 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/record_common.sh
 source "$here/bench/record_common.sh"
-build=$(cd "${1:-$here/build/dev}" && pwd)
+use_build "${1:-}"
 rounds=${2:-5}
 ops=${3:-4000000}
 shift $(($# < 3 ? $# : 3))
 levels=("$@")
 ((${#levels[@]})) || levels=(-5 -3 -2 -1 1)
-memtrack=$build/bin/memtrack
-[[ -x $memtrack ]] || { echo "record_levels.sh: no $memtrack (build first)" >&2; exit 2; }
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-build_churn "$work"
+make_churn_work
 
 for ((r = 1; r <= rounds; r++)); do
   for level in "${levels[@]}"; do
-    /usr/bin/time -o "$work/time" -f "%e %U %S" "$memtrack" record --level "$level" -o "$work/a.msgpack" -- \
-      "$work/churn" 2 "$ops" > "$work/out" 2> /dev/null
-    read -r wall user sys < "$work/time"
+    timed "$memtrack" record --level "$level" -o "$work/a.msgpack" -- "$work/churn" 2 "$ops" > "$work/out" 2> /dev/null
     events=$(awk '/^events/ {print $2}' "$work/out")
-    echo "$level $wall $(echo "$user + $sys" | bc -l) $(stat -c %s "$work/a.msgpack") $events"
+    echo "$level $wall $cpu $(stat -c %s "$work/a.msgpack") $events"
   done
 done > "$work/runs"
 
 echo "memtrack record of churn, 2 threads x $ops operations, $rounds interleaved rounds, medians"
 printf '  level      wall       CPU   B/event   wall x level %s\n' "${levels[0]}"
-base=$(awk -v l="${levels[0]}" '$1 == l {print $2}' "$work/runs" | median)
+base=$(median_where "$work/runs" 2 "${levels[0]}")
 for level in "${levels[@]}"; do
-  wall=$(awk -v l="$level" '$1 == l {print $2}' "$work/runs" | median)
-  cpu=$(awk -v l="$level" '$1 == l {print $3}' "$work/runs" | median)
+  wall=$(median_where "$work/runs" 2 "$level")
+  cpu=$(median_where "$work/runs" 3 "$level")
   per_event=$(awk -v l="$level" '$1 == l {print $4 / $5}' "$work/runs" | tail -1)
   printf '  %5s  %7.3f s  %6.3f s  %8.1f   %.2fx\n' "$level" "$wall" "$cpu" "$per_event" "$(echo "$wall / $base" | bc -l)"
 done

@@ -12,31 +12,16 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/record_common.sh
 source "$here/bench/record_common.sh"
-build=$(cd "${1:-$here/build/dev}" && pwd)
+use_build "${1:-}"
 rounds=${2:-5}
 threads=${3:-2}
 ops=${4:-1000000}
 tsv=${5:-}
-memtrack=$build/bin/memtrack
-[[ -x $memtrack ]] || { echo "record_overhead.sh: no $memtrack (build first)" >&2; exit 2; }
-command -v heaptrack > /dev/null || { echo "record_overhead.sh: heaptrack is not installed" >&2; exit 2; }
+require_installed heaptrack
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 # The same source the integration tests build.
-build_churn "$work"
+make_churn_work
 prog=("$work/churn" "$threads" "$ops")
-
-# run NAME CMD...: appends CMD's wall time to $work/NAME.times and its CPU time (user + system, all its
-# processes and threads) to $work/NAME.cpu; its stdout goes to $work/NAME.out, stderr to $work/NAME.err.
-run() {
-  local name=$1
-  shift
-  /usr/bin/time -o "$work/$name.time" -f "%e %U %S" "$@" > "$work/$name.out" 2> "$work/$name.err"
-  read -r wall user sys < "$work/$name.time"
-  echo "$wall" >> "$work/$name.times"
-  echo "$user + $sys" | bc -l >> "$work/$name.cpu"
-}
 
 expected=""
 lost_total=0

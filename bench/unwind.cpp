@@ -41,30 +41,7 @@
 #include <cstring>
 
 #include "unwind/chain.h"
-
-// hook_capture(out, max, truncated, value): memtrack_unwind_capture(out, max, 0, truncated) from a frame
-// that saved rbp and holds `value` in it during the call, as the preload's malloc holds its result there.
-extern "C" std::size_t hook_capture(std::uintptr_t* out, std::size_t max, bool* truncated, std::uintptr_t value);
-asm(R"(
-  .text
-  .p2align 4
-  .type hook_capture, @function
-hook_capture:
-  .cfi_startproc
-  pushq %rbp
-  .cfi_adjust_cfa_offset 8
-  .cfi_offset %rbp, -16
-  movq %rcx, %rbp
-  movq %rdx, %rcx
-  xorl %edx, %edx
-  call memtrack_unwind_capture
-  popq %rbp
-  .cfi_adjust_cfa_offset -8
-  .cfi_restore %rbp
-  ret
-  .cfi_endproc
-  .size hook_capture, .-hook_capture
-)");
+#include "unwind/hook_capture.h"
 
 namespace {
 

@@ -5,7 +5,6 @@
 #include <zstd_errors.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -13,36 +12,26 @@
 
 #include "memtrack/analysis/frame_reader.h"
 #include "memtrack/codec/artifact_decoder.h"
+#include "memtrack/codec/byte_source.h"  // InputWindow
+#include "memtrack/codec/context.h"      // the skippable frame magics, hex32
 #include "memtrack/codec/msgpack_decoder.h"
 
 namespace memtrack::analysis {
 namespace {
 
-constexpr std::size_t kInputChunk = 128u << 10;
 constexpr std::size_t kFrameHeaderMax = 18;  // ZSTD_FRAMEHEADERSIZE_MAX (static-only in zstd.h)
 constexpr std::size_t kPieceEvents = 65536;  // a streamed frame goes out in pieces of at most this many events
-
-std::string hex32(std::uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", v);
-  return buf;
-}
 
 }  // namespace
 
 struct StreamFrameReader::Impl {
-  codec::ByteSource& source;
   std::string name;
   codec::DecoderLimits limits;  // the sequential decoder's limits, so both refuse the same input
   StreamProgress progress;
   ZSTD_DCtx* dctx = nullptr;
 
-  // Input window: in[in_pos, in_end) is unread, in[0] is at file offset in_base.
-  std::vector<std::byte> in = std::vector<std::byte>(kInputChunk);
-  std::size_t in_pos = 0, in_end = 0;
-  std::uint64_t in_base = 0;
-  bool eof = false;
-  codec::Status read_status;
+  codec::InputWindow in;
+  codec::Status read_status;  // a read error: no more reads after it
 
   // Decompressed msgpack not parsed yet, mp[0, mp_end): an event may straddle frames (older writers).
   std::vector<std::byte> mp;
@@ -54,7 +43,7 @@ struct StreamFrameReader::Impl {
   bool holding = false;
   std::uint64_t frame_index = 0;  // the current or next data frame
 
-  Impl(codec::ByteSource& s, std::string n) : source(s), name(std::move(n)) {
+  Impl(codec::ByteSource& s, std::string n) : name(std::move(n)), in(s) {
     dctx = ZSTD_createDCtx();
     if (dctx == nullptr) throw std::runtime_error("ZSTD_createDCtx failed");
     // The window is capped; a frame's declared content size chooses buffering and is checked against what
@@ -64,38 +53,24 @@ struct StreamFrameReader::Impl {
   }
   ~Impl() { ZSTD_freeDCtx(dctx); }
 
-  [[nodiscard]] std::uint64_t offset() const { return in_base + in_pos; }
-  [[nodiscard]] std::size_t available() const { return in_end - in_pos; }
-
   codec::Status fail(codec::Errc code, std::uint64_t at, const std::string& what) const {
     return {code, name + ": frame " + std::to_string(frame_index) + " at byte " + std::to_string(at) + ": " + what};
   }
 
   // One more read, keeping the unread bytes. False at the end of input or on a read error (read_status).
   bool refill() {
-    if (eof || !read_status.is_ok()) return false;
-    if (in_pos > 0) {
-      std::memmove(in.data(), in.data() + in_pos, available());
-      in_base += in_pos;
-      in_end -= in_pos;
-      in_pos = 0;
-    }
-    const std::ptrdiff_t n = source.read(std::span(in.data() + in_end, in.size() - in_end));
+    if (!read_status.is_ok()) return false;
+    const std::ptrdiff_t n = in.fill();
     if (n < 0) {
-      read_status = {codec::Errc::io, name + ": read failed at byte " + std::to_string(in_base + in_end) + ": " +
+      read_status = {codec::Errc::io, name + ": read failed at byte " + std::to_string(in.base + in.end) + ": " +
                                           std::strerror(static_cast<int>(-n))};
       return false;
     }
-    if (n == 0) {
-      eof = true;
-      return false;
-    }
-    in_end += static_cast<std::size_t>(n);
-    return true;
+    return n > 0;
   }
 
-  bool ensure(std::size_t n) {  // n <= kInputChunk
-    while (available() < n)
+  bool ensure(std::size_t n) {  // n <= codec::kInputChunk
+    while (in.available() < n)
       if (!refill()) return false;
     return true;
   }
@@ -103,12 +78,10 @@ struct StreamFrameReader::Impl {
   // Consumes `n` bytes, appending them to `out` when given. False if the input ends first.
   bool take(std::uint64_t n, std::vector<std::byte>* out) {
     while (n > 0) {
-      if (available() == 0 && !refill()) return false;
-      const auto step = static_cast<std::size_t>(std::min<std::uint64_t>(n, available()));
-      if (out != nullptr)
-        out->insert(out->end(), in.begin() + static_cast<std::ptrdiff_t>(in_pos),
-                    in.begin() + static_cast<std::ptrdiff_t>(in_pos + step));
-      in_pos += step;
+      if (in.available() == 0 && !refill()) return false;
+      const auto step = static_cast<std::size_t>(std::min<std::uint64_t>(n, in.available()));
+      if (out != nullptr) out->insert(out->end(), in.unread(), in.unread() + step);
+      in.pos += step;
       n -= step;
     }
     return true;
@@ -128,12 +101,12 @@ struct StreamFrameReader::Impl {
   }
 
   codec::Status skippable_frame(std::uint32_t magic) {
-    const std::uint64_t start = offset();
+    const std::uint64_t start = in.offset();
     if (!ensure(codec::kSkippableHeaderBytes)) {
       if (!read_status.is_ok()) return read_status;
       return fail(codec::Errc::truncated, start, "input ends inside a skippable frame header");
     }
-    const std::uint64_t size = codec::kSkippableHeaderBytes + codec::load_le32(in.data() + in_pos + 4);
+    const std::uint64_t size = codec::kSkippableHeaderBytes + codec::load_le32(in.unread() + 4);
     const bool context = magic == codec::kContextFrameMagic;
     // A context frame is held whole to be decoded: never more than its largest valid payload can take.
     const std::uint64_t largest = codec::kContextHeaderBytes + ZSTD_compressBound(codec::kMaxContextPayloadBytes);
@@ -146,7 +119,7 @@ struct StreamFrameReader::Impl {
       return fail(codec::Errc::truncated, start, "input ends inside a skippable frame");
     }
     ++progress.skippable_frames;
-    progress.compressed_bytes = offset();
+    progress.compressed_bytes = in.offset();
     if (!context) return {};
     ++progress.context_frames;
     ++held.context_frames;
@@ -194,12 +167,12 @@ struct StreamFrameReader::Impl {
   }
 
   codec::Status decode_frame(const IndexedFrameReader::InOrderFn& in_order, bool& consumer_failed, bool& buffered) {
-    const std::uint64_t start = offset();
+    const std::uint64_t start = in.offset();
     ensure(kFrameHeaderMax);
     if (!read_status.is_ok()) return read_status;
-    const unsigned long long declared = ZSTD_getFrameContentSize(in.data() + in_pos, available());
+    const unsigned long long declared = ZSTD_getFrameContentSize(in.unread(), in.available());
     if (declared == ZSTD_CONTENTSIZE_ERROR) {
-      if (eof && available() < kFrameHeaderMax)
+      if (in.eof && in.available() < kFrameHeaderMax)
         return fail(codec::Errc::truncated, start, "input ends inside a frame header");
       return fail(codec::Errc::bad_zstd, start, "bad frame header");
     }
@@ -209,18 +182,18 @@ struct StreamFrameReader::Impl {
     ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
     std::uint64_t produced = 0, content_pos = 0;
     for (;;) {
-      if (available() == 0 && !refill()) {
+      if (in.available() == 0 && !refill()) {
         if (!read_status.is_ok()) return read_status;
         return fail(codec::Errc::truncated, start, "input ends inside the frame");
       }
-      ZSTD_inBuffer input{in.data(), in_end, in_pos};
+      ZSTD_inBuffer input{in.bytes.data(), in.end, in.pos};
       ZSTD_outBuffer output{mp.data(), mp.size(), mp_end};
       const std::size_t r = ZSTD_decompressStream(dctx, &output, &input);
       // No progress with input left: the output is full (a buffered frame sized to its declared content,
       // which zstd wants room past); a little more room, bounded by the declared-size check below.
-      if (!ZSTD_isError(r) && r != 0 && input.pos == in_pos && output.pos == mp_end && input.pos < input.size)
+      if (!ZSTD_isError(r) && r != 0 && input.pos == in.pos && output.pos == mp_end && input.pos < input.size)
         mp.resize(mp.size() + 4096);
-      in_pos = input.pos;
+      in.pos = input.pos;
       produced += output.pos - mp_end;
       mp_end = output.pos;
       if (ZSTD_isError(r)) {
@@ -245,10 +218,10 @@ struct StreamFrameReader::Impl {
       if (r == 0) break;  // the frame is complete, its checksum (if any) verified by zstd
     }
     progress.decompressed_bytes += produced;
-    progress.compressed_bytes = offset();
+    progress.compressed_bytes = in.offset();
     ++progress.data_frames;
     held.index = frame_index++;
-    held.compressed_bytes = offset() - start;
+    held.compressed_bytes = in.offset() - start;
     held.msgpack_bytes = produced;
     holding = true;
     return {};
@@ -261,24 +234,24 @@ struct StreamFrameReader::Impl {
       if (!ensure(4)) {
         if (!read_status.is_ok()) {
           status = read_status;
-        } else if (available() != 0) {
-          status = fail(codec::Errc::truncated, offset(), "input ends inside a frame header");
+        } else if (in.available() != 0) {
+          status = fail(codec::Errc::truncated, in.offset(), "input ends inside a frame header");
         } else if (mp_end != 0) {
-          status = fail(codec::Errc::truncated, offset(),
+          status = fail(codec::Errc::truncated, in.offset(),
                         "input ends inside an event (" + std::to_string(mp_end) + " bytes)");
         } else if (progress.data_frames == 0 && progress.skippable_frames == 0) {
           status = fail(codec::Errc::truncated, 0, "empty input: no zstd frame");
         }
         break;
       }
-      const std::uint32_t magic = codec::load_le32(in.data() + in_pos);
+      const std::uint32_t magic = codec::load_le32(in.unread());
       if (codec::is_skippable_magic(magic)) {
         status = skippable_frame(magic);
         if (!status.is_ok()) break;
         continue;
       }
       if (magic != ZSTD_MAGICNUMBER) {
-        status = fail(codec::Errc::bad_zstd, offset(), "not a zstd frame (magic " + hex32(magic) + ")");
+        status = fail(codec::Errc::bad_zstd, in.offset(), "not a zstd frame (magic " + codec::hex32(magic) + ")");
         break;
       }
       if (holding) {  // a new data frame: every context frame of the held one has been read

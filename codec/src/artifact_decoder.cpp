@@ -1,7 +1,6 @@
 #include "memtrack/codec/artifact_decoder.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -13,19 +12,11 @@
 namespace memtrack::codec {
 namespace {
 
-constexpr std::size_t kInputChunk = 128u << 10;
 constexpr std::size_t kMsgpackChunk = 256u << 10;
-
-std::string hex32(std::uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", v);
-  return buf;
-}
 
 }  // namespace
 
 struct ArtifactDecoder::Impl {
-  ByteSource& source;
   std::string name;
   DecoderLimits limits;
   Status status;
@@ -33,11 +24,7 @@ struct ArtifactDecoder::Impl {
 
   ZSTD_DCtx* dctx = nullptr;
 
-  // Compressed input window: in[in_pos, in_end) is unread; in[0] sits at file offset in_base.
-  std::vector<std::byte> in = std::vector<std::byte>(kInputChunk);
-  std::size_t in_pos = 0, in_end = 0;
-  std::uint64_t in_base = 0;
-  bool eof = false;
+  InputWindow in;  // the compressed input
 
   // Decompressed msgpack not yet parsed: mp[mp_pos, mp_end). An event may straddle frames (older writers).
   std::vector<std::byte> mp;
@@ -61,7 +48,7 @@ struct ArtifactDecoder::Impl {
   std::uint64_t fail_offset = 0;   // where the last error was reported
   bool failed_in_frame = false;    // the error was inside a data frame (not garbage between frames)
 
-  Impl(ByteSource& s, std::string n, DecoderLimits l) : source(s), name(std::move(n)), limits(l) {
+  Impl(ByteSource& s, std::string n, DecoderLimits l) : name(std::move(n)), limits(l), in(s) {
     mp.resize(std::max(kMsgpackChunk, 2 * limits.max_event_bytes));
     dctx = ZSTD_createDCtx();
     if (dctx == nullptr) throw std::runtime_error("ZSTD_createDCtx failed");
@@ -72,9 +59,6 @@ struct ArtifactDecoder::Impl {
   }
   ~Impl() { ZSTD_freeDCtx(dctx); }
 
-  [[nodiscard]] std::uint64_t offset() const { return in_base + in_pos; }
-  [[nodiscard]] std::size_t available() const { return in_end - in_pos; }
-
   void fail(Errc code, std::uint64_t at, const std::string& what) {
     fail_offset = at;
     failed_in_frame = in_frame;
@@ -84,30 +68,19 @@ struct ArtifactDecoder::Impl {
 
   // Reads more input, keeping unread bytes. Returns false at end of input or on error (status set).
   bool read_more() {
-    if (eof) return false;
-    if (in_pos > 0) {
-      std::memmove(in.data(), in.data() + in_pos, available());
-      in_base += in_pos;
-      in_end -= in_pos;
-      in_pos = 0;
-    }
-    const std::ptrdiff_t n = source.read(std::span(in.data() + in_end, in.size() - in_end));
+    const std::ptrdiff_t n = in.fill();
     if (n < 0) {
-      fail(Errc::io, offset(), std::string("read failed: ") + std::strerror(static_cast<int>(-n)));
+      fail(Errc::io, in.offset(), std::string("read failed: ") + std::strerror(static_cast<int>(-n)));
       return false;
     }
-    if (n == 0) {
-      eof = true;
-      return false;
-    }
-    in_end += static_cast<std::size_t>(n);
-    progress.compressed_bytes = in_base + in_end;
+    if (n == 0) return false;
+    progress.compressed_bytes = in.base + in.end;
     return true;
   }
 
   bool ensure(std::size_t n) {
-    while (available() < n) {
-      if (!read_more()) return available() >= n;
+    while (in.available() < n) {
+      if (!read_more()) return in.available() >= n;
     }
     return true;
   }
@@ -158,44 +131,45 @@ struct ArtifactDecoder::Impl {
   void start_frame() {
     if (!ensure(4)) {
       if (done) return;
-      if (available() == 0) {
+      if (in.available() == 0) {
         done = true;
         if (mp_end > mp_pos) {
-          fail(Errc::truncated, offset(), "input ends inside an event (" + std::to_string(mp_end - mp_pos) + " bytes)");
+          fail(Errc::truncated, in.offset(),
+               "input ends inside an event (" + std::to_string(mp_end - mp_pos) + " bytes)");
         } else if (progress.frames == 0 && progress.skippable_frames == 0) {
           fail(Errc::truncated, 0, "empty input: no zstd frame");
         }
         return;
       }
-      fail(Errc::truncated, offset(), "input ends inside a frame header");
+      fail(Errc::truncated, in.offset(), "input ends inside a frame header");
       return;
     }
     std::uint32_t magic;
-    std::memcpy(&magic, in.data() + in_pos, 4);
+    std::memcpy(&magic, in.unread(), 4);
     if (is_skippable_magic(magic)) {
       skip_skippable_frame();
       return;
     }
     if (magic != ZSTD_MAGICNUMBER) {
-      fail(Errc::bad_zstd, offset(), "not a zstd frame (magic " + hex32(magic) + ")");
+      fail(Errc::bad_zstd, in.offset(), "not a zstd frame (magic " + hex32(magic) + ")");
       return;
     }
     // From here on a failure is inside this frame (for the salvage's frame count).
     in_frame = true;
-    frame_offset = offset();
+    frame_offset = in.offset();
     ensure(ZSTD_FRAMEHEADERSIZE_MAX);
     if (done) return;
     ZSTD_frameHeader header;
-    const size_t r = ZSTD_getFrameHeader(&header, in.data() + in_pos, available());
+    const size_t r = ZSTD_getFrameHeader(&header, in.unread(), in.available());
     // A window above 2^ZSTD_WINDOWLOG_MAX, which zstd never decodes, fails here as a bad header
     // (bad_zstd); a window zstd allows but above window_log_max fails in decompress_step as too_large.
     // (FrameDecoder leaves the header to ZSTD_decompressStream and reports both as too_large.)
     if (ZSTD_isError(r)) {
-      fail(Errc::bad_zstd, offset(), std::string("bad frame header: ") + ZSTD_getErrorName(r));
+      fail(Errc::bad_zstd, in.offset(), std::string("bad frame header: ") + ZSTD_getErrorName(r));
       return;
     }
     if (r > 0) {
-      fail(Errc::truncated, offset(), "input ends inside a frame header");
+      fail(Errc::truncated, in.offset(), "input ends inside a frame header");
       return;
     }
     frame_content_pos = 0;
@@ -220,40 +194,40 @@ struct ArtifactDecoder::Impl {
     in_frame = false;
     status = Status::ok();
     done = false;
-    const std::uint64_t from = std::max(fail_offset + 1, in_base);
+    const std::uint64_t from = std::max(fail_offset + 1, in.base);
     // Back up into the buffered bytes of the damaged frame when they are still there.
-    in_pos = static_cast<std::size_t>(std::min<std::uint64_t>(from - in_base, in_end));
+    in.pos = static_cast<std::size_t>(std::min<std::uint64_t>(from - in.base, in.end));
     for (;;) {
-      while (available() >= 4) {
+      while (in.available() >= 4) {
         std::uint32_t magic;
-        std::memcpy(&magic, in.data() + in_pos, 4);
+        std::memcpy(&magic, in.unread(), 4);
         if (magic == ZSTD_MAGICNUMBER || is_skippable_magic(magic)) {
-          resumed_at = offset();
+          resumed_at = in.offset();
           return true;
         }
-        ++in_pos;
+        ++in.pos;
       }
       if (!read_more()) break;
     }
     // No frame start before the end of input (or a read error, reported through status()).
-    in_pos = in_end;
-    resumed_at = offset();
+    in.pos = in.end;
+    resumed_at = in.offset();
     if (status.is_ok()) done = true;
     return false;
   }
 
   void skip_skippable_frame() {
     if (!ensure(8)) {
-      if (!done) fail(Errc::truncated, offset(), "input ends inside a skippable frame header");
+      if (!done) fail(Errc::truncated, in.offset(), "input ends inside a skippable frame header");
       return;
     }
     std::uint32_t size;
-    std::memcpy(&size, in.data() + in_pos + 4, 4);
-    const std::uint64_t start = offset();
+    std::memcpy(&size, in.unread() + 4, 4);
+    const std::uint64_t start = in.offset();
     std::uint64_t left = 8ull + size;
     while (left > 0) {
-      const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(left, available()));
-      in_pos += take;
+      const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(left, in.available()));
+      in.pos += take;
       left -= take;
       if (left > 0 && !read_more()) {
         if (!done) fail(Errc::truncated, start, "input ends inside a skippable frame");
@@ -264,14 +238,14 @@ struct ArtifactDecoder::Impl {
   }
 
   void decompress_step() {
-    if (available() == 0 && !read_more()) {
+    if (in.available() == 0 && !read_more()) {
       if (!done) fail(Errc::truncated, frame_offset, "input ends inside the frame");
       return;
     }
-    ZSTD_inBuffer input{in.data(), in_end, in_pos};
+    ZSTD_inBuffer input{in.bytes.data(), in.end, in.pos};
     ZSTD_outBuffer output{mp.data(), mp.size(), mp_end};
     const size_t r = ZSTD_decompressStream(dctx, &output, &input);
-    in_pos = input.pos;
+    in.pos = input.pos;
     progress.decompressed_bytes += output.pos - mp_end;
     frame_content_bytes += output.pos - mp_end;
     mp_end = output.pos;

@@ -2,6 +2,7 @@
 
 #include <zstd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <msgpack.hpp>
@@ -25,74 +26,32 @@ void pack_str(Packer& pk, std::string_view s) {
   pk.pack_str(static_cast<std::uint32_t>(s.size()));
   pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
 }
-void pack_strings(Packer& pk, const std::vector<std::string>& v) {
+
+// One value of a record, by its C++ type: integers and bools in msgpack's smallest encoding (msgpack-c's
+// pack), strings as str, string lists as arrays of str, an empty optional as nil, byte strings as bin, and
+// columns of wider unsigned integers as one bin of little-endian integers, whatever the host's byte order.
+template <typename T>
+requires std::is_integral_v<T>
+void pack_value(Packer& pk, T v) { pk.pack(v); }
+void pack_value(Packer& pk, std::string_view s) { pack_str(pk, s); }
+void pack_value(Packer& pk, const std::vector<std::string>& v) {
   pk.pack_array(static_cast<std::uint32_t>(v.size()));
   for (const std::string& s : v) pack_str(pk, s);
 }
 template <typename T>
-void pack_optional(Packer& pk, const std::optional<T>& v) {
+void pack_value(Packer& pk, const std::optional<T>& v) {
   if (v)
-    pk.pack(*v);
+    pack_value(pk, *v);
   else
     pk.pack_nil();
 }
-
-void pack(Packer& pk, const RecordingInfo& r) {
-  pk.pack_map(7);
-  pack_str(pk, "type"), pack_str(pk, "Recording");
-  pack_str(pk, "memtrack"), pack_str(pk, r.memtrack_version);
-  pack_str(pk, "command"), pack_strings(pk, r.command);
-  pack_str(pk, "start_realtime_ns"), pk.pack(r.start_realtime_ns);
-  pack_str(pk, "start_monotonic_ns"), pk.pack(r.start_monotonic_ns);
-  pack_str(pk, "sections"), pack_strings(pk, r.sections);
-  pack_str(pk, "pid"), pk.pack(r.pid);
+void pack_value(Packer& pk, const std::vector<std::uint8_t>& v) {
+  pk.pack_bin(static_cast<std::uint32_t>(v.size()));
+  pk.pack_bin_body(reinterpret_cast<const char*>(v.data()), static_cast<std::uint32_t>(v.size()));
 }
-void pack(Packer& pk, const ProcessStart& r) {
-  pk.pack_map(5);
-  pack_str(pk, "type"), pack_str(pk, "ProcessStart");
-  pack_str(pk, "pid"), pk.pack(r.pid);
-  pack_str(pk, "ppid"), pk.pack(r.ppid);
-  pack_str(pk, "event"), pk.pack(r.event);
-  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
-}
-void pack(Packer& pk, const ProcessExec& r) {
-  pk.pack_map(6);
-  pack_str(pk, "type"), pack_str(pk, "Exec");
-  pack_str(pk, "pid"), pk.pack(r.pid);
-  pack_str(pk, "event"), pk.pack(r.event);
-  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
-  pack_str(pk, "executable"), pack_str(pk, r.executable);
-  pack_str(pk, "argv"), pack_strings(pk, r.argv);
-}
-void pack(Packer& pk, const ProcessExit& r) {
-  pk.pack_map(6);
-  pack_str(pk, "type"), pack_str(pk, "ProcessExit");
-  pack_str(pk, "pid"), pk.pack(r.pid);
-  pack_str(pk, "event"), pk.pack(r.event);
-  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
-  pack_str(pk, "status"), pack_optional(pk, r.status);
-  pack_str(pk, "signal"), pack_optional(pk, r.signal);
-}
-void pack(Packer& pk, const Untracked& r) {
-  pk.pack_map(5);
-  pack_str(pk, "type"), pack_str(pk, "Untracked");
-  pack_str(pk, "pid"), pack_optional(pk, r.pid);
-  pack_str(pk, "executable"), pack_str(pk, r.executable);
-  pack_str(pk, "reason"), pack_str(pk, r.reason);
-  pack_str(pk, "event"), pk.pack(r.event);
-}
-void pack(Packer& pk, const StreamEnd& r) {
-  pk.pack_map(4);
-  pack_str(pk, "type"), pack_str(pk, "End");
-  pack_str(pk, "events"), pk.pack(r.events);
-  pack_str(pk, "frames"), pk.pack(r.frames);
-  pack_str(pk, "clean"), pk.pack(r.clean);
-}
-
-// Columns: little-endian integers in one bin value, whatever the host's byte order.
 template <typename T>
-void pack_column(Packer& pk, const std::vector<T>& v) {
-  static_assert(std::is_unsigned_v<T>);
+requires std::is_unsigned_v<T>
+void pack_value(Packer& pk, const std::vector<T>& v) {
   pk.pack_bin(static_cast<std::uint32_t>(v.size() * sizeof(T)));
   char buf[256];
   std::size_t n = 0;
@@ -102,79 +61,72 @@ void pack_column(Packer& pk, const std::vector<T>& v) {
   }
   if (n > 0) pk.pack_bin_body(buf, static_cast<std::uint32_t>(n));
 }
-void pack_bytes(Packer& pk, const std::vector<std::uint8_t>& v) {
-  pk.pack_bin(static_cast<std::uint32_t>(v.size()));
-  pk.pack_bin_body(reinterpret_cast<const char*>(v.data()), static_cast<std::uint32_t>(v.size()));
+
+void pack_fields(Packer&) {}
+template <typename V, typename... Rest>
+void pack_fields(Packer& pk, std::string_view key, const V& value, const Rest&... rest) {
+  pack_str(pk, key);
+  pack_value(pk, value);
+  pack_fields(pk, rest...);
 }
 
+// A record is a map: "type" first, then the given keys and values in order (docs/FORMAT.md's key order), its
+// header counting them, so that the count and the keys cannot disagree.
+template <typename... KeysAndValues>
+void pack_record(Packer& pk, std::string_view type, const KeysAndValues&... kv) {
+  static_assert(sizeof...(kv) % 2 == 0, "keys and values come in pairs");
+  pk.pack_map(static_cast<std::uint32_t>(1 + sizeof...(kv) / 2));
+  pack_fields(pk, "type", type, kv...);
+}
+
+void pack(Packer& pk, const RecordingInfo& r) {
+  pack_record(pk, "Recording", "memtrack", r.memtrack_version, "command", r.command, "start_realtime_ns",
+              r.start_realtime_ns, "start_monotonic_ns", r.start_monotonic_ns, "sections", r.sections, "pid", r.pid);
+}
+void pack(Packer& pk, const ProcessStart& r) {
+  pack_record(pk, "ProcessStart", "pid", r.pid, "ppid", r.ppid, "event", r.event, "timestamp", r.timestamp);
+}
+void pack(Packer& pk, const ProcessExec& r) {
+  pack_record(pk, "Exec", "pid", r.pid, "event", r.event, "timestamp", r.timestamp, "executable", r.executable, "argv",
+              r.argv);
+}
+void pack(Packer& pk, const ProcessExit& r) {
+  pack_record(pk, "ProcessExit", "pid", r.pid, "event", r.event, "timestamp", r.timestamp, "status", r.status, "signal",
+              r.signal);
+}
+void pack(Packer& pk, const Untracked& r) {
+  pack_record(pk, "Untracked", "pid", r.pid, "executable", r.executable, "reason", r.reason, "event", r.event);
+}
+void pack(Packer& pk, const StreamEnd& r) {
+  pack_record(pk, "End", "events", r.events, "frames", r.frames, "clean", r.clean);
+}
 void pack(Packer& pk, const Module& r) {
-  pk.pack_map(9);
-  pack_str(pk, "type"), pack_str(pk, "Module");
-  pack_str(pk, "pid"), pk.pack(r.pid);
-  pack_str(pk, "event"), pk.pack(r.event);
-  pack_str(pk, "path"), pack_str(pk, r.path);
-  pack_str(pk, "build_id"), pack_bytes(pk, r.build_id);
-  pack_str(pk, "bias"), pk.pack(r.bias);
-  pack_str(pk, "start"), pk.pack(r.start);
-  pack_str(pk, "end"), pk.pack(r.end);
-  pack_str(pk, "loaded"), pk.pack(r.loaded);
+  pack_record(pk, "Module", "pid", r.pid, "event", r.event, "path", r.path, "build_id", r.build_id, "bias", r.bias,
+              "start", r.start, "end", r.end, "loaded", r.loaded);
 }
 void pack(Packer& pk, const StackNodes& r) {
-  pk.pack_map(6);
-  pack_str(pk, "type"), pack_str(pk, "StackNodes");
-  pack_str(pk, "pid"), pk.pack(r.pid);
-  pack_str(pk, "event"), pk.pack(r.event);
-  pack_str(pk, "first_id"), pk.pack(r.first_id);
-  pack_str(pk, "parents"), pack_column(pk, r.parents);
-  pack_str(pk, "addresses"), pack_column(pk, r.addresses);
+  pack_record(pk, "StackNodes", "pid", r.pid, "event", r.event, "first_id", r.first_id, "parents", r.parents,
+              "addresses", r.addresses);
 }
 void pack(Packer& pk, const EventStacks& r) {
-  pk.pack_map(3);
-  pack_str(pk, "type"), pack_str(pk, "EventStacks");
-  pack_str(pk, "first_event"), pk.pack(r.first_event);
-  pack_str(pk, "ids"), pack_column(pk, r.ids);
+  pack_record(pk, "EventStacks", "first_event", r.first_event, "ids", r.ids);
 }
 void pack(Packer& pk, const Symbols& r) {
-  pk.pack_map(9);
-  pack_str(pk, "type"), pack_str(pk, "Symbols");
-  pack_str(pk, "path"), pack_str(pk, r.path);
-  pack_str(pk, "build_id"), pack_bytes(pk, r.build_id);
-  pack_str(pk, "addresses"), pack_column(pk, r.addresses);
-  pack_str(pk, "depths"), pack_column(pk, r.depths);
-  pack_str(pk, "functions"), pack_column(pk, r.functions);
-  pack_str(pk, "files"), pack_column(pk, r.files);
-  pack_str(pk, "lines"), pack_column(pk, r.lines);
-  pack_str(pk, "strings"), pack_strings(pk, r.strings);
+  pack_record(pk, "Symbols", "path", r.path, "build_id", r.build_id, "addresses", r.addresses, "depths", r.depths,
+              "functions", r.functions, "files", r.files, "lines", r.lines, "strings", r.strings);
 }
-
 template <typename T>
 void pack_toggle(Packer& pk, const T& r, std::string_view type) {
-  pk.pack_map(6);
-  pack_str(pk, "type"), pack_str(pk, type);
-  pack_str(pk, "pid"), pk.pack(r.pid);
-  pack_str(pk, "tid"), pk.pack(r.tid);
-  pack_str(pk, "event"), pk.pack(r.event);
-  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
-  pack_str(pk, "source"), pack_str(pk, r.source);
+  pack_record(pk, type, "pid", r.pid, "tid", r.tid, "event", r.event, "timestamp", r.timestamp, "source", r.source);
 }
 void pack(Packer& pk, const Pause& r) { pack_toggle(pk, r, "Pause"); }
 void pack(Packer& pk, const Resume& r) { pack_toggle(pk, r, "Resume"); }
 void pack(Packer& pk, const RegionBegin& r) {
-  pk.pack_map(6);
-  pack_str(pk, "type"), pack_str(pk, "RegionBegin");
-  pack_str(pk, "pid"), pk.pack(r.pid);
-  pack_str(pk, "tid"), pk.pack(r.tid);
-  pack_str(pk, "event"), pk.pack(r.event);
-  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
-  pack_str(pk, "name"), pack_str(pk, r.name);
+  pack_record(pk, "RegionBegin", "pid", r.pid, "tid", r.tid, "event", r.event, "timestamp", r.timestamp, "name",
+              r.name);
 }
 void pack(Packer& pk, const RegionEnd& r) {
-  pk.pack_map(5);
-  pack_str(pk, "type"), pack_str(pk, "RegionEnd");
-  pack_str(pk, "pid"), pk.pack(r.pid);
-  pack_str(pk, "tid"), pk.pack(r.tid);
-  pack_str(pk, "event"), pk.pack(r.event);
-  pack_str(pk, "timestamp"), pk.pack(r.timestamp);
+  pack_record(pk, "RegionEnd", "pid", r.pid, "tid", r.tid, "event", r.event, "timestamp", r.timestamp);
 }
 
 void store_le32(std::byte* p, std::uint32_t v) {
@@ -357,6 +309,12 @@ bool parse_record(const msgpack::object& obj, std::vector<ContextRecord>& out) {
 }
 
 }  // namespace
+
+std::string hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
 
 void encode_context_record(const ContextRecord& record, std::vector<std::byte>& out) {
   ByteVectorStream stream{out};

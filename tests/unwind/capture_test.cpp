@@ -15,6 +15,7 @@
 
 #include "memtrack/unwind/unwind.h"
 #include "unwind/chain.h"
+#include "unwind/hook_capture.h"
 
 namespace {
 
@@ -309,30 +310,6 @@ rbp_capture:
   ret
   .cfi_endproc
   .size rbp_capture, .-rbp_capture
-)");
-
-// hook_capture(out, max, truncated, value): a frame without a frame pointer that saved rbp and holds
-// `value` in it during the capture, as the preload's malloc holds its result there.
-extern "C" std::size_t hook_capture(std::uintptr_t* out, std::size_t max, bool* truncated, std::uintptr_t value);
-asm(R"(
-  .text
-  .p2align 4
-  .type hook_capture, @function
-hook_capture:
-  .cfi_startproc
-  pushq %rbp
-  .cfi_adjust_cfa_offset 8
-  .cfi_offset %rbp, -16
-  movq %rcx, %rbp
-  movq %rdx, %rcx
-  xorl %edx, %edx
-  call memtrack_unwind_capture
-  popq %rbp
-  .cfi_adjust_cfa_offset -8
-  .cfi_restore %rbp
-  ret
-  .cfi_endproc
-  .size hook_capture, .-hook_capture
 )");
 
 struct RbpRounds {

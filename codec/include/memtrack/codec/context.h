@@ -34,6 +34,8 @@ inline constexpr std::size_t kSkippableHeaderBytes = 8;
 [[nodiscard]] inline bool is_skippable_magic(std::uint32_t magic) {
   return (magic & kSkippableMagicMask) == kSkippableMagicBase;
 }
+// `v` as "0x%08x": how a reader's error message names a frame magic it does not know.
+[[nodiscard]] std::string hex32(std::uint32_t v);
 
 // Skippable frame magic 0x184D2A50 + 0xB; the frame index (seek table) uses 0x184D2A5E.
 inline constexpr std::uint32_t kContextFrameMagic = 0x184D2A5Bu;
