@@ -12,31 +12,20 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/bench/record_common.sh"
-build=$(cd "${1:-$here/build/dev}" && pwd)
+use_build "${1:-}"
 rounds=${2:-5}
 threads=${3:-2}
 ops=${4:-1000000}
 depth=${5:-24}
 tsv=${6:-}
-memtrack=$build/bin/memtrack
-[[ -x $memtrack ]] || { echo "record_stacks.sh: no $memtrack (build first)" >&2; exit 2; }
-command -v heaptrack > /dev/null || { echo "record_stacks.sh: heaptrack is not installed" >&2; exit 2; }
+require_installed heaptrack
 base=${BASE_BUILD:+$(cd "$BASE_BUILD" && pwd)}
-[[ -z $base || -x $base/bin/memtrack ]] || { echo "record_stacks.sh: no $base/bin/memtrack (BASE_BUILD)" >&2; exit 2; }
+[[ -z $base ]] || require_memtrack "$base"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -fomit-frame-pointer -pthread "$here/bench/churn_deep.c" -o "$work/churn_deep"
 prog=("$work/churn_deep" "$threads" "$ops" "$depth")
-
-run() {
-  local name=$1
-  shift
-  /usr/bin/time -o "$work/$name.time" -f "%e %U %S" "$@" > "$work/$name.out" 2> "$work/$name.err"
-  read -r wall user sys < "$work/$name.time"
-  echo "$wall" >> "$work/$name.times"
-  echo "$user + $sys" | bc -l >> "$work/$name.cpu"
-}
 
 for ((r = 1; r <= rounds; r++)); do
   run native "${prog[@]}"
