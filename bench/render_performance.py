@@ -267,7 +267,9 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
               datetime.datetime.strptime(meta["started"], fmt)).total_seconds()
     others = other_cpu(meta, wall_s)
     other_share = others[0] / others[2] if others and others[2] > 0 else 0.0
-    contended = load_start >= 0.75 * nproc or other_share >= 0.25
+    # The CPU other processes took during the run is the direct measure; the load average lags by a minute
+    # (a build that ended just before the run still shows in it), so it decides only without that measure.
+    contended = other_share >= 0.25 if others else load_start >= 0.75 * nproc
     build = meta.get("build") or meta["command"].split("--build ")[1].split()[0]
     out = []
     w = out.append
@@ -314,7 +316,8 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
     w(table(["", ""], machine))
     w("")
     w("The load average includes the suite itself, which keeps one to two threads busy (more during the")
-    w("pipeline rows), so the figure at start is the one that shows what else was running.")
+    w("pipeline rows), so the figure at start is the one that shows what else was running (in the minute")
+    w("before the run).")
     if others:
         w("\"CPU of other processes\" is the machine's busy time over the run (/proc/stat at both ends) minus")
         w("the CPU of everything the suite ran (its children's rusage).")
@@ -331,7 +334,11 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
         w("speed-up, stats on two threads) and of recorded programs measure the neighbours as much as memtrack,")
         w("though the interleaved rounds spread them over both sides of each ratio. Re-run on a quiet machine.")
     else:
-        w(f"The machine was quiet at the start of the run (load {load_start:.2f} on {nproc} cores).")
+        if others:
+            w(f"So the machine was quiet (the load of {load_start:.2f} at the start is a one-minute average, which "
+              "still counts what ran just before the run).")
+        else:
+            w(f"The machine was quiet at the start of the run (load {load_start:.2f} on {nproc} cores).")
         if load_max >= nproc + 1:
             # The suite alone keeps the load near the core count; well above it, others joined in.
             first = next(i for i, v in enumerate(loads) if v >= nproc + 1)
