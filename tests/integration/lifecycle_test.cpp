@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -658,6 +659,30 @@ std::string stats_query(const Plain& run, int pid, const std::string& expr) {
   if (!got.empty() && got.back() == '\n') got.pop_back();
   return got;
 }
+// The summary line's peak is `memtrack stats`' peak: the recorder's live heap gets the lifecycle records too,
+// so six children run one after another, each leaking a 1000211-byte block at its exit, peak at one block
+// (plus the shell's and libc's few KiB), not six.
+TEST(Lifecycle, TheSummaryPeakIsStatsPeakAcrossSequentialChildren) {
+  const Plain run = record_with_context(
+      {"/bin/sh", "-c", "for i in 1 2 3 4 5 6; do '" + kLifecycle + "' leak 1000211; done"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const fs::path out = run.dir / "peak.out";
+  const std::string cmd = kMemtrack + " stats --json '" + (run.dir / "artifact.msgpack").string() + "' | " +
+                          MEMTRACK_SYSTEM_PYTHON + " -c \"import json,sys; print(json.load(sys.stdin)['peak_live_bytes'])\" > '" +
+                          out.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::uint64_t peak = std::stoull(slurp(out));
+  EXPECT_GE(peak, 1000211u);
+  EXPECT_LT(peak, 2 * 1000211u) << "one child's block at a time";
+  // The summary's unit: KiB below 1 MiB (tools/src/units.h).
+  char expected[64];
+  if (peak < 1024u * 1024u)
+    std::snprintf(expected, sizeof expected, "peak heap %.1f KiB", static_cast<double>(peak) / 1024.0);
+  else
+    std::snprintf(expected, sizeof expected, "peak heap %.1f MiB", static_cast<double>(peak) / (1024.0 * 1024.0));
+  EXPECT_NE(run.err.find(expected), std::string::npos) << "stats' peak is " << peak << "; the summary: " << run.err;
+}
+
 // A $(...)-style subshell (docs/FORMAT.md, "Meaning"): a fork child that exits without exec leaks only what it
 // allocated; its copy of the parent's heap (the untouched 1000151-byte block, and whatever libc held) is not
 // its leak, and the parent freed its own copy, so no one leaks it.

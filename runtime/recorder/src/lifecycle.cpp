@@ -16,6 +16,7 @@ std::uint64_t Lifecycle::timestamp(std::uint64_t raw) const {
 }
 
 void Lifecycle::add(codec::ContextRecord record) {
+  if (heap_ != nullptr) heap_->add_context(record);  // at its position: after the events before it
   channel_.add(std::move(record));
   ++records_;
 }

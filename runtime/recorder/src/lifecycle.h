@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "control_notes.h"
+#include "memtrack/analysis/live_heap.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/pipeline/context_channel.h"
 #include "memtrack/runtime/ring.h"
@@ -37,8 +38,11 @@ struct UntrackedProcess {
 
 class Lifecycle {
  public:
-  // `tsc` may be null (the notes' timestamps are CLOCK_MONOTONIC nanoseconds already).
-  Lifecycle(pipeline::ContextChannel& channel, TscClock* tsc) : channel_(channel), tsc_(tsc) {}
+  // `tsc` may be null (the notes' timestamps are CLOCK_MONOTONIC nanoseconds already). `heap`, if given,
+  // gets every record too (the summary's live heap: process exits and execs end images there as in
+  // `memtrack stats`, so the summary's peak is stats' peak).
+  Lifecycle(pipeline::ContextChannel& channel, TscClock* tsc, analysis::LiveHeap* heap = nullptr)
+      : channel_(channel), tsc_(tsc), heap_(heap) {}
 
   // Reader thread: a committed slot whose kind is a note (RingEventKind::Note*), at event position
   // `position`.
@@ -69,6 +73,7 @@ class Lifecycle {
 
   pipeline::ContextChannel& channel_;
   TscClock* tsc_;
+  analysis::LiveHeap* heap_;
   Note note_;  // the note whose data slots are being read (note_.missing != 0)
   mutable std::mutex mutex_;
   std::map<std::int32_t, TrackedProcess> alive_;

@@ -499,7 +499,7 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   SeenProcesses processes;
   ProcessWatch watch;
   RingReader reader(ring, watch, processes, heap, tsc.get());
-  Lifecycle lifecycle(channel, tsc.get());
+  Lifecycle lifecycle(channel, tsc.get(), &heap);
   reader.set_lifecycle(&lifecycle);
   StackTables stacks(channel);
   SymbolsWriter symbols_writer(::isatty(2) == 1);

@@ -8,6 +8,7 @@
 //                     "SELF envdump 1000037" with {"ONLY=2"}
 //   system_env SELF   system("SELF envdump 1000039")
 //   spawn PATH        posix_spawns PATH (no arguments) with environ and waits; prints "child PID"
+//   leak SIZE         allocates SIZE bytes, touches them and exits without freeing them
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -89,6 +90,14 @@ static int envdump_mode(size_t size) {
   return 0;
 }
 
+static void* volatile leaked;
+
+static int leak_mode(size_t size) {
+  leaked = malloc(size);
+  if (leaked != NULL) memset(leaked, 1, size);
+  return leaked == NULL;
+}
+
 static int spawn_env_mode(const char* self) {
   char* env1[] = {"ONLY=1", NULL};
   char* argv1[] = {(char*)self, "envdump", "1000033", NULL};
@@ -127,5 +136,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "spawn_env") == 0) return spawn_env_mode(argv[2]);
   if (strcmp(mode, "system_env") == 0) return system_env_mode(argv[2]);
   if (strcmp(mode, "spawn") == 0) return spawn_mode(argv[2]);
+  if (strcmp(mode, "leak") == 0) return leak_mode((size_t)atol(argv[2]));
   return 2;
 }
