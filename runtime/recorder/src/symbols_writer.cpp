@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <ctime>
 #include <string>
 #include <utility>
@@ -72,9 +73,17 @@ void SymbolsWriter::work() {
       batch.swap(queue_);
       busy_ = true;
     }
-    for (auto& [key, addresses] : batch) {
-      if (stop_.load(std::memory_order_relaxed)) break;
-      symbolize_into(key, addresses, cache_[key], {}, /*stoppable=*/true);
+    try {
+      for (auto& [key, addresses] : batch) {
+        if (stop_.load(std::memory_order_relaxed)) break;
+        symbolize_into(key, addresses, cache_[key], {}, /*stoppable=*/true);
+      }
+    } catch (const std::exception&) {
+      // Out of memory while symbolizing ahead: stop prefetching; the end symbolizes what is missing (and
+      // reports a failure there, on the reader thread, as it did before there was a worker).
+      const std::lock_guard lock(mutex_);
+      closing_ = true;
+      queue_.clear();
     }
     worker_cpu_seconds_ = thread_cpu_seconds();
     {
