@@ -152,27 +152,27 @@ std::string end_cell(const ProcessImage& img) {
   return "-";
 }
 
-struct ExecTotals {
+struct BlockTotals {
   std::uint64_t count = 0, bytes = 0;
 };
 
-ExecTotals freed_by_exec(const Stats& s) {
-  ExecTotals t;
+// One of ProcessImage's block counters summed over every image.
+BlockTotals sum_images(const Stats& s, std::uint64_t ProcessImage::*count, std::uint64_t ProcessImage::*bytes) {
+  BlockTotals t;
   for (const ProcessImage& img : s.heap.images()) {
-    t.count += img.freed_by_exec_count;
-    t.bytes += img.freed_by_exec_bytes;
+    t.count += img.*count;
+    t.bytes += img.*bytes;
   }
   return t;
 }
 
+BlockTotals freed_by_exec(const Stats& s) {
+  return sum_images(s, &ProcessImage::freed_by_exec_count, &ProcessImage::freed_by_exec_bytes);
+}
+
 // Fork children's copies of their parents' blocks, held unchanged when they exited: not leaks (live_heap.h).
-ExecTotals inherited_at_exit(const Stats& s) {
-  ExecTotals t;
-  for (const ProcessImage& img : s.heap.images()) {
-    t.count += img.inherited_at_exit_count;
-    t.bytes += img.inherited_at_exit_bytes;
-  }
-  return t;
+BlockTotals inherited_at_exit(const Stats& s) {
+  return sum_images(s, &ProcessImage::inherited_at_exit_count, &ProcessImage::inherited_at_exit_bytes);
 }
 
 // An image's command in the table: a fork child that did not exec runs its parent's, an untracked image has
@@ -225,10 +225,10 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
   add("still live at end",
       u64(leak_count) + " blocks, " + u64(leak_bytes) + " bytes (" + human_bytes(leak_bytes) + ")");
   if (s.has_context()) {
-    const ExecTotals ex = freed_by_exec(s);
+    const BlockTotals ex = freed_by_exec(s);
     add("freed by exec", u64(ex.count) + " blocks, " + u64(ex.bytes) + " bytes (" + human_bytes(ex.bytes) + ")");
     // Only when there are some: the table of an artifact without fork children that exited is unchanged.
-    if (const ExecTotals inh = inherited_at_exit(s); inh.count != 0)
+    if (const BlockTotals inh = inherited_at_exit(s); inh.count != 0)
       add("inherited at exit", u64(inh.count) + " blocks, " + u64(inh.bytes) + " bytes (" + human_bytes(inh.bytes) +
                                    "): fork children's copies of their parents' blocks, not leaks");
     std::uint64_t exited = 0;
@@ -397,9 +397,9 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
        ",\"compressed_bytes\":" + u64(s.file.compressed_bytes) +
        ",\"msgpack_bytes\":" + u64(s.file.decompressed_bytes) + ",\"compression_ratio\":" + r + "}";
   if (s.has_context()) {
-    const ExecTotals ex = freed_by_exec(s);
+    const BlockTotals ex = freed_by_exec(s);
     o += ",\"freed_by_exec_count\":" + u64(ex.count) + ",\"freed_by_exec_bytes\":" + u64(ex.bytes);
-    const ExecTotals inh = inherited_at_exit(s);
+    const BlockTotals inh = inherited_at_exit(s);
     o += ",\"inherited_at_exit_count\":" + u64(inh.count) + ",\"inherited_at_exit_bytes\":" + u64(inh.bytes);
     o += ",\"recording\":";
     if (const auto& rec = s.context.recording) {
