@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "artifact_events.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -69,21 +71,9 @@ RecordRun record(const std::vector<std::string>& command, const std::string& pre
   run.exit_code = shell(cmd + " > out.txt 2> err.txt");
   run.out = slurp(dir / "out.txt");
   run.err = slurp(dir / "err.txt");
-  EXPECT_EQ(shell(std::string(MEMTRACK_SYSTEM_PYTHON) + " " MEMTRACK_INTEGRATION_DIR "/read_artifact.py '" +
-                  (dir / "a.msgpack").string() + "' > '" + (dir / "a.txt").string() + "'"),
-            0);
-  std::ifstream in(dir / "a.txt");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    Ev e;
-    std::string pid, ts, size, old;
-    ls >> pid >> e.tid >> ts >> e.addr >> e.type >> size >> old;
-    e.size = size == "-" ? 0 : std::stoull(size);
-    e.has_old = old != "-";
-    e.old = e.has_old ? std::stoull(old) : 0;
-    run.events.push_back(e);
-  }
+  for (const auto& a : memtrack::testing_integration::read_artifact_events(dir / "a.msgpack"))
+    run.events.push_back(
+        {.tid = a.tid, .type = a.type, .size = a.size, .addr = a.addr, .old = a.old_addr, .has_old = a.has_old});
   return run;
 }
 

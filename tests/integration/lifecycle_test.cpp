@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "artifact_events.h"
 #include "memtrack/codec/context.h"
 
 extern char** environ;
@@ -96,12 +97,7 @@ int wait_code(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-struct Ev {
-  int pid = 0;
-  std::string type;
-  std::uint64_t size = 0;
-  std::uint64_t addr = 0;
-};
+using Ev = memtrack::testing_integration::ArtifactEvent;
 
 struct Recorded {
   pid_t recorder = 0;
@@ -113,23 +109,7 @@ struct Recorded {
 };
 
 std::vector<Ev> read_events(const fs::path& artifact) {
-  const fs::path text = artifact.string() + ".txt";
-  const std::string cmd = std::string(MEMTRACK_SYSTEM_PYTHON) + " " MEMTRACK_INTEGRATION_DIR "/read_artifact.py '" +
-                          artifact.string() + "' > '" + text.string() + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << "python3-zstandard/msgpack could not read " << artifact;
-  std::vector<Ev> events;
-  std::ifstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    Ev e;
-    std::string tid, ts, addr, size;
-    ls >> e.pid >> tid >> ts >> addr >> e.type >> size;
-    e.size = size == "-" ? 0 : std::stoull(size);
-    e.addr = std::stoull(addr);
-    events.push_back(e);
-  }
-  return events;
+  return memtrack::testing_integration::read_artifact_events(artifact);
 }
 
 std::vector<ContextRecord> read_context(const fs::path& dump) {
@@ -256,7 +236,8 @@ TEST(Lifecycle, ForkChildRecordsStartExecAndExit) {
   const auto* info = std::get_if<RecordingInfo>(&run.context.front());
   ASSERT_NE(info, nullptr) << "the Recording record comes first";
   EXPECT_EQ(info->command, std::vector<std::string>{kPrograms + "/fork_child"});
-  EXPECT_EQ(info->sections, (std::vector<std::string>{"lifecycle", "control", "stacks", "modules", "symbols"}));  // stacks: on by default
+  EXPECT_EQ(info->sections, (std::vector<std::string>{"lifecycle", "control", "stacks", "modules",
+                                                      "symbols"}));  // stacks: on by default
   EXPECT_EQ(info->pid, run.recorder);
   EXPECT_FALSE(info->memtrack_version.empty());
 
@@ -663,13 +644,13 @@ std::string stats_query(const Plain& run, int pid, const std::string& expr) {
 // so six children run one after another, each leaking a 1000211-byte block at its exit, peak at one block
 // (plus the shell's and libc's few KiB), not six.
 TEST(Lifecycle, TheSummaryPeakIsStatsPeakAcrossSequentialChildren) {
-  const Plain run = record_with_context(
-      {"/bin/sh", "-c", "for i in 1 2 3 4 5 6; do '" + kLifecycle + "' leak 1000211; done"});
+  const Plain run =
+      record_with_context({"/bin/sh", "-c", "for i in 1 2 3 4 5 6; do '" + kLifecycle + "' leak 1000211; done"});
   ASSERT_EQ(run.status, 0) << run.err;
   const fs::path out = run.dir / "peak.out";
-  const std::string cmd = kMemtrack + " stats --json '" + (run.dir / "artifact.msgpack").string() + "' | " +
-                          MEMTRACK_SYSTEM_PYTHON + " -c \"import json,sys; print(json.load(sys.stdin)['peak_live_bytes'])\" > '" +
-                          out.string() + "'";
+  const std::string cmd =
+      kMemtrack + " stats --json '" + (run.dir / "artifact.msgpack").string() + "' | " + MEMTRACK_SYSTEM_PYTHON +
+      " -c \"import json,sys; print(json.load(sys.stdin)['peak_live_bytes'])\" > '" + out.string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const std::uint64_t peak = std::stoull(slurp(out));
   EXPECT_GE(peak, 1000211u);

@@ -22,6 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "artifact_events.h"
+
 extern char** environ;
 
 namespace {
@@ -31,16 +33,7 @@ namespace fs = std::filesystem;
 const std::string kMemtrack = MEMTRACK_BIN_DIR "/memtrack";
 const std::string kPrograms = MEMTRACK_PROGRAMS_DIR;
 
-struct Ev {
-  int pid = 0;
-  int tid = 0;
-  std::uint64_t ts = 0;
-  std::uint64_t addr = 0;
-  std::string type;
-  std::uint64_t size = 0;
-  bool has_old = false;
-  std::uint64_t old_addr = 0;
-};
+using Ev = memtrack::testing_integration::ArtifactEvent;
 
 struct RecordRun {
   int exit_code = -1;
@@ -88,25 +81,7 @@ fs::path scratch_dir() {
 
 // Reads an artifact with the third-party decoders; fails the test when they cannot.
 std::vector<Ev> read_artifact(const fs::path& artifact) {
-  const fs::path text = artifact.string() + ".txt";
-  const fs::path err = artifact.string() + ".pyerr";
-  const int rc = shell(std::string(MEMTRACK_SYSTEM_PYTHON) + " " MEMTRACK_INTEGRATION_DIR "/read_artifact.py '" +
-                       artifact.string() + "' > '" + text.string() + "' 2> '" + err.string() + "'");
-  EXPECT_EQ(rc, 0) << "python3-zstandard/msgpack could not read " << artifact << ": " << slurp(err);
-  std::vector<Ev> events;
-  std::ifstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    Ev e;
-    std::string size, old;
-    ls >> e.pid >> e.tid >> e.ts >> e.addr >> e.type >> size >> old;
-    e.size = size == "-" ? 0 : std::stoull(size);
-    e.has_old = old != "-";
-    e.old_addr = e.has_old ? std::stoull(old) : 0;
-    events.push_back(e);
-  }
-  return events;
+  return memtrack::testing_integration::read_artifact_events(artifact);
 }
 
 RecordRun record(const std::vector<std::string>& command, const std::string& env = "") {
