@@ -130,7 +130,6 @@ struct SiteAccumulator::Impl {
   }
 
   void apply(const codec::StackNodes& r) {
-    has_stacks = true;
     Image& img = images[r.pid];
     const std::size_t first = r.first_id, need = first + r.parents.size();
     if (img.parent.size() < need) {
@@ -163,18 +162,15 @@ struct SiteAccumulator::Impl {
     // pid filter: that heap only sees the pid's events, so the records' positions would not match.
     // A shared heap gets its records from whoever drives it.
     if (!pid_filter && shared_heap == nullptr) feed_lifecycle(own_heap, record);
+    if (marks_stacks(record)) has_stacks = true;
     if (const auto* m = std::get_if<codec::Module>(&record)) {
       apply(*m);
     } else if (const auto* n = std::get_if<codec::StackNodes>(&record)) {
       apply(*n);
     } else if (const auto* s = std::get_if<codec::EventStacks>(&record)) {
-      has_stacks = true;
       if (!s->ids.empty()) event_stacks[s->first_event] = s->ids;
     } else if (const auto* y = std::get_if<codec::Symbols>(&record)) {
       apply(*y);
-    } else if (const auto* info = std::get_if<codec::RecordingInfo>(&record)) {
-      // Recorded with stacks, even if no allocation needed a node (an empty run is not "no stacks").
-      if (std::find(info->sections.begin(), info->sections.end(), "stacks") != info->sections.end()) has_stacks = true;
     } else if (const auto* p = std::get_if<codec::ProcessStart>(&record)) {
       end_books(p->pid, true);  // a reused pid: the old process's blocks are its leaks
       const auto parent = images.find(p->ppid);

@@ -57,12 +57,6 @@ constexpr const char* kHelp =
 
 constexpr std::size_t kLeakSites = 5;
 
-bool marks_stacks(const codec::ContextRecord& r) {
-  if (std::holds_alternative<codec::StackNodes>(r) || std::holds_alternative<codec::EventStacks>(r)) return true;
-  const auto* info = std::get_if<codec::RecordingInfo>(&r);
-  return info != nullptr && std::find(info->sections.begin(), info->sections.end(), "stacks") != info->sections.end();
-}
-
 // The top leak sites of an artifact with call stacks, from the stats' own pass (a file or a pipe alike): the
 // accumulator starts when a record before the first event says the artifact has stacks (our writer's
 // Recording lists "stacks" and comes first), so an artifact without them costs nothing and prints what it
@@ -71,7 +65,7 @@ bool marks_stacks(const codec::ContextRecord& r) {
 class LeakSites final : public analysis::ArtifactConsumer {
  public:
   void add_context(const codec::ContextRecord& r) override {
-    const bool stacks = marks_stacks(r);
+    const bool stacks = analysis::marks_stacks(r);
     if (!acc_ && stacks && !events_) acc_.emplace();
     if (acc_) {
       acc_->add_context(r);
@@ -104,7 +98,6 @@ class LeakSites final : public analysis::ArtifactConsumer {
 std::optional<analysis::SitesResult> late_leak_sites(int fd, const std::string& name) {
   if (fd == 0) return std::nullopt;
   const ArtifactBytes file(fd, name);
-  if (!analysis::has_stacks(file.bytes())) return std::nullopt;
   analysis::SiteAccumulator acc;
   if (!analysis::read_sites(file.bytes(), name, acc).is_ok()) return std::nullopt;
   return LeakSites::leaks_of(acc);

@@ -123,9 +123,8 @@ using SitesProgressFn = std::function<void(std::uint64_t bytes, std::uint64_t ev
 codec::Status read_sites(std::span<const std::byte> file, const std::string& name, SiteAccumulator& acc,
                          const SitesProgressFn& progress = {});
 
-// Whether an artifact in memory has call stacks (a Recording listing "stacks", or any StackNodes or
-// EventStacks record), reading only its context frames (data frames are stepped over by their block
-// headers). False for damaged input: the caller's own reading reports the damage.
-bool has_stacks(std::span<const std::byte> file);
+// Whether a context record says its artifact has call stacks: a Recording listing "stacks" (even a run in
+// which no allocation needed a node), or any StackNodes or EventStacks record.
+[[nodiscard]] bool marks_stacks(const codec::ContextRecord& record);
 
 }  // namespace memtrack::analysis
