@@ -122,8 +122,7 @@ def load_records(results):
     runs = []
     for name in os.listdir(results):
         if name.startswith("record_overhead.") and name.endswith(".tsv"):
-            with open(os.path.join(results, name)) as f:
-                runs.append({k: float(v) for k, v in (line.split() for line in f if line.strip())})
+            runs.append(load_tsv_keys(os.path.join(results, name)))
     return sorted(runs, key=lambda r: r["events"])
 
 
@@ -270,7 +269,6 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
     # The CPU other processes took during the run is the direct measure; the load average lags by a minute
     # (a build that ended just before the run still shows in it), so it decides only without that measure.
     contended = other_share >= 0.25 if others else load_start >= 0.75 * nproc
-    build = meta.get("build") or meta["command"].split("--build ")[1].split()[0]
     out = []
     w = out.append
 
