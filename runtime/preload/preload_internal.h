@@ -54,6 +54,9 @@ namespace memtrack::preload {
 // of diagnostic() below.
 inline void write_stderr(const char* msg) { (void)!syscall(SYS_write, 2, msg, strlen(msg)); }
 
+// Whether C string `s` begins with `prefix` (environment entries, symbol names).
+inline bool starts_with(const char* s, const char* prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
 // A diagnostic of the preload: one line, "memtrack: " and the parts, to the recorder's messages channel
 // (MEMTRACK_MESSAGES, ring.h), which record prints in its summary, deduplicated; never into the program's
 // fds, whose stderr may be checked byte for byte (a compiler's, by autoconf). Only when the channel cannot be

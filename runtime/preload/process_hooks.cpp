@@ -37,8 +37,6 @@ constinit bool g_env_ready = false;
 constexpr size_t kNoteBytes = 10 * 1024 + PATH_MAX;
 constinit char g_note[kNoteBytes];
 
-bool starts_with(const char* s, const char* prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
-
 bool copy_env(char* dst, const char* prefix, const char* value, size_t value_len) {
   const size_t p = strlen(prefix);
   if (p + value_len + 1 > kEnvBytes) return false;

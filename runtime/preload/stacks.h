@@ -16,9 +16,9 @@ namespace memtrack::preload {
 extern uint32_t g_stack_depth;
 inline constexpr uint32_t kMaxStackDepth = 256;
 
-// At attach, after the image's NoteExec: maps the trace tree, notes every module of the image, loads the
-// unwinder's fallback. Called with t_busy set (it allocates through dlopen). A fork child keeps the parent's
-// tree and module list (copy-on-write) and needs nothing.
+// At attach, after the image's NoteExec: maps the trace tree and notes every module of the image (the
+// unwinder's fallback is loaded by stacks_load_fallback, below). A fork child keeps the parent's tree and
+// module list (copy-on-write) and needs nothing.
 void stacks_attach();
 // Loads libunwind, the fallback for frames without a compact rule (stacks end there without it). Called from
 // the preload's constructor only, never from attach: attach can run inside an event, and dlopen allocates,

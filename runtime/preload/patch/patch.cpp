@@ -231,9 +231,7 @@ const char* patch_entry(uintptr_t entry, size_t size, uintptr_t hook, uintptr_t*
     __atomic_store_n(q, now, __ATOMIC_SEQ_CST);
     raw_mprotect(text, 4096, PROT_READ | PROT_EXEC);
     serialize_all_threads();
-  } else if (island != 0) {
-    // The island space is simply left unused: it was never reachable.
-  }
+  }  // else the island space is left unused: it was never reachable
   g_lock.clear(std::memory_order_release);
   return why;
 }

@@ -249,8 +249,6 @@ const char* basename_of(const char* path) {
   return b;
 }
 
-bool starts_with(const char* s, const char* prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
-
 // The C runtime, the loader and the preload's own libraries: nothing to hook (the C library's malloc is
 // interposed, and patching it would hook the preload's own real calls).
 bool skipped(const char* path) {
