@@ -66,14 +66,7 @@ void* realloc_impl(void* p, size_t size) {
   // have been allocated while recording); while paused, the slot then holds only that Free.
   const bool recording = begin_event(tk);
   void* q = g_real.realloc(p, size);
-  if (recording) {
-    if (q == nullptr)
-      commit_nothing(tk);
-    else if (allocations_paused()) [[unlikely]]
-      commit_event(tk, RingEventKind::Free, p, 0);
-    else
-      commit_event(tk, RingEventKind::Realloc, q, size, p, true, stack);
-  }
+  if (recording) commit_realloc(tk, p, q, size, stack);
   return q;
 }
 

@@ -191,6 +191,19 @@ inline bool allocations_paused() {
          (g_ring->control.load(std::memory_order_relaxed) & runtime::kRingControlPaused) != 0;
 }
 
+// The end of a realloc-like call whose ticket was taken before the call (so the old block's release and the
+// new block share one slot, causally before any reuse of either): `now` is the block it returned, nullptr
+// when it failed and the old block is unchanged. While allocations are paused only the old block's release
+// is recorded, so the live heap holds exactly what was allocated while recording.
+inline void commit_realloc(Ticket& tk, const void* old, const void* now, uint64_t size, uint32_t stack) {
+  if (now == nullptr)
+    commit_nothing(tk);
+  else if (allocations_paused()) [[unlikely]]
+    commit_event(tk, RingEventKind::Free, old, 0);
+  else
+    commit_event(tk, RingEventKind::Realloc, now, size, old, true, stack);
+}
+
 }  // namespace memtrack::preload
 
 #pragma GCC visibility pop

@@ -164,10 +164,8 @@ uintptr_t run_site(const Site& site, uintptr_t* a) {
           r = call(f, a);
           const bool moved = s.rule == Rule::Realloc ? r != 0 : s.rule == Rule::InPlacePtr ? r != 0 : r >= n;
           if (recording) {
-            if (moved && allocations_paused())  // as realloc_impl: paused, only the old block's release
-              commit_event(tk, K::Free, p, 0);
-            else if (moved)
-              commit_event(tk, K::Realloc, s.rule == Rule::Realloc ? reinterpret_cast<void*>(r) : p, n, p, true, stack);
+            if (moved)
+              commit_realloc(tk, p, s.rule == Rule::Realloc ? reinterpret_cast<void*>(r) : p, n, stack);
             else if (s.rule == Rule::Realloc && n == 0)
               commit_event(tk, K::Free, p, 0);
             else
