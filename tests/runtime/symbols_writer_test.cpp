@@ -57,7 +57,8 @@ void note_module(StackTables& tables, std::int32_t pid, const std::string& path,
   feed(tables, head, payload, 0);
 }
 
-void note_nodes(StackTables& tables, std::int32_t pid, std::uint32_t first_id, const std::vector<std::uint64_t>& addresses) {
+void note_nodes(StackTables& tables, std::int32_t pid, std::uint32_t first_id,
+                const std::vector<std::uint64_t>& addresses) {
   RingEvent head{};
   head.kind = RingEventKind::NoteStackNodes;
   head.pid = pid;
@@ -120,7 +121,7 @@ TEST(SymbolsWriter, PrefetchedAddressesGiveTheSameRecordsAsSymbolizingAtTheEnd) 
   pipeline::ContextChannel ahead_channel;
   StackTables ahead_tables(ahead_channel);
   SymbolsWriter ahead(false);
-  ahead_tables.on_new_address([&](const ModuleEntry& e, std::uint64_t relative) { ahead.prefetch(e, relative); });
+  ahead_tables.on_new_addresses([&](std::span<const StackTables::NewAddress> a) { ahead.prefetch(a); });
   note_program(ahead_tables, m);
   ahead.wait_until_idle();
   SymbolsSummary ahead_summary;
@@ -155,7 +156,7 @@ TEST(SymbolsWriter, AnAddressWhoseRangeAnotherModuleTookIsSymbolizedInTheLaterMo
     pipeline::ContextChannel channel;
     StackTables tables(channel);
     SymbolsWriter writer(false);
-    if (prefetch) tables.on_new_address([&](const ModuleEntry& e, std::uint64_t r) { writer.prefetch(e, r); });
+    if (prefetch) tables.on_new_addresses([&](std::span<const StackTables::NewAddress> a) { writer.prefetch(a); });
     note_module(tables, 7, "/nonexistent/earlier.so", m.bias, m.start, m.end);
     note_nodes(tables, 7, 1, {reinterpret_cast<std::uint64_t>(&symbols_writer_test_first) + 1});
     writer.wait_until_idle();

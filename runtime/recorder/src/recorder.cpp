@@ -505,7 +505,7 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   SymbolsWriter symbols_writer(::isatty(2) == 1);
   SymbolsSummary symbols;
   if (options.stack_depth != 0) {
-    stacks.on_new_address([&](const ModuleEntry& m, std::uint64_t relative) { symbols_writer.prefetch(m, relative); });
+    stacks.on_new_addresses([&](std::span<const StackTables::NewAddress> a) { symbols_writer.prefetch(a); });
     reader.set_stacks(&stacks, [&] { symbols = symbols_writer.write(stacks, channel); });
   }
   ReaderOutcome outcome;

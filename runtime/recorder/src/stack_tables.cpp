@@ -77,14 +77,16 @@ void StackTables::finish_note() {
     const std::size_t n = p.size() / 12;
     r.parents.reserve(n);
     r.addresses.reserve(n);
+    new_addresses_.clear();
     for (std::size_t i = 0; i < n; ++i) {
       r.parents.push_back(load_le<std::uint32_t>(p.data() + 12 * i));
       r.addresses.push_back(load_le<std::uint64_t>(p.data() + 12 * i + 4));
       const std::uint64_t address = r.addresses.back();
       image.addresses[r.first_id + static_cast<std::uint32_t>(i)] = address;
-      if (on_new_address_ && address != codec::kTruncatedStackAddress)
-        if (const ModuleEntry* m = image.module_of(address)) on_new_address_(*m, address - m->bias);
+      if (on_new_addresses_ && address != codec::kTruncatedStackAddress)
+        if (const ModuleEntry* m = image.module_of(address)) new_addresses_.push_back({m, address - m->bias});
     }
+    if (!new_addresses_.empty()) on_new_addresses_(new_addresses_);
     nodes_ += n;
     if (n != 0) channel_.add(std::move(r));
     return;

@@ -8,8 +8,6 @@
 // (it touches nothing here).
 #pragma once
 
-#include "memtrack/pipeline/stream_encoder.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -21,6 +19,7 @@
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/pipeline/context_channel.h"
+#include "memtrack/pipeline/stream_encoder.h"
 #include "memtrack/runtime/ring.h"
 
 namespace memtrack::runtime {
@@ -55,10 +54,15 @@ class StackTables {
  public:
   explicit StackTables(pipeline::ContextChannel& channel) : channel_(channel) {}
 
-  // Called on the reader thread for every new node whose address lies in a noted module, with that module
-  // and the module-relative address (symbols_writer.h symbolizes ahead from it).
-  using NewAddressFn = std::function<void(const ModuleEntry& module, std::uint64_t relative)>;
-  void on_new_address(NewAddressFn fn) { on_new_address_ = std::move(fn); }
+  // Called on the reader thread once per stack note with its new nodes whose addresses lie in a noted module:
+  // each one's module and module-relative address (symbols_writer.h symbolizes ahead from them). The module
+  // pointers are valid during the call.
+  struct NewAddress {
+    const ModuleEntry* module;
+    std::uint64_t relative;
+  };
+  using NewAddressesFn = std::function<void(std::span<const NewAddress>)>;
+  void on_new_addresses(NewAddressesFn fn) { on_new_addresses_ = std::move(fn); }
 
   // True for the note kinds these books take (NoteStackNodes, NoteModule), whose NoteData slots follow.
   [[nodiscard]] static bool takes(RingEventKind kind) {
@@ -91,7 +95,8 @@ class StackTables {
   ImageTables& current(std::int32_t pid);
 
   pipeline::ContextChannel& channel_;
-  NewAddressFn on_new_address_;
+  NewAddressesFn on_new_addresses_;
+  std::vector<NewAddress> new_addresses_;  // one note's, reused
   Note note_;
   std::vector<ImageTables> images_;
   std::map<std::int32_t, std::size_t> current_;  // pid -> its current image in images_

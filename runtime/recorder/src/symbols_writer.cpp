@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <exception>
 #include <ctime>
+#include <exception>
 #include <string>
 #include <utility>
 
@@ -53,11 +53,19 @@ SymbolsWriter::SymbolsWriter(bool progress) : progress_(progress) {}
 
 SymbolsWriter::~SymbolsWriter() { stop_worker(); }
 
-void SymbolsWriter::prefetch(const ModuleEntry& module, std::uint64_t relative) {
+void SymbolsWriter::prefetch(std::span<const StackTables::NewAddress> addresses) {
   {
     const std::lock_guard lock(mutex_);
     if (closing_) return;
-    queue_[{module.path, module.build_id}].push_back(relative);
+    const ModuleEntry* module = nullptr;
+    std::vector<std::uint64_t>* list = nullptr;
+    for (const StackTables::NewAddress& a : addresses) {
+      if (a.module != module) {  // a stack's frames come in runs of one module: one key per run
+        module = a.module;
+        list = &queue_[{module->path, module->build_id}];
+      }
+      list->push_back(a.relative);
+    }
   }
   if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
   wake_.notify_one();

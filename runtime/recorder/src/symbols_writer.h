@@ -4,7 +4,7 @@
 // names without DWARF); one or more Symbols records per module go into the context when the recording ends.
 // Never on the program's path: all of it runs in the recorder.
 //
-// Ahead of the end: the reader hands each new address to prefetch() as its stack note passes, and a worker
+// Ahead of the end: the reader hands each stack note's new addresses to prefetch() as the note passes, and a worker
 // thread symbolizes it (opening the module and its debug file, the costly part) while the program runs. At
 // the end, write() stops the worker after its current batch, symbolizes what it had not reached, and writes
 // the records from both, sorted by module and address: the same records as symbolizing everything at the
@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -32,11 +33,11 @@
 namespace memtrack::runtime {
 
 struct SymbolsSummary {
-  std::uint64_t modules = 0;    // modules with at least one address
-  std::uint64_t addresses = 0;  // distinct module-relative addresses symbolized
-  std::uint64_t resolved = 0;   // of which have at least a function name
-  std::uint64_t outside = 0;    // addresses in no noted module (JIT code, the pseudo-node excluded)
-  std::uint64_t ahead = 0;      // of `addresses`, symbolized by the worker while the program ran
+  std::uint64_t modules = 0;     // modules with at least one address
+  std::uint64_t addresses = 0;   // distinct module-relative addresses symbolized
+  std::uint64_t resolved = 0;    // of which have at least a function name
+  std::uint64_t outside = 0;     // addresses in no noted module (JIT code, the pseudo-node excluded)
+  std::uint64_t ahead = 0;       // of `addresses`, symbolized by the worker while the program ran
   double ahead_cpu_seconds = 0;  // the worker's CPU time
   double seconds_at_end = 0;     // wall time after the program ended (what the user waits for)
 };
@@ -49,9 +50,9 @@ class SymbolsWriter {
   SymbolsWriter(const SymbolsWriter&) = delete;
   SymbolsWriter& operator=(const SymbolsWriter&) = delete;
 
-  // Reader thread: `relative` (a return address minus the module's load bias) was noted in `module`. The
-  // worker starts with the first call.
-  void prefetch(const ModuleEntry& module, std::uint64_t relative);
+  // Reader thread: one stack note's new addresses, each relative to its module's load bias (one lock and
+  // one wake-up per note). The worker starts with the first call.
+  void prefetch(std::span<const StackTables::NewAddress> addresses);
 
   // Blocks until the worker has symbolized everything prefetched so far (tests: what write() then finds).
   void wait_until_idle();
