@@ -21,16 +21,16 @@ constexpr std::size_t kSmallestEventBytes = 30;  // a Free with fixint values is
 
 }  // namespace
 
-std::uint64_t position_of(const codec::ContextRecord& record) {
+std::optional<std::uint64_t> position_of(const codec::ContextRecord& record) {
   return std::visit(
-      [](const auto& x) -> std::uint64_t {
+      [](const auto& x) -> std::optional<std::uint64_t> {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, codec::EventStacks>) {
           return x.first_event;
         } else if constexpr (requires { x.event; }) {
           return x.event;
         } else {
-          return 0;  // RecordingInfo, StreamEnd, Symbols: no position (StreamOrder places them)
+          return std::nullopt;  // RecordingInfo, StreamEnd, Symbols
         }
       },
       record);
@@ -44,15 +44,8 @@ void StreamOrder::add(std::span<codec::ContextRecord> records, std::span<const c
   // follows. The Recording describes the whole stream: first.
   const std::uint64_t frame_end = next_event_ + events.size();
   for (codec::ContextRecord& r : records) {
-    const bool positioned = std::visit(
-        [](const auto& x) {
-          using T = std::decay_t<decltype(x)>;
-          return std::is_same_v<T, codec::EventStacks> || std::is_same_v<T, codec::RecordingInfo> || requires {
-            x.event;
-          };
-        },
-        r);
-    waiting_.emplace_back(positioned ? position_of(r) : frame_end, std::move(r));
+    const std::uint64_t at = std::holds_alternative<codec::RecordingInfo>(r) ? 0 : position_of(r).value_or(frame_end);
+    waiting_.emplace_back(at, std::move(r));
   }
   // Stable: records of one position keep their file order (a ProcessStart before the Exec at its position).
   if (!records.empty())

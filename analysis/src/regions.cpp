@@ -1,30 +1,12 @@
 #include "memtrack/analysis/regions.h"
 
 #include <algorithm>
-#include <type_traits>
 #include <variant>
 
 #include "memtrack/analysis/event_kinds.h"
+#include "memtrack/analysis/frame_reader.h"  // position_of
 
 namespace memtrack::analysis {
-namespace {
-
-// The position a record takes effect at; nullopt: none (delivered as it comes).
-std::optional<std::uint64_t> applies_at(const codec::ContextRecord& r) {
-  return std::visit(
-      [](const auto& x) -> std::optional<std::uint64_t> {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, codec::EventStacks>)
-          return x.first_event;
-        else if constexpr (requires { x.event; })
-          return x.event;
-        else
-          return std::nullopt;
-      },
-      r);
-}
-
-}  // namespace
 
 Regions::Regions(std::optional<std::string> select, ArtifactConsumer* downstream)
     : select_(std::move(select)), downstream_(select_ ? downstream : nullptr) {}
@@ -42,10 +24,11 @@ void Regions::forward(codec::ContextRecord record) {
 }
 
 void Regions::add_context(const codec::ContextRecord& record) {
-  const std::optional<std::uint64_t> at = applies_at(record);
+  const std::optional<std::uint64_t> at = position_of(record);
   if (at && *at > seen_) {
-    const auto it = std::upper_bound(pending_.begin(), pending_.end(), *at,
-                                     [](std::uint64_t p, const codec::ContextRecord& r) { return p < *applies_at(r); });
+    const auto it =
+        std::upper_bound(pending_.begin(), pending_.end(), *at,
+                         [](std::uint64_t p, const codec::ContextRecord& r) { return p < *position_of(r); });
     pending_.insert(it, record);
     return;
   }
@@ -158,13 +141,13 @@ void Regions::flush_batch() {
 void Regions::add(std::span<const codec::Event> events) {
   // Nothing open, nothing waiting, no filter (stats of an artifact without regions): only the count moves.
   if (downstream_ == nullptr && open_.empty() &&
-      (pending_.empty() || *applies_at(pending_.front()) >= seen_ + events.size())) {
+      (pending_.empty() || *position_of(pending_.front()) >= seen_ + events.size())) {
     seen_ += events.size();
     if (!events.empty()) last_ts_ = events.back().timestamp;
     return;
   }
   for (const codec::Event& e : events) {
-    while (!pending_.empty() && *applies_at(pending_.front()) <= seen_) {
+    while (!pending_.empty() && *position_of(pending_.front()) <= seen_) {
       const codec::ContextRecord r = std::move(pending_.front());
       pending_.erase(pending_.begin());
       apply(r);

@@ -234,7 +234,7 @@ TEST(LifecycleArtifact, StreamIndexedAndInMemoryReadersGiveTheLifecycleNumbers) 
     struct Log final : ArtifactConsumer {
       std::vector<std::string> seen;
       void add_context(const ContextRecord& r) override {
-        seen.push_back("r" + std::to_string(r.index()) + "@" + std::to_string(position_of(r)));
+        seen.push_back("r" + std::to_string(r.index()) + "@" + std::to_string(position_of(r).value_or(0)));
       }
       void add(std::span<const Event> events) override {
         for (const Event& e : events) seen.push_back("e" + std::to_string(e.timestamp));

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -67,8 +68,9 @@ class ArtifactConsumer {
   virtual void add(std::span<const codec::Event> events) = 0;
 };
 
-// The position a record applies at (0 for records without one).
-[[nodiscard]] std::uint64_t position_of(const codec::ContextRecord& record);
+// The position a record applies at: the number of events before it (docs/FORMAT.md, "Context section:
+// positions"); nullopt for the records without one (Recording, End, Symbols).
+[[nodiscard]] std::optional<std::uint64_t> position_of(const codec::ContextRecord& record);
 
 // From frames (events + the records read after them) to stream order: records wait until the events before
 // their position have been delivered. Feed it every frame in order with add(); finish() at the end delivers
