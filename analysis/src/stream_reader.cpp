@@ -177,8 +177,8 @@ struct StreamFrameReader::Impl {
       return fail(codec::Errc::bad_zstd, start, "bad frame header");
     }
     // Our writer's frames are verified whole before their events go out; others are streamed.
+    // (Held back in `events`, not in mp: parse() empties mp after every step, so mp keeps its size.)
     buffered = declared != ZSTD_CONTENTSIZE_UNKNOWN && declared <= limits.max_buffered_frame_bytes;
-    if (buffered && mp.size() < mp_end + declared) mp.resize(mp_end + static_cast<std::size_t>(declared));
     ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
     std::uint64_t produced = 0, content_pos = 0;
     for (;;) {
@@ -189,10 +189,6 @@ struct StreamFrameReader::Impl {
       ZSTD_inBuffer input{in.bytes.data(), in.end, in.pos};
       ZSTD_outBuffer output{mp.data(), mp.size(), mp_end};
       const std::size_t r = ZSTD_decompressStream(dctx, &output, &input);
-      // No progress with input left: the output is full (a buffered frame sized to its declared content,
-      // which zstd wants room past); a little more room, bounded by the declared-size check below.
-      if (!ZSTD_isError(r) && r != 0 && input.pos == in.pos && output.pos == mp_end && input.pos < input.size)
-        mp.resize(mp.size() + 4096);
       in.pos = input.pos;
       produced += output.pos - mp_end;
       mp_end = output.pos;
