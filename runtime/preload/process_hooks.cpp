@@ -260,14 +260,8 @@ bool ring_reachable() {
   if (faccessat(AT_FDCWD, g_env_ring + kRingPrefix, R_OK | W_OK, AT_EACCESS) != 0) return false;
   const auto euid = static_cast<uid_t>(syscall(SYS_geteuid));
   if (euid == 0) return true;
-  char dir[32] = "/proc/";
-  size_t n = 6;
-  char digits[16];
-  size_t nd = 0;
-  for (auto pid = static_cast<unsigned>(g_ring->recorder_pid); nd == 0 || pid != 0; pid /= 10)
-    digits[nd++] = static_cast<char>('0' + pid % 10);
-  while (nd != 0) dir[n++] = digits[--nd];
-  dir[n] = '\0';
+  char dir[32];
+  snprintf(dir, sizeof dir, "/proc/%u", static_cast<unsigned>(g_ring->recorder_pid));  // does not allocate
   struct stat st;
   if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, 0) != 0) return true;  // not known: claim nothing
   return st.st_uid == euid && st.st_gid == static_cast<gid_t>(syscall(SYS_getegid));
@@ -390,13 +384,8 @@ const char* messages_path() {
 void diagnostic(const char* const* parts, size_t count) {
   char line[1024];
   // "<pid> " for the recorder, which names the processes of each message; stderr gets the rest.
-  char digits[16];
-  size_t nd = 0;
-  for (auto pid = static_cast<unsigned>(syscall(SYS_getpid)); nd == 0 || pid != 0; pid /= 10)
-    digits[nd++] = static_cast<char>('0' + pid % 10);
-  size_t len = 0;
-  while (nd != 0) line[len++] = digits[--nd];
-  line[len++] = ' ';
+  size_t len = static_cast<size_t>(
+      snprintf(line, sizeof line, "%u ", static_cast<unsigned>(syscall(SYS_getpid))));  // does not allocate
   const size_t text = len;
   auto append = [&](const char* s) {
     const size_t n = strnlen(s, sizeof line - 1 - len);
