@@ -1,6 +1,7 @@
 #include "preload_messages.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,7 +25,10 @@ std::string PreloadMessages::path() const {
 }
 
 std::vector<PreloadMessage> PreloadMessages::collect() const {
-  std::string bytes(kMaxBytes, '\0');
+  // Sized by what was written (usually nothing), at most kMaxBytes.
+  struct stat st {};
+  const std::size_t size = ::fstat(fd_, &st) == 0 && st.st_size > 0 ? static_cast<std::size_t>(st.st_size) : 0;
+  std::string bytes(std::min(size, kMaxBytes), '\0');
   std::size_t n = 0;
   while (n < bytes.size()) {
     const ssize_t r = ::pread(fd_, bytes.data() + n, bytes.size() - n, static_cast<off_t>(n));
