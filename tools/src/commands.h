@@ -14,6 +14,8 @@ int run_top(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_export(int argc, char** argv);
 int run_ctl(int argc, char** argv);
+int run_diff(int argc, char** argv);
+int run_check(int argc, char** argv);
 
 // The exit status of a command that failed with `status` (not ok): 2 for Errc::usage (what the command line
 // asked for does not fit the input, e.g. --frames on an artifact without a frame index), 1 for everything
