@@ -236,5 +236,38 @@ TEST_F(DiffTest, CheckUsage) {
   EXPECT_EQ(region.err, "memtrack check: " + head() + " has no region 'nope'\n");
 }
 
+// Regions (programs/control.c: "first" runs twice, 5000 B then 50 B): per-name figures, check per
+// occurrence, diff of one region.
+TEST_F(DiffTest, RegionFiguresCheckAndDiff) {
+  const std::string file = *dir_ + "/control.mt";
+  const auto rec = run(mt() + " record -q -o " + file + " -- " MEMTRACK_PROGRAMS_DIR "/control");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  const std::string figures =
+      py(mt() + " stats --regions --json " + file,
+         "import json,sys\nd=json.load(sys.stdin)\n"
+         "for r in d['regions']:\n"
+         "  if r['name'] != 'first': continue\n"
+         "  print(r['runs'], [x['peak_bytes'] for x in r['per_run']], [x['leaked_bytes'] for x in r['per_run']],"
+         " r['min']['allocations'], r['median']['peak_bytes'], r['max']['peak_bytes'], r['max']['allocated_bytes'])\n");
+  EXPECT_EQ(figures, "2 [5000, 50] [3000, 50] 1 50 5000 5000\n");
+  const auto table = run(mt() + " stats --regions " + file);
+  EXPECT_NE(table.out.find("first: 2 runs\n  peak         50 B / 50 B / 4.9 KiB\n"), std::string::npos) << table.out;
+
+  const auto holds = run(mt() + " check " + file + " --region first --max-peak 5000 --max-leaked 3000");
+  EXPECT_EQ(holds.status, 0) << holds.out;
+  const auto breaks = run(mt() + " check " + file + " --region first --max-peak 4KiB --max-allocations 1");
+  EXPECT_EQ(breaks.status, 1);
+  EXPECT_EQ(breaks.out,
+            "region first (occurrence 1 of 2): peak heap 4.9 KiB > --max-peak 4 KiB\n"
+            "region first (occurrence 1 of 2): allocations 2 > --max-allocations 1\n");
+
+  const std::string diff =
+      py(mt() + " diff --json --region first " + file + " " + file,
+         "import json,sys\nd=json.load(sys.stdin)\nt=d['totals']\n"
+         "print(d['region'], t['base']['allocations'], t['head']['allocated_bytes'], t['delta']['allocations'],"
+         " [(r['name'], r['status']) for r in d['regions'] if r['name'] == 'first'])\n");
+  EXPECT_EQ(diff, "first 3 5050 0 [('first', 'same')]\n");
+}
+
 }  // namespace
 }  // namespace memtrack::testing

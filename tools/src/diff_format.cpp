@@ -146,6 +146,9 @@ std::string image_label(const ImageChange& c) {
   return (c.executable.empty() ? std::string("(unknown)") : c.executable) + " #" + u64(c.nth);
 }
 
+// Longer names (C++ templates) are cut in markdown's one-line cells.
+constexpr std::size_t kMarkdownName = 60;
+
 // Markdown table cells: a '|' would end the cell.
 std::string md_escape(const std::string& s) {
   std::string o;
@@ -331,7 +334,14 @@ std::string format_diff_markdown(const DiffReport& r) {
           site += " ← …";
           break;
         }
-        site += (shown++ ? " ← `" : "`") + md_escape(f.function.empty() ? format_frame(f) : f.function) + "`";
+        std::string name = f.function.empty() ? format_frame(f) : f.function;
+        if (name.size() > kMarkdownName) {
+          std::size_t cut = kMarkdownName;
+          while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80)
+            --cut;  // not inside a UTF-8 sequence
+          name = name.substr(0, cut) + "…";
+        }
+        site += (shown++ ? " ← `" : "`") + md_escape(name) + "`";
       }
       out += "| " + u64(++rank) + " | " + status_name(c.status);
       for (const auto& f : {kSite[0], kSite[1], kSite[2], kSite[3]})
