@@ -141,6 +141,21 @@ TEST_F(DiffTest, TableAndMarkdown) {
   EXPECT_EQ(same, "{'same': 3, 'changed': 0, 'new': 0, 'gone': 0}\n");
 }
 
+// A recording without stacks: the totals are compared, the sites are not (they would all read as gone).
+TEST_F(DiffTest, OneSideWithoutStacks) {
+  const std::string plain = *dir_ + "/plain.mt";
+  ASSERT_EQ(run(mt() + " record -q --no-stacks -o " + plain + " -- " + kPrograms + "/head/diff_prog").status, 0);
+  const auto t = run(mt() + " diff " + base() + " " + plain);
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_NE(t.out.find("\nsites: " + plain + " has no call stacks (recorded with --no-stacks?): sites not compared\n"),
+            std::string::npos)
+      << t.out;
+  const std::string j = py(mt() + " diff --json " + base() + " " + plain,
+                           "import json,sys\nd=json.load(sys.stdin)\n"
+                           "print(d['has_stacks'], d['sites'], d['totals']['delta']['allocated_bytes'])\n");
+  EXPECT_EQ(j, "False [] 2766\n");
+}
+
 TEST_F(DiffTest, Usage) {
   EXPECT_EQ(run(mt() + " diff " + base()).status, 2);
   EXPECT_EQ(run(mt() + " diff " + base() + " " + head() + " --by size").status, 2);

@@ -77,10 +77,13 @@ int run_diff(int argc, char** argv) {
   report.region = options.region;
   report.order = options.order;
   report.limit = limit;
-  report.has_stacks = base.has_stacks || head.has_stacks;
+  // Sites of a recording with stacks against one without would all read as new or gone.
+  report.has_stacks = base.has_stacks && head.has_stacks;
+  if (base.has_stacks != head.has_stacks) report.without_stacks = base.has_stacks ? head.name : base.name;
   report.base = base.totals;
   report.head = head.totals;
-  report.sites = analysis::match_sites(base.sites->sites, head.sites->sites, options.order, limit);
+  if (report.has_stacks)
+    report.sites = analysis::match_sites(base.sites->sites, head.sites->sites, options.order, limit);
   report.processes = analysis::match_images(base.stats.heap.images(), head.stats.heap.images());
   report.regions =
       analysis::match_regions(analysis::region_figures(base.occurrences), analysis::region_figures(head.occurrences));

@@ -127,6 +127,11 @@ std::string header_line(const DiffReport& r) {
   return s;
 }
 
+std::string no_stacks(const DiffReport& r) {
+  if (r.without_stacks.empty()) return "neither recording has call stacks";
+  return r.without_stacks + " has no call stacks (recorded with --no-stacks?): sites not compared";
+}
+
 std::string counts_line(const DiffReport& r) {
   const analysis::SitesDiff& d = r.sites;
   return u64(d.changed) + " changed, " + u64(d.added) + " new, " + u64(d.removed) + " gone, " + u64(d.same) + " same";
@@ -258,7 +263,7 @@ std::string format_diff_table(const DiffReport& r) {
   }
 
   if (!r.has_stacks) {
-    out += "\nsites: neither recording has call stacks\n";
+    out += "\nsites: " + no_stacks(r) + "\n";
   } else {
     out += "\nsites by change in " + std::string(order_name(r.order)) + ": " + counts_line(r) + "\n";
     std::size_t rank = 0;
@@ -320,7 +325,7 @@ std::string format_diff_markdown(const DiffReport& r) {
     }
   }
   if (!r.has_stacks) {
-    out += "\nNeither recording has call stacks.\n";
+    out += "\nSites: " + md_escape(no_stacks(r)) + ".\n";
   } else {
     out += "\n**Sites by change in " + std::string(order_name(r.order)) + "** (" + counts_line(r) + ")\n\n";
     out += "| # | status | peak | allocated | allocations | leaked | site |\n|---:|---|---:|---:|---:|---:|---|\n";

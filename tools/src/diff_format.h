@@ -16,8 +16,9 @@ struct DiffReport {
   std::string base_name, head_name;
   std::optional<std::string> region;  // the --region the comparison is restricted to
   analysis::SiteOrder order = analysis::SiteOrder::peak;
-  std::size_t limit = 10;   // the table's processes (the sites are already cut; 0: all)
-  bool has_stacks = false;  // either recording had call stacks (otherwise there are no sites to pair)
+  std::size_t limit = 10;      // the table's processes (the sites are already cut; 0: all)
+  bool has_stacks = false;     // both recordings have call stacks (otherwise no sites are paired)
+  std::string without_stacks;  // the one that has none, when only one has
   analysis::RunTotals base, head;
   analysis::SitesDiff sites;
   std::vector<analysis::ImageChange> processes;
