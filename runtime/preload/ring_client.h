@@ -5,7 +5,6 @@
 #pragma once
 
 #include <stdint.h>
-#include <time.h>
 
 #include <atomic>
 
@@ -75,14 +74,7 @@ inline bool recording_now() {
 bool begin_image();
 
 // The event's time: the raw TSC when the recorder converts it (ring.h, timestamp_tsc), else CLOCK_MONOTONIC.
-inline uint64_t timestamp_now() {
-#if defined(__x86_64__)
-  if (g_timestamp_tsc) return __builtin_ia32_rdtsc();
-#endif
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+inline uint64_t timestamp_now() { return runtime::ring_timestamp(g_timestamp_tsc); }
 
 struct Ticket {
   RingSlot* slot;
@@ -183,6 +175,11 @@ inline void record(RingEventKind kind, const void* addr, uint64_t size, uint32_t
   const bool allocation = kind != RingEventKind::Free && kind != RingEventKind::Munmap;
   if (begin_event(tk, allocation)) commit_event(tk, kind, addr, size, nullptr, false, stack);
 }
+
+// Whether munmap(addr, len) is an event: it is recorded before the real call (the range may be mapped again by
+// another thread right after), and the only ways munmap fails are the arguments checked here (len 0, addr not
+// page-aligned), so no event is written for a call that will fail.
+inline bool munmap_is_event(uintptr_t addr, size_t len) { return len != 0 && (addr & 4095u) == 0; }
 
 // Whether this image records and allocations are paused (memtrack/control.h): a realloc then records only the
 // release of its old block, and no stack is captured.
