@@ -17,19 +17,7 @@ namespace memtrack::preload {
 namespace {
 
 // Attached and recording, and a note may be written from here (see the file comment).
-bool may_note() {
-  if (t_busy) return false;
-  const int s = g_state.load(std::memory_order_acquire);
-  if (s == kOff) return false;
-  if (s != kRecording) {
-    attach();
-    if (g_state.load(std::memory_order_acquire) != kRecording) return false;
-  }
-  if (g_ring->detached.load(std::memory_order_relaxed) != 0) return false;
-  if (t_pending != kNoTicket && g_ring->head.load(std::memory_order_relaxed) - t_pending >= (g_mask + 1) / 2)
-    return false;
-  return true;
-}
+bool may_note() { return may_record() && nested_ticket_allowed(t_pending); }
 
 // The toggle, then the note carrying the new word (ring.h, "Control": a note older than one the recorder
 // applied is dropped, so two threads toggling at once end, in the artifact, in the state the word ended in).

@@ -76,6 +76,28 @@ bool begin_image();
 // The event's time: the raw TSC when the recorder converts it (ring.h, timestamp_tsc), else CLOCK_MONOTONIC.
 inline uint64_t timestamp_now() { return runtime::ring_timestamp(g_timestamp_tsc); }
 
+// Whether this thread may record now: it is not attaching, this image is attached (attaching first if it has
+// not tried yet), and the ring is not detached (then the image stops recording: g_state becomes kOff).
+inline bool may_record() {
+  if (t_busy) return false;
+  int s = g_state.load(std::memory_order_acquire);
+  if (s != kRecording) [[unlikely]] {
+    if (s == kOff) return false;
+    attach();
+    if (g_state.load(std::memory_order_acquire) != kRecording) return false;
+  }
+  if (g_ring->detached.load(std::memory_order_relaxed)) [[unlikely]] {
+    g_state.store(kOff, std::memory_order_release);
+    return false;
+  }
+  return true;
+}
+
+// The nested-ticket bound of begin_event (below) for a thread whose oldest unfilled ticket is `outer`.
+inline bool nested_ticket_allowed(uint64_t outer) {
+  return outer == kNoTicket || g_ring->head.load(std::memory_order_relaxed) - outer < (g_mask + 1) / 2;
+}
+
 struct Ticket {
   RingSlot* slot;
   uint64_t t;
@@ -100,22 +122,12 @@ struct Ticket {
 // (RingHeader::control, memtrack/control.h) such events are not recorded; releases always are, so a block
 // allocated while recording is still released in the artifact when it is freed during a pause.
 inline bool begin_event(Ticket& tk, bool allocation = false) {
-  if (t_busy) return false;
-  int s = g_state.load(std::memory_order_acquire);
-  if (s != kRecording) [[unlikely]] {
-    if (s == kOff) return false;
-    attach();
-    if (g_state.load(std::memory_order_acquire) != kRecording) return false;
-  }
-  if (g_ring->detached.load(std::memory_order_relaxed)) [[unlikely]] {
-    g_state.store(kOff, std::memory_order_release);
-    return false;
-  }
+  if (!may_record()) return false;
   // The same cache line as `detached`, which nobody writes while recording: no cost beyond the load.
   if (allocation && (g_ring->control.load(std::memory_order_relaxed) & runtime::kRingControlPaused) != 0) [[unlikely]]
     return false;
   tk.outer = t_pending;
-  if (tk.outer != kNoTicket && g_ring->head.load(std::memory_order_relaxed) - tk.outer >= (g_mask + 1) / 2) [[unlikely]]
+  if (!nested_ticket_allowed(tk.outer)) [[unlikely]]
     return false;
   // Relaxed is enough for causality: read-modify-writes of one atomic are totally ordered consistently
   // with happens-before whatever their memory order.
