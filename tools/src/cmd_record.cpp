@@ -47,8 +47,8 @@ constexpr const char* kHelp =
     "recording ends when CMD does (or 1 s later; a second signal ends it at once); once CMD has exited they\n"
     "end the recording at once, with a valid artifact. A recorder killed with SIGKILL leaves\n"
     "FILE.<pid>.partial: every whole frame in it is a valid artifact (decode reads it up to the cut).\n"
-    "The library is found where it was installed beside memtrack (<dir of memtrack>/" MEMTRACK_PRELOAD_INSTALL_DIR "/),\n"
-    "else in the build tree's lib/, unless MEMTRACK_PRELOAD names another.\n";
+    "The library is found where the install put it, <dir of memtrack>/" MEMTRACK_PRELOAD_INSTALL_DIR
+    "/,\nelse in the build tree's lib/, unless MEMTRACK_PRELOAD names another.\n";
 
 bool names_python(const std::string& path) {
   const auto slash = path.find_last_of('/');

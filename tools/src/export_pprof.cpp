@@ -34,11 +34,13 @@ std::optional<std::uint64_t> file_offset_of(const std::string& path, const std::
   if (fd < 0) return std::nullopt;
   std::optional<std::uint64_t> offset;
   Elf64_Ehdr eh;
-  if (::pread(fd, &eh, sizeof eh, 0) == static_cast<ssize_t>(sizeof eh) && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
-      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+  if (::pread(fd, &eh, sizeof eh, 0) == static_cast<ssize_t>(sizeof eh) &&
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+      eh.e_phentsize == sizeof(Elf64_Phdr)) {
     for (unsigned i = 0; i < eh.e_phnum && !offset; ++i) {
       Elf64_Phdr ph;
-      if (::pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) != static_cast<ssize_t>(sizeof ph))
+      if (::pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) !=
+          static_cast<ssize_t>(sizeof ph))
         break;
       if (ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz)
         offset = ph.p_offset + (vaddr - ph.p_vaddr);
