@@ -1,5 +1,5 @@
 // One sequential pass over a whole artifact, data frames and context frames together, handing each consumer
-// the context records and events in stream order (frame_reader.h: StreamFrameReader + StreamOrder): a record
+// the context records and events in stream order (StreamFrameReader + stream_order.h: StreamOrder): a record
 // before the events at and after its position. What `memtrack report`, `export` and `top` read with, feeding
 // the sites, the timeline and the stats from one pass.
 #pragma once
