@@ -23,7 +23,7 @@ OpenArtifact::OpenArtifact(const ArtifactArgs& a)
   close_fd(fd_);
 }
 
-analysis::PassProgressFn OpenArtifact::progress() {
+analysis::ProgressFn OpenArtifact::progress() {
   return [this](std::uint64_t bytes, std::uint64_t events) { meter_.update(bytes, events); };
 }
 

@@ -34,7 +34,7 @@ class OpenArtifact {
   explicit OpenArtifact(const ArtifactArgs& a);  // throws std::runtime_error naming the file (exit 1)
   [[nodiscard]] std::span<const std::byte> bytes() const { return file_.bytes(); }
   // Progress for analysis::read_artifact; call finish() when the pass is over.
-  [[nodiscard]] analysis::PassProgressFn progress();
+  [[nodiscard]] analysis::ProgressFn progress();
   void finish() { meter_.finish(); }
 
  private:

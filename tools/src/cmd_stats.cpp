@@ -102,27 +102,18 @@ std::optional<analysis::SitesResult> late_leak_sites(int fd, const std::string& 
   if (fd == 0) return std::nullopt;
   const ArtifactBytes file(fd, name);
   analysis::SiteAccumulator acc;
-  if (!analysis::read_sites(file.bytes(), name, acc).is_ok()) return std::nullopt;
+  analysis::ArtifactConsumer* consumers[] = {&acc};
+  analysis::PassSummary pass;
+  if (!analysis::read_artifact(file.bytes(), name, consumers, pass).is_ok()) return std::nullopt;
   return LeakSites::leaks_of(acc);
 }
-
-// Stats as one consumer of a pass (the region filter's downstream).
-class StatsConsumer final : public analysis::ArtifactConsumer {
- public:
-  explicit StatsConsumer(analysis::Stats& stats) : stats_(stats) {}
-  void add_context(const codec::ContextRecord& r) override { stats_.add_context(r); }
-  void add(std::span<const codec::Event> events) override { stats_.add(events); }
-
- private:
-  analysis::Stats& stats_;
-};
 
 // memtrack stats --region NAME: one pass through the region filter into the stats.
 int region_stats(int fd, const std::string& name, const std::string& region, bool json, ProgressMeter& meter) {
   const ArtifactBytes file(fd, name);
   close_fd(fd);
   analysis::Stats stats;
-  StatsConsumer consumer(stats);
+  analysis::StatsConsumer consumer(stats);
   analysis::Regions regions(region, &consumer);
   analysis::ArtifactConsumer* consumers[] = {&regions};
   analysis::PassSummary pass;
@@ -131,9 +122,7 @@ int region_stats(int fd, const std::string& name, const std::string& region, boo
   regions.finish();
   meter.finish();
   stats.status = status;
-  stats.file.frames = pass.data_frames;
-  stats.file.compressed_bytes = pass.compressed_bytes;
-  stats.file.decompressed_bytes = pass.decompressed_bytes;
+  stats.file = analysis::file_summary(pass);
   if (regions.selected_occurrences() == 0 && status.is_ok()) {
     std::fprintf(stderr, "memtrack stats: %s has no region '%s' (its regions: %s)\n", name.c_str(), region.c_str(),
                  region_names(regions).c_str());

@@ -37,17 +37,6 @@ constexpr const char* kHelp =
     "Frames are named from the artifact's own symbol table; when it has none for a module (the recorder was\n"
     "killed), from the module file if it still exists and is the recorded build, else module + offset.\n";
 
-// The sites as the downstream of the region filter.
-class SitesConsumer final : public analysis::ArtifactConsumer {
- public:
-  explicit SitesConsumer(analysis::SiteAccumulator& acc) : acc_(acc) {}
-  void add_context(const codec::ContextRecord& r) override { acc_.add_context(r); }
-  void add(std::span<const codec::Event> events) override { acc_.add(events); }
-
- private:
-  analysis::SiteAccumulator& acc_;
-};
-
 }  // namespace
 
 int run_top(int argc, char** argv) {
@@ -77,8 +66,7 @@ int run_top(int argc, char** argv) {
   const auto on_progress = [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); };
   codec::Status status;
   if (region) {
-    SitesConsumer sites(acc);
-    analysis::Regions filter(*region, &sites);
+    analysis::Regions filter(*region, &acc);
     analysis::ArtifactConsumer* consumers[] = {&filter};
     analysis::PassSummary pass;
     status = analysis::read_artifact(file.bytes(), name, consumers, pass, on_progress);
@@ -89,7 +77,9 @@ int run_top(int argc, char** argv) {
       return 1;
     }
   } else {
-    status = analysis::read_sites(file.bytes(), name, acc, on_progress);
+    analysis::ArtifactConsumer* consumers[] = {&acc};
+    analysis::PassSummary pass;
+    status = analysis::read_artifact(file.bytes(), name, consumers, pass, on_progress);
   }
   meter.finish();
   if (!acc.has_stacks()) {

@@ -20,53 +20,20 @@ namespace {
 constexpr SiteOrder kOrders[] = {SiteOrder::peak, SiteOrder::allocated, SiteOrder::count, SiteOrder::leaked,
                                  SiteOrder::temporary};
 
-// Feeds the timeline (which drives the live heap), the counts and the sites from one pass.
-class ReportConsumer final : public analysis::ArtifactConsumer {
+// The first Module record of each path (pid aside), for pprof's mappings.
+class ModuleList final : public analysis::ArtifactConsumer {
  public:
-  ReportConsumer(analysis::Stats& stats, analysis::TimelineBuilder& timeline, analysis::SiteAccumulator& sites)
-      : stats_(stats), timeline_(timeline), sites_(sites) {}
-  void add_context(const codec::ContextRecord& r) override {
-    if (std::holds_alternative<codec::RecordingInfo>(r) || std::holds_alternative<codec::Untracked>(r) ||
-        std::holds_alternative<codec::StreamEnd>(r)) {
-      stats_.add_context(r);  // kept in stats.context; not the heap's
-    } else {
-      ++stats_.context.records;
-      timeline_.add_context(r);  // the lifecycle records reach the heap through the timeline
-    }
-    sites_.add_context(r);
-  }
-  void add(std::span<const codec::Event> events) override {
-    stats_.counts.add(events);
-    // The sites share the timeline's live heap (one model, fed once): each event reaches the heap through
-    // the timeline just before the sites see it, so the sites find the peak at the event that made it.
-    for (std::size_t i = 0; i < events.size(); ++i) {
-      timeline_.add(events.subspan(i, 1));
-      sites_.add(events.subspan(i, 1));
-    }
-  }
-
- private:
-  analysis::Stats& stats_;
-  analysis::TimelineBuilder& timeline_;
-  analysis::SiteAccumulator& sites_;
-};
-
-class SitesConsumer final : public analysis::ArtifactConsumer {
- public:
-  SitesConsumer(analysis::SiteAccumulator& sites, std::vector<codec::Module>& modules)
-      : sites_(sites), modules_(modules) {}
+  explicit ModuleList(std::vector<codec::Module>& modules) : modules_(modules) {}
   void add_context(const codec::ContextRecord& r) override {
     if (const auto* m = std::get_if<codec::Module>(&r); m && m->loaded) {
       bool known = false;
       for (const codec::Module& k : modules_) known = known || k.path == m->path;
       if (!known) modules_.push_back(*m);
     }
-    sites_.add_context(r);
   }
-  void add(std::span<const codec::Event> events) override { sites_.add(events); }
+  void add(std::span<const codec::Event>) override {}
 
  private:
-  analysis::SiteAccumulator& sites_;
   std::vector<codec::Module>& modules_;
 };
 
@@ -235,28 +202,28 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& 
 }  // namespace
 
 ReportData build_report(std::span<const std::byte> file, const std::string& name, const ReportOptions& options,
-                        const analysis::PassProgressFn& progress, const analysis::ModuleSymbolizer& symbolizer) {
+                        const analysis::ProgressFn& progress, const analysis::ModuleSymbolizer& symbolizer) {
   ReportData d;
   d.artifact = name;
   d.options = options;
   analysis::TimelineBuilder timeline(d.stats.heap, options.max_points, options.max_images, options.pid);
+  // One live heap (d.stats.heap): the timeline drives it, the sites are its client.
   analysis::SiteAccumulator sites(options.pid, &d.stats.heap);
-  ReportConsumer consumer(d.stats, timeline, sites);
+  analysis::StatsConsumer stats(d.stats, analysis::StatsConsumer::Part::counts_and_context);
+  analysis::Fanout consumer({&stats, &timeline, &sites});
   // The regions for the time axis, in the same pass; with --region, also the filter in front of the rest.
   analysis::Regions regions(options.region, options.region ? &consumer : nullptr);
-  analysis::ArtifactConsumer* both[] = {&consumer, &regions};
+  analysis::ArtifactConsumer* unfiltered[] = {&stats, &timeline, &sites, &regions};
   analysis::ArtifactConsumer* filtered[] = {&regions};
   d.status = analysis::read_artifact(file, name,
                                      options.region ? std::span<analysis::ArtifactConsumer* const>(filtered)
-                                                    : std::span<analysis::ArtifactConsumer* const>(both),
+                                                    : std::span<analysis::ArtifactConsumer* const>(unfiltered),
                                      d.pass, progress);
   regions.finish();
   d.regions = regions.occurrences();
   d.region_occurrences = regions.selected_occurrences();
   d.stats.status = d.status;
-  d.stats.file.frames = d.pass.data_frames;
-  d.stats.file.compressed_bytes = d.pass.compressed_bytes;
-  d.stats.file.decompressed_bytes = d.pass.decompressed_bytes;
+  d.stats.file = analysis::file_summary(d.pass);
   d.timeline = timeline.result();
   d.has_stacks = sites.has_stacks();
   if (d.has_stacks) {
@@ -412,12 +379,12 @@ std::string report_json(const ReportData& d) {
 }
 
 ExportSites read_export_sites(std::span<const std::byte> file, const std::string& name, SiteOrder order,
-                              std::optional<std::int32_t> pid, const analysis::PassProgressFn& progress,
+                              std::optional<std::int32_t> pid, const analysis::ProgressFn& progress,
                               const analysis::ModuleSymbolizer& symbolizer) {
   ExportSites out;
   analysis::SiteAccumulator sites(pid);
-  SitesConsumer consumer(sites, out.modules);
-  analysis::ArtifactConsumer* consumers[] = {&consumer};
+  ModuleList modules(out.modules);
+  analysis::ArtifactConsumer* consumers[] = {&modules, &sites};
   analysis::PassSummary pass;
   out.status = analysis::read_artifact(file, name, consumers, pass, progress);
   out.has_stacks = sites.has_stacks();

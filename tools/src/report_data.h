@@ -49,7 +49,7 @@ struct ReportData {
 // Reads `file` and computes everything the page shows. `symbolizer` names frames of modules the artifact has
 // no Symbols for (tools/src/file_symbolizer.h; empty: module + offset).
 ReportData build_report(std::span<const std::byte> file, const std::string& name, const ReportOptions& options,
-                        const analysis::PassProgressFn& progress = {},
+                        const analysis::ProgressFn& progress = {},
                         const analysis::ModuleSymbolizer& symbolizer = {});
 
 // The page's JSON document (schema version 1, report_html.h).
@@ -64,7 +64,7 @@ struct ExportSites {
   codec::Status status;
 };
 ExportSites read_export_sites(std::span<const std::byte> file, const std::string& name, analysis::SiteOrder order,
-                              std::optional<std::int32_t> pid, const analysis::PassProgressFn& progress = {},
+                              std::optional<std::int32_t> pid, const analysis::ProgressFn& progress = {},
                               const analysis::ModuleSymbolizer& symbolizer = {});
 
 }  // namespace memtrack::tools
