@@ -1,4 +1,5 @@
 #include "memtrack/analysis/stats.h"
+#include "memtrack/analysis/stream_frame_reader.h"
 
 #include <cstring>
 #include <vector>
