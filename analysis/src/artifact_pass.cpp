@@ -1,4 +1,5 @@
 #include "memtrack/analysis/artifact_pass.h"
+
 #include "memtrack/analysis/stream_frame_reader.h"
 
 namespace memtrack::analysis {

@@ -1,8 +1,9 @@
 #include "memtrack/analysis/stats.h"
-#include "memtrack/analysis/stream_frame_reader.h"
 
 #include <cstring>
 #include <vector>
+
+#include "memtrack/analysis/stream_frame_reader.h"
 
 namespace memtrack::analysis {
 

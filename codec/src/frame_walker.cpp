@@ -25,8 +25,8 @@ struct FrameWalker::Impl {
 
   InputWindow in;  // the compressed input
 
-  // Decompressed content not parsed yet: mp[0, mp_end). A streamed frame decompresses into the first
-  // kMsgpackChunk bytes; a buffered one grows mp to its whole content (at most max_buffered_frame_bytes).
+  // Decompressed content not parsed yet: mp[0, mp_end). A streamed frame decompresses into it in steps; a
+  // buffered one whole (read_header sizes it), so mp keeps the size of the largest buffered frame.
   std::vector<std::byte> mp;
   std::size_t mp_end = 0;
   std::uint64_t content_pos = 0;  // the offset of mp[0] in the current frame's content
@@ -55,9 +55,9 @@ struct FrameWalker::Impl {
     mp.resize(std::max(kMsgpackChunk, 2 * limits.max_event_bytes));
     dctx = ZSTD_createDCtx();
     if (dctx == nullptr) throw std::runtime_error("ZSTD_createDCtx failed");
-    // Never let a frame header decide how much is allocated: the window is capped, and a declared content
-    // size chooses buffering and is checked against what the frame produced; a buffer grows only with the
-    // bytes actually produced.
+    // A frame header decides no allocation beyond the limits: the window is capped, and a declared content
+    // size chooses buffering (sizing mp only up to max_buffered_frame_bytes) and is checked against what
+    // the frame produced.
     ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, limits.window_log_max);
   }
   ~Impl() { ZSTD_freeDCtx(dctx); }
@@ -103,7 +103,8 @@ struct FrameWalker::Impl {
       }
       const std::uint64_t at = content_pos + start;
       if (r == ParseResult::error) {
-        fail(Errc::bad_msgpack, frame_offset, "event at byte " + std::to_string(at) + " of the frame's content: " + error);
+        fail(Errc::bad_msgpack, frame_offset,
+             "event at byte " + std::to_string(at) + " of the frame's content: " + error);
         ok = false;
       } else if (mp_end - start >= limits.max_event_bytes) {
         fail(Errc::too_large, frame_offset,
@@ -193,6 +194,14 @@ struct FrameWalker::Impl {
     content_pos = 0;
     buffered = declared != ZSTD_CONTENTSIZE_UNKNOWN && declared <= limits.max_buffered_frame_bytes;
     ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
+    if (buffered) {
+      // zstd writes a buffered frame straight into mp, after the unfinished event before it, and then keeps
+      // no window of its own: mp holds the whole content (one byte more, so that a frame producing more
+      // than it declares is reported as such), at most max_buffered_frame_bytes, as zstd's window would.
+      const std::size_t need = mp_end + static_cast<std::size_t>(declared) + 1;
+      if (mp.size() < need) mp.resize(need);
+    }
+    ZSTD_DCtx_setParameter(dctx, ZSTD_d_stableOutBuffer, buffered ? 1 : 0);
     header_read = true;
     return true;
   }
@@ -229,16 +238,6 @@ struct FrameWalker::Impl {
     return r;
   }
 
-  // A buffered frame: grows mp with what the frame produces, never beyond its declared size (plus the
-  // unfinished event before it and one byte, so that a frame producing more is seen as such).
-  void make_room() {
-    if (mp_end < mp.size()) return;
-    const std::uint64_t cap = (mp_end - produced) + declared + 1;
-    std::size_t next = std::min<std::uint64_t>(std::uint64_t{mp.size()} * 2, cap);
-    if (next + next / 4 >= cap) next = static_cast<std::size_t>(cap);  // no last step of a few bytes
-    mp.resize(next);  // > mp.size(): decompress() fails a frame producing more than it declares first
-  }
-
   void complete_frame() {
     in_frame = false;
     frame_done = true;
@@ -257,7 +256,6 @@ struct FrameWalker::Impl {
     if (buffered) {
       // The whole frame first, its size and checksum verified, then its events.
       for (;;) {
-        make_room();
         const std::size_t r = decompress();
         if (r == SIZE_MAX) return Item::end;
         if (r == 0) break;

@@ -1,6 +1,6 @@
-// The artifact's frame readers, the one place that walks an artifact's frames: both deliver each data frame
-// with the context records of the context frames that follow it (docs/FORMAT.md, "Context section"), so
-// every command reads events and context in one pass, whatever the input.
+// The artifact's frame readers: both deliver each data frame with the context records of the context frames
+// that follow it (docs/FORMAT.md, "Context section"), so every command reads events and context in one pass,
+// whatever the input.
 //   - IndexedFrameReader: through the frame index (seek table) of a file: frames read in order, decoded in
 //     parallel on the current TBB arena, handed to the caller in frame order (`stats`, `decode --frames`).
 //   - StreamFrameReader (stream_frame_reader.h): any artifact from any byte source (a pipe, stdin, a file
