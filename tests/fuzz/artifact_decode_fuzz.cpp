@@ -100,14 +100,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
              "status depends on the block size: '%s' vs '%s'", other.status.message().c_str(),
              d.status.message().c_str());
 
-  // The walker under both sequential readers, with StreamFrameReader's pieces: the same events, the same end.
-  const auto walked = memtrack::fuzz::walk_all(input, 65536);
-  FUZZ_CHECK(walked.count == d.count && walked.hash == d.hash, "the walker in pieces of 65536 gives %llu events, %llu",
-             static_cast<unsigned long long>(walked.count), static_cast<unsigned long long>(d.count));
-  FUZZ_CHECK(walked.status.message() == d.status.message() && walked.progress.frames == d.progress.frames &&
-                 walked.progress.skippable_frames == d.progress.skippable_frames,
-             "the walker in pieces ends with '%s', the decoder with '%s'", walked.status.message().c_str(),
-             d.status.message().c_str());
+  // The walker under both sequential readers, with StreamFrameReader's pieces: the same events, the same end
+  // (up to 4 MiB of content, as the reference below: a zip bomb is slow enough decoded twice under ASan).
+  if (d.progress.decompressed_bytes <= (4u << 20)) {
+    const auto walked = memtrack::fuzz::walk_all(input, 65536);
+    FUZZ_CHECK(walked.count == d.count && walked.hash == d.hash,
+               "the walker in pieces of 65536 gives %llu events, %llu", static_cast<unsigned long long>(walked.count),
+               static_cast<unsigned long long>(d.count));
+    FUZZ_CHECK(walked.status.message() == d.status.message() && walked.progress.frames == d.progress.frames &&
+                   walked.progress.skippable_frames == d.progress.skippable_frames,
+               "the walker in pieces ends with '%s', the decoder with '%s'", walked.status.message().c_str(),
+               d.status.message().c_str());
+  }
 
   if (!d.status.is_ok()) {
     const std::string expected = "fuzz.zst: frame " + std::to_string(d.progress.frames) + " at byte ";
