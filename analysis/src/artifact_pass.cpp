@@ -1,5 +1,7 @@
 #include "memtrack/analysis/artifact_pass.h"
 
+#include "memtrack/analysis/stream_frame_reader.h"
+
 namespace memtrack::analysis {
 
 codec::Status read_artifact(codec::ByteSource& source, const std::string& name,

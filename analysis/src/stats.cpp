@@ -3,6 +3,8 @@
 #include <cstring>
 #include <vector>
 
+#include "memtrack/analysis/stream_frame_reader.h"
+
 namespace memtrack::analysis {
 
 void Stats::keep_context(const codec::ContextRecord& record) {

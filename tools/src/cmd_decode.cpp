@@ -13,6 +13,7 @@
 #include "io.h"
 #include "memtrack/analysis/frame_reader.h"
 #include "memtrack/analysis/indexed_file.h"
+#include "memtrack/analysis/stream_frame_reader.h"
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/frame_decoder.h"
 #include "memtrack/pipeline/fd_io.h"

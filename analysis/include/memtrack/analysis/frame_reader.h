@@ -1,10 +1,10 @@
-// The artifact's frame readers, the one place that walks an artifact's frames: both deliver each data frame
-// with the context records of the context frames that follow it (docs/FORMAT.md, "Context section"), so
-// every command reads events and context in one pass, whatever the input.
+// The artifact's frame readers: both deliver each data frame with the context records of the context frames
+// that follow it (docs/FORMAT.md, "Context section"), so every command reads events and context in one pass,
+// whatever the input.
 //   - IndexedFrameReader: through the frame index (seek table) of a file: frames read in order, decoded in
 //     parallel on the current TBB arena, handed to the caller in frame order (`stats`, `decode --frames`).
-//   - StreamFrameReader: any artifact from any byte source (a pipe, stdin, a file without an index, bytes in
-//     memory), sequentially, memory bounded by one frame.
+//   - StreamFrameReader (stream_frame_reader.h): any artifact from any byte source (a pipe, stdin, a file
+//     without an index, bytes in memory), sequentially, memory bounded by one frame.
 // StreamOrder (stream_order.h) turns what they deliver into the stream order consumers want.
 //
 // Errors: the first frame that cannot be read or decoded ends the run; every frame before it has been
@@ -96,39 +96,6 @@ class IndexedFrameReader {
   std::uint64_t skippable_bytes_ = 0;
   std::size_t first_, last_;  // positions in data_
   std::size_t slots_;
-};
-
-struct StreamProgress {
-  std::uint64_t data_frames = 0;         // data frames completed
-  std::uint64_t context_frames = 0;      // context frames read
-  std::uint64_t skippable_frames = 0;    // every skippable frame passed (context frames and the index too)
-  std::uint64_t compressed_bytes = 0;    // input consumed: the end of the last whole frame
-  std::uint64_t decompressed_bytes = 0;  // msgpack bytes of the data frames
-  std::uint64_t events = 0;              // events delivered
-};
-
-// Sequential reading of any artifact from `source` (not owned; read once, in order). Data frames are
-// decompressed with a reused zstd context into a reused buffer and delivered to `in_order` with the records
-// of the context frames after them; the frame index and other skippable frames are stepped over.
-// A frame that declares a content size of at most 16 MiB (every frame our writer puts) is verified whole
-// (size, checksum) before any of its events is delivered. A frame that declares none (the older single-stream
-// layout, possibly gigabytes) or a larger one is delivered in pieces of at most 65,536 events as they are
-// decompressed, several DecodedFrames of the same index, the records after it with the last one. An event
-// may straddle two frames (older writers). The message forms are those of codec::ArtifactDecoder.
-class StreamFrameReader {
- public:
-  StreamFrameReader(codec::ByteSource& source, std::string name);
-  ~StreamFrameReader();
-  StreamFrameReader(const StreamFrameReader&) = delete;
-  StreamFrameReader& operator=(const StreamFrameReader&) = delete;
-
-  // Reads to the end of the source. DecodedFrame::slot is 0.
-  codec::Status run(const IndexedFrameReader::InOrderFn& in_order);
-  [[nodiscard]] const StreamProgress& progress() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace memtrack::analysis

@@ -61,8 +61,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "memtrack/analysis/address_map.h"
 #include "memtrack/analysis/stream_order.h"
-#include "memtrack/codec/address_map.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
 
@@ -172,7 +172,7 @@ class LiveHeap {
   struct Books {
     std::size_t image = 0;                            // index in images_
     PidHeap* heap = nullptr;                          // &images_[image].heap
-    codec::AddressMap live;                           // addr -> size, tagged (live_heap.cpp: kInherited, kShared)
+    AddressMap live;                                  // addr -> size, tagged (live_heap.cpp: kInherited, kShared)
     std::map<std::uint64_t, std::uint64_t> mappings;  // start -> length, non-overlapping
     // Inherited blocks still held unchanged (tagged kInherited); of those, the ones the parent image still
     // counts (tagged kShared), and that parent's books (null once it ended: kShared tags are stale then).

@@ -1,7 +1,7 @@
-// A map from address to block size (and optionally a 32-bit payload) for live-heap accounting (`memtrack stats`, and the recorder's peak-heap
-// summary): open addressing with linear probing and backward-shift deletion, one flat array, no node per
-// block. std::unordered_map's node allocation and pointer chasing made the (serial, in-order) live-heap stage
-// the bottleneck of parallel `stats`. Here, in codec, because both the tools and the runtime use it.
+// A map from address to block size (and optionally a 32-bit payload per block), LiveHeap's table of live
+// blocks (live_heap.h): open addressing with linear probing and backward-shift deletion, one flat array, no
+// node per block. std::unordered_map's node allocation and pointer chasing made the (serial, in-order)
+// live-heap stage the bottleneck of parallel `stats`.
 #pragma once
 
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace memtrack::codec {
+namespace memtrack::analysis {
 
 class AddressMap {
  public:
@@ -179,4 +179,4 @@ class AddressMap {
   std::uint64_t special_size_ = 0;
 };
 
-}  // namespace memtrack::codec
+}  // namespace memtrack::analysis
