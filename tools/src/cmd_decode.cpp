@@ -1,5 +1,6 @@
 // memtrack decode: artifact in, events out as JSON lines, CSV or raw records, in order.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <optional>
@@ -183,7 +184,7 @@ codec::Status decode_stream(int fd, const std::string& name, bool salvage, Outpu
 int run_decode(int argc, char** argv) {
   Args args(argc, argv, 2);
   if (args.flag("help", "h")) {
-    std::fputs(kHelp, stdout);
+    print_stdout(kHelp);
     return 0;
   }
   OutputFormat format = OutputFormat::jsonl;
@@ -194,9 +195,10 @@ int run_decode(int argc, char** argv) {
   std::optional<FrameRange> range;
   if (auto f = args.value("frames")) range = parse_frames(*f);
   const bool salvage = args.flag("salvage");
-  const Context context = args.flag("context-only") ? Context::only
-                          : args.flag("context")    ? Context::with_events
-                                                    : Context::none;
+  const bool context_only = args.flag("context-only"), with_context = args.flag("context");
+  if (context_only && with_context)
+    throw UsageError("--context and --context-only exclude each other (--context-only: the records alone)");
+  const Context context = context_only ? Context::only : with_context ? Context::with_events : Context::none;
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
   if (range && salvage) throw UsageError("--frames and --salvage do not go together");
@@ -204,6 +206,9 @@ int run_decode(int argc, char** argv) {
   if (context != Context::none && format != OutputFormat::jsonl)
     throw UsageError("--context: context records are JSON lines (--format jsonl)");
   refuse_output_is_input(files[0], output);
+  // Binary on a terminal is unreadable and can leave it in a strange state (as encode refuses).
+  if (format == OutputFormat::raw && output == "-" && ::isatty(1))
+    throw UsageError("refusing to write raw records to a terminal; use -o FILE or a pipe");
 
   const int in_fd = open_input(files[0]);
   const std::string in_name = files[0] == "-" ? "stdin" : files[0];
@@ -221,9 +226,10 @@ int run_decode(int argc, char** argv) {
     return exit_status(status);
   }
 
-  const int out_fd = open_output(output);
-  BufferedOutput out(out_fd, output == "-" ? "stdout" : output);
-  out.buffer() += format_header(format);
+  OutputFile out_file(output);
+  BufferedOutput out(out_file.fd(), out_file.name());
+  const std::string_view header = format_header(format);
+  out.buffer() += header;
   if (range) {
     status = decode_frames(in_fd, in_name, *index, *range, format, context, out);
   } else if (context != Context::none) {
@@ -231,10 +237,13 @@ int run_decode(int argc, char** argv) {
   } else {
     status = decode_stream(in_fd, in_name, salvage, format, out);
   }
+  const bool decoded = status.is_ok() || out.written() + out.buffer().size() > header.size();
   codec::Status flushed = out.flush();
+  // An existing output is replaced only by a whole output, or by the part of a damaged input before the
+  // damage: input that gave nothing (not an artifact) or a failed write leave it as it was.
+  if (flushed.is_ok() && !out.failed() && decoded) flushed = out_file.commit();
   if (status.is_ok()) status = flushed;
   close_fd(in_fd);
-  close_fd(out_fd);
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack decode: %s\n", status.message().c_str());
     return exit_status(status);

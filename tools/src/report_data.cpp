@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "artifact_command.h"
 #include "top_format.h"
 #include "units.h"
 
@@ -211,12 +212,12 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& 
     unmatched += img.heap.unmatched_frees;
     peak_mapped = std::max(peak_mapped, img.heap.peak_mapped_bytes);
   }
-  rows.emplace_back("leaked at end", human_bytes(leaked) + " in " + std::to_string(leaked_blocks) + " blocks");
+  rows.emplace_back("leaked at end", human_bytes(leaked) + " in " + counted(leaked_blocks, "block"));
   if (s.heap.has_lifecycle()) rows.emplace_back("freed by exec", human_bytes(by_exec));
   rows.emplace_back("largest mapped (one process)", human_bytes(peak_mapped));
   rows.emplace_back("unmatched frees", std::to_string(unmatched));
   rows.emplace_back("processes",
-                    std::to_string(c.by_pid.size()) + " pids, " + std::to_string(s.heap.images().size()) + " images");
+                    counted(c.by_pid.size(), "pid") + ", " + counted(s.heap.images().size(), "image"));
   if (!s.context.untracked.empty())
     rows.emplace_back("untracked", std::to_string(s.context.untracked.size()) + " (see memtrack stats)");
   if (d.has_stacks) rows.emplace_back("allocation sites", std::to_string(d.sites));
@@ -244,8 +245,9 @@ ReportData build_report(std::span<const std::byte> file, const std::string& name
   ReportConsumer consumer(d.stats, timeline, sites);
   // The regions for the time axis, in the same pass; with --region, also the filter in front of the rest.
   analysis::Regions regions(options.region, options.region ? &consumer : nullptr);
-  analysis::ArtifactConsumer* both[] = {&consumer, &regions};
-  analysis::ArtifactConsumer* filtered[] = {&regions};
+  ProcessList processes;
+  analysis::ArtifactConsumer* both[] = {&consumer, &regions, &processes};
+  analysis::ArtifactConsumer* filtered[] = {&regions, &processes};
   d.status = analysis::read_artifact(file, name,
                                      options.region ? std::span<analysis::ArtifactConsumer* const>(filtered)
                                                     : std::span<analysis::ArtifactConsumer* const>(both),
@@ -253,6 +255,7 @@ ReportData build_report(std::span<const std::byte> file, const std::string& name
   regions.finish();
   d.regions = regions.occurrences();
   d.region_occurrences = regions.selected_occurrences();
+  d.processes = processes.pids();
   d.stats.status = d.status;
   d.stats.file.frames = d.pass.data_frames;
   d.stats.file.compressed_bytes = d.pass.compressed_bytes;
@@ -417,9 +420,11 @@ ExportSites read_export_sites(std::span<const std::byte> file, const std::string
   ExportSites out;
   analysis::SiteAccumulator sites(pid);
   SitesConsumer consumer(sites, out.modules);
-  analysis::ArtifactConsumer* consumers[] = {&consumer};
+  ProcessList processes;
+  analysis::ArtifactConsumer* consumers[] = {&consumer, &processes};
   analysis::PassSummary pass;
   out.status = analysis::read_artifact(file, name, consumers, pass, progress);
+  out.processes = processes.pids();
   out.has_stacks = sites.has_stacks();
   if (out.has_stacks) out.sites = sites.result(order, 0, symbolizer);
   return out;

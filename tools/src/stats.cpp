@@ -223,13 +223,13 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
     leak_bytes += h.live_bytes;
   }
   add("still live at end",
-      u64(leak_count) + " blocks, " + u64(leak_bytes) + " bytes (" + human_bytes(leak_bytes) + ")");
+      counted(leak_count, "block") + ", " + u64(leak_bytes) + " bytes (" + human_bytes(leak_bytes) + ")");
   if (s.has_context()) {
     const BlockTotals ex = freed_by_exec(s);
-    add("freed by exec", u64(ex.count) + " blocks, " + u64(ex.bytes) + " bytes (" + human_bytes(ex.bytes) + ")");
+    add("freed by exec", counted(ex.count, "block") + ", " + u64(ex.bytes) + " bytes (" + human_bytes(ex.bytes) + ")");
     // Only when there are some: the table of an artifact without fork children that exited is unchanged.
     if (const BlockTotals inh = inherited_at_exit(s); inh.count != 0)
-      add("inherited at exit", u64(inh.count) + " blocks, " + u64(inh.bytes) + " bytes (" + human_bytes(inh.bytes) +
+      add("inherited at exit", counted(inh.count, "block") + ", " + u64(inh.bytes) + " bytes (" + human_bytes(inh.bytes) +
                                    "): fork children's copies of their parents' blocks, not leaks");
     std::uint64_t exited = 0;
     for (const ProcessImage& img : s.heap.images()) exited += img.end == ProcessImage::End::exit ? 1 : 0;

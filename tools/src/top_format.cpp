@@ -85,9 +85,9 @@ std::string format_leak_sites_table(const SitesResult& leaks, std::size_t frames
   if (leaks.sites.empty()) return out + "  (none: every block with a stack was freed)\n";
   char line[256];
   for (const Site& s : leaks.sites) {
-    std::snprintf(line, sizeof line, "  %" PRIu64 " bytes in %" PRIu64 " blocks (%s), %" PRIu64 " allocations\n",
-                  s.totals.leaked_bytes, s.totals.leaked_blocks, human_bytes(s.totals.leaked_bytes).c_str(),
-                  s.totals.allocations);
+    std::snprintf(line, sizeof line, "  %" PRIu64 " bytes in %s (%s), %s\n", s.totals.leaked_bytes,
+                  counted(s.totals.leaked_blocks, "block").c_str(), human_bytes(s.totals.leaked_bytes).c_str(),
+                  counted(s.totals.allocations, "allocation").c_str());
     out += line;
     std::size_t shown = 0;
     for (const SiteFrame& f : s.stack) {
@@ -125,10 +125,10 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
   for (const Site& s : result.sites) {
     const analysis::SiteTotals& t = s.totals;
     std::snprintf(line, sizeof line,
-                  "\n#%zu  peak %s, allocated %s in %" PRIu64 " allocations, leaked %s in %" PRIu64 " blocks, %" PRIu64
-                  " temporary\n",
-                  ++rank, human_bytes(t.peak_bytes).c_str(), human_bytes(t.allocated_bytes).c_str(), t.allocations,
-                  human_bytes(t.leaked_bytes).c_str(), t.leaked_blocks, t.temporary);
+                  "\n#%zu  peak %s, allocated %s in %s, leaked %s in %s, %" PRIu64 " temporary\n", ++rank,
+                  human_bytes(t.peak_bytes).c_str(), human_bytes(t.allocated_bytes).c_str(),
+                  counted(t.allocations, "allocation").c_str(), human_bytes(t.leaked_bytes).c_str(),
+                  counted(t.leaked_blocks, "block").c_str(), t.temporary);
     out += line;
     std::size_t shown = 0;
     for (const SiteFrame& f : s.stack) {
@@ -142,8 +142,8 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
   }
   if (result.unknown.allocations > 0) {
     std::snprintf(line, sizeof line,
-                  "\nwithout a stack: %" PRIu64 " allocations, %s allocated, %s leaked, %s at the peak\n",
-                  result.unknown.allocations, human_bytes(result.unknown.allocated_bytes).c_str(),
+                  "\nwithout a stack: %s, %s allocated, %s leaked, %s at the peak\n",
+                  counted(result.unknown.allocations, "allocation").c_str(), human_bytes(result.unknown.allocated_bytes).c_str(),
                   human_bytes(result.unknown.leaked_bytes).c_str(), human_bytes(result.unknown.peak_bytes).c_str());
     out += line;
   }

@@ -22,4 +22,8 @@ std::string human_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+std::string counted(std::uint64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 }  // namespace memtrack::tools
