@@ -11,7 +11,7 @@
 #include "common/artifacts.h"
 #include "common/run.h"
 #include "memtrack/analysis/stats.h"
-#include "stats.h"
+#include "stats_format.h"
 
 namespace memtrack::testing {
 namespace {

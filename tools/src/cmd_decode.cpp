@@ -46,17 +46,15 @@ constexpr const char* kHelp =
 
 enum class Context { none, with_events, only };
 
-struct FrameRange {
-  std::uint64_t first = 0, last = UINT64_MAX;  // [first, last)
-};
+using analysis::FrameRange;
 
 FrameRange parse_frames(const std::string& text) {
   const auto colon = text.find(':');
   if (colon == std::string::npos) throw UsageError("--frames: '" + text + "' is not A:B");
   FrameRange r;
   const std::string a = text.substr(0, colon), b = text.substr(colon + 1);
-  if (!a.empty()) r.first = static_cast<std::uint64_t>(parse_int("frames", a, 0, INT64_MAX));
-  if (!b.empty()) r.last = static_cast<std::uint64_t>(parse_int("frames", b, 0, INT64_MAX));
+  if (!a.empty()) r.first = static_cast<std::size_t>(parse_int("frames", a, 0, INT64_MAX));
+  if (!b.empty()) r.last = static_cast<std::size_t>(parse_int("frames", b, 0, INT64_MAX));
   if (r.last < r.first) throw UsageError("--frames: B is before A in '" + text + "'");
   return r;
 }
@@ -76,14 +74,13 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
   // The index also lists context frames; --frames counts data frames only (a frame of events).
   analysis::IndexedFrameReader all(index, read_at, name, {}, 1);
   const std::uint64_t frames = all.data_frames();
-  if (range.first > frames || (range.last != UINT64_MAX && range.last > frames)) {
+  if (range.first > frames || (range.last != SIZE_MAX && range.last > frames)) {
     return {codec::Errc::usage, name + ": --frames " + std::to_string(range.first) + ":" +
-                                    (range.last == UINT64_MAX ? "" : std::to_string(range.last)) + " is outside the " +
+                                    (range.last == SIZE_MAX ? "" : std::to_string(range.last)) + " is outside the " +
                                     std::to_string(frames) + (frames == 1 ? " frame" : " frames") + " of the index"};
   }
-  const std::uint64_t last = std::min(range.last, frames);
-  analysis::IndexedFrameReader reader(index, read_at, name,
-                                      {static_cast<std::size_t>(range.first), static_cast<std::size_t>(last)}, 1);
+  analysis::IndexedFrameReader reader(index, read_at, name, {range.first, std::min<std::size_t>(range.last, frames)},
+                                      1);
   ProgressMeter meter(reader.bytes_in_range());
   std::uint64_t done = 0, count = 0;
   return reader.run({}, [&](const analysis::DecodedFrame& f) {

@@ -20,7 +20,7 @@
 #include "memtrack/pipeline/fd_io.h"
 #include "progress.h"
 #include "regions_format.h"
-#include "stats.h"
+#include "stats_format.h"
 
 namespace memtrack::tools {
 namespace {

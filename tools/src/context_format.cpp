@@ -5,7 +5,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "stats.h"  // json_string
+#include "stats_format.h"  // json_string
 
 namespace memtrack::tools {
 namespace {

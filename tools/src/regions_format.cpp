@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <set>
 
-#include "stats.h"
+#include "stats_format.h"
 #include "units.h"
 
 namespace memtrack::tools {

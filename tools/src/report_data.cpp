@@ -5,6 +5,8 @@
 #include <string_view>
 
 #include "artifact_command.h"
+#include "memtrack/analysis/event_kinds.h"
+#include "stats_format.h"
 #include "top_format.h"
 #include "units.h"
 
@@ -113,16 +115,6 @@ struct Json {
   }
 };
 
-// Milliseconds below a second (a short test program's whole run is a few), seconds above.
-std::string seconds(std::uint64_t ns) {
-  char buf[32];
-  if (ns < 1000000000u)
-    std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
-  return buf;
-}
-
 void flame_node(Json& j, const FlameNode& n) {
   j.out += "{\"name\":";
   j.str(n.name);
@@ -192,28 +184,25 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& 
     rows.emplace_back("command", cmd);
   }
   rows.emplace_back("events", std::to_string(c.events));
-  rows.emplace_back("duration", seconds(c.events ? c.last_timestamp - c.first_timestamp : 0));
-  const std::uint64_t allocations = kind(codec::EventKind::Malloc) + kind(codec::EventKind::Calloc) +
-                                    kind(codec::EventKind::Realloc) + kind(codec::EventKind::AlignedAlloc);
+  rows.emplace_back("duration", short_duration(c.events ? c.last_timestamp - c.first_timestamp : 0));
+  std::uint64_t allocations = 0;
+  for (std::size_t k = 1; k < analysis::kKinds; ++k)
+    if (analysis::allocates(static_cast<codec::EventKind>(k))) allocations += c.by_kind[k];
   rows.emplace_back("allocations", std::to_string(allocations));
   rows.emplace_back("frees", std::to_string(kind(codec::EventKind::Free)));
   rows.emplace_back("bytes allocated", human_bytes(c.bytes_allocated));
   rows.emplace_back("peak live heap", human_bytes(s.heap.total_peak_bytes()) + " at " +
-                                          seconds(s.heap.total_peak_timestamp() > c.first_timestamp
+                                          short_duration(s.heap.total_peak_timestamp() > c.first_timestamp
                                                       ? s.heap.total_peak_timestamp() - c.first_timestamp
                                                       : 0));
-  std::uint64_t leaked = 0, leaked_blocks = 0, by_exec = 0, unmatched = 0, peak_mapped = 0;
+  std::uint64_t unmatched = 0, peak_mapped = 0;
   for (const ProcessImage& img : s.heap.images()) {
-    if (img.end != ProcessImage::End::exec) {
-      leaked += img.heap.live_bytes;
-      leaked_blocks += img.heap.live_count;
-    }
-    by_exec += img.freed_by_exec_bytes;
     unmatched += img.heap.unmatched_frees;
     peak_mapped = std::max(peak_mapped, img.heap.peak_mapped_bytes);
   }
-  rows.emplace_back("leaked at end", human_bytes(leaked) + " in " + counted(leaked_blocks, "block"));
-  if (s.heap.has_lifecycle()) rows.emplace_back("freed by exec", human_bytes(by_exec));
+  const BlockTotals leaked = still_live_at_end(s);
+  rows.emplace_back("leaked at end", human_bytes(leaked.bytes) + " in " + counted(leaked.count, "block"));
+  if (s.heap.has_lifecycle()) rows.emplace_back("freed by exec", human_bytes(freed_by_exec(s).bytes));
   rows.emplace_back("largest mapped (one process)", human_bytes(peak_mapped));
   rows.emplace_back("unmatched frees", std::to_string(unmatched));
   rows.emplace_back("processes",

@@ -3,7 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "stats.h"
+#include "stats_format.h"
 #include "units.h"
 
 namespace memtrack::tools {

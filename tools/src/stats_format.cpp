@@ -1,4 +1,4 @@
-#include "stats.h"
+#include "stats_format.h"
 
 #include <cinttypes>
 #include <cstdio>
@@ -21,12 +21,6 @@ using codec::EventKind;
 namespace {
 
 std::string u64(std::uint64_t v) { return std::to_string(v); }
-
-std::string seconds(std::uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6f s", static_cast<double>(ns) / 1e9);
-  return buf;
-}
 
 std::uint64_t duration(const EventCounts& c) { return c.events == 0 ? 0 : c.last_timestamp - c.first_timestamp; }
 
@@ -152,29 +146,6 @@ std::string end_cell(const ProcessImage& img) {
   return "-";
 }
 
-struct BlockTotals {
-  std::uint64_t count = 0, bytes = 0;
-};
-
-// One of ProcessImage's block counters summed over every image.
-BlockTotals sum_images(const Stats& s, std::uint64_t ProcessImage::*count, std::uint64_t ProcessImage::*bytes) {
-  BlockTotals t;
-  for (const ProcessImage& img : s.heap.images()) {
-    t.count += img.*count;
-    t.bytes += img.*bytes;
-  }
-  return t;
-}
-
-BlockTotals freed_by_exec(const Stats& s) {
-  return sum_images(s, &ProcessImage::freed_by_exec_count, &ProcessImage::freed_by_exec_bytes);
-}
-
-// Fork children's copies of their parents' blocks, held unchanged when they exited: not leaks (live_heap.h).
-BlockTotals inherited_at_exit(const Stats& s) {
-  return sum_images(s, &ProcessImage::inherited_at_exit_count, &ProcessImage::inherited_at_exit_bytes);
-}
-
 // An image's command in the table: a fork child that did not exec runs its parent's, an untracked image has
 // only its executable.
 std::string image_command(const ProcessImage& img) {
@@ -204,6 +175,37 @@ std::string notes(const Stats& s) {
 
 }  // namespace
 
+namespace {
+
+// One of ProcessImage's block counters summed over every image.
+BlockTotals sum_images(const Stats& s, std::uint64_t ProcessImage::*count, std::uint64_t ProcessImage::*bytes) {
+  BlockTotals t;
+  for (const ProcessImage& img : s.heap.images()) {
+    t.count += img.*count;
+    t.bytes += img.*bytes;
+  }
+  return t;
+}
+
+}  // namespace
+
+BlockTotals still_live_at_end(const Stats& s) {
+  BlockTotals t;
+  for (const auto& [pid, h] : s.heap.pids()) {
+    t.count += h.live_count;
+    t.bytes += h.live_bytes;
+  }
+  return t;
+}
+
+BlockTotals freed_by_exec(const Stats& s) {
+  return sum_images(s, &ProcessImage::freed_by_exec_count, &ProcessImage::freed_by_exec_bytes);
+}
+
+BlockTotals inherited_at_exit(const Stats& s) {
+  return sum_images(s, &ProcessImage::inherited_at_exit_count, &ProcessImage::inherited_at_exit_bytes);
+}
+
 std::string format_stats_table(const Stats& s, const analysis::SitesResult* leaks) {
   const EventCounts& c = s.counts;
   std::string out;
@@ -217,13 +219,9 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
   add("bytes allocated", u64(c.bytes_allocated) + " (" + human_bytes(c.bytes_allocated) + ")");
   add("peak live heap", u64(s.heap.total_peak_bytes()) + " (" + human_bytes(s.heap.total_peak_bytes()) + ") at " +
                             since_start(c, s.heap.total_peak_timestamp()));
-  std::uint64_t leak_count = 0, leak_bytes = 0;
-  for (const auto& [pid, h] : s.heap.pids()) {
-    leak_count += h.live_count;
-    leak_bytes += h.live_bytes;
-  }
+  const BlockTotals live = still_live_at_end(s);
   add("still live at end",
-      counted(leak_count, "block") + ", " + u64(leak_bytes) + " bytes (" + human_bytes(leak_bytes) + ")");
+      counted(live.count, "block") + ", " + u64(live.bytes) + " bytes (" + human_bytes(live.bytes) + ")");
   if (s.has_context()) {
     const BlockTotals ex = freed_by_exec(s);
     add("freed by exec", counted(ex.count, "block") + ", " + u64(ex.bytes) + " bytes (" + human_bytes(ex.bytes) + ")");
