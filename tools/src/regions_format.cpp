@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <set>
 
-#include "stats_format.h"
+#include "json_writer.h"
 #include "units.h"
 
 namespace memtrack::tools {

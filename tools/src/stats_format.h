@@ -27,9 +27,4 @@ BlockTotals freed_by_exec(const analysis::Stats& s);
 // Fork children's copies of their parents' blocks, held unchanged when they exited: not leaks (live_heap.h).
 BlockTotals inherited_at_exit(const analysis::Stats& s);
 
-// JSON strings (and arrays of them) of bytes that need not be UTF-8: invalid sequences become U+FFFD, so a
-// document always parses (also `decode --context`'s records).
-std::string json_string(const std::string& in);
-std::string json_strings(const std::vector<std::string>& v);
-
 }  // namespace memtrack::tools

@@ -3,7 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "stats_format.h"
+#include "json_writer.h"
 #include "units.h"
 
 namespace memtrack::tools {
@@ -14,8 +14,6 @@ using analysis::SiteOrder;
 using analysis::SitesResult;
 
 namespace {
-
-std::string json_or_null(const std::string& s) { return s.empty() ? "null" : json_string(s); }
 
 std::string hex(std::uint64_t v) {
   char buf[24];
@@ -54,30 +52,39 @@ bool parse_order(std::string_view name, SiteOrder& out) {
   return false;
 }
 
-std::string format_site_json(const Site& s) {
-  std::string o = "{\"stack\":[";
-  bool first = true;
-  for (const SiteFrame& f : s.stack) {
-    o += first ? "{" : ",{";
-    first = false;
-    if (f.truncated_marker) {
-      o += "\"function\":\"[truncated]\",\"module\":null,\"file\":null,\"line\":null,\"address\":null}";
-      continue;
-    }
-    o += "\"function\":" + json_or_null(f.function) + ",\"module\":" + json_or_null(f.module) +
-         ",\"file\":" + json_or_null(f.file) + ",\"line\":" + (f.line == 0 ? "null" : u64(f.line)) +
-         ",\"address\":" + (f.address ? json_string(hex(*f.address)) : "null") + "}";
-  }
+void write_site_json(JsonWriter& j, const Site& s) {
+  j.begin_object().key("stack").array(s.stack, [](JsonWriter& w, const SiteFrame& f) {
+    w.begin_object().key("function");
+    if (f.truncated_marker)
+      w.str("[truncated]");
+    else
+      w.str_or_null(f.function);
+    w.key("module").str_or_null(f.module).key("file").str_or_null(f.file).key("line").num_or_null(f.line);
+    w.key("address");
+    if (f.address)
+      w.str(hex(*f.address));
+    else
+      w.null();
+    w.end_object();
+  });
   const analysis::SiteTotals& t = s.totals;
-  return o + "],\"peak_bytes\":" + u64(t.peak_bytes) + ",\"allocated_bytes\":" + u64(t.allocated_bytes) +
-         ",\"allocations\":" + u64(t.allocations) + ",\"leaked_bytes\":" + u64(t.leaked_bytes) +
-         ",\"leaked_blocks\":" + u64(t.leaked_blocks) + ",\"temporary\":" + u64(t.temporary) + "}";
+  j.member("peak_bytes", t.peak_bytes).member("allocated_bytes", t.allocated_bytes).member("allocations", t.allocations);
+  j.member("leaked_bytes", t.leaked_bytes).member("leaked_blocks", t.leaked_blocks).member("temporary", t.temporary);
+  j.end_object();
+}
+
+std::string format_site_json(const Site& s) {
+  std::string out;
+  JsonWriter j(out);
+  write_site_json(j, s);
+  return out;
 }
 
 std::string format_top_json(const SitesResult& result, SiteOrder order) {
-  std::string o = "{\"by\":" + json_string(std::string(order_name(order))) + ",\"sites\":[";
-  for (std::size_t i = 0; i < result.sites.size(); ++i) o += (i ? "," : "") + format_site_json(result.sites[i]);
-  return o + "]}\n";
+  std::string out;
+  JsonWriter j(out);
+  j.begin_object().member("by", order_name(order)).key("sites").array(result.sites, write_site_json).end_object();
+  return out + "\n";
 }
 
 std::string format_leak_sites_table(const SitesResult& leaks, std::size_t frames) {

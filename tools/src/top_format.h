@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "json_writer.h"
 #include "memtrack/analysis/sites.h"
 
 namespace memtrack::tools {
@@ -23,6 +24,8 @@ std::string format_top_json(const analysis::SitesResult& result, analysis::SiteO
 
 // One site's JSON object, as in format_top_json's "sites" (and `stats --json`'s "top_leaks").
 std::string format_site_json(const analysis::Site& site);
+// The same into a document being written (the report's sites).
+void write_site_json(JsonWriter& j, const analysis::Site& site);
 
 // `memtrack stats`' short section: the sites that leaked most, one line of numbers and `frames` frames each.
 std::string format_leak_sites_table(const analysis::SitesResult& leaks, std::size_t frames = 4);
