@@ -24,6 +24,12 @@ std::string json_strings(const std::vector<std::string>& v);
 class JsonWriter {
  public:
   explicit JsonWriter(std::string& out) : out_(out) {}
+  // For members appended inside an object someone else opens and closes (`"a":1,"b":2`, no braces).
+  static JsonWriter members(std::string& out) {
+    JsonWriter j(out);
+    j.first_.push_back(true);
+    return j;
+  }
 
   JsonWriter& begin_object() { return open('{'); }
   JsonWriter& end_object() { return close('}'); }
@@ -44,6 +50,7 @@ class JsonWriter {
     return v ? num(*v) : null();
   }
   JsonWriter& boolean(bool v) { return raw(v ? "true" : "false"); }
+  JsonWriter& strs(const std::vector<std::string>& v) { return raw(json_strings(v)); }
   JsonWriter& null() { return raw("null"); }
   // A value already in JSON (a formatted number, a nested document).
   JsonWriter& raw(std::string_view json);
@@ -54,6 +61,8 @@ class JsonWriter {
     key(k);
     if constexpr (std::is_convertible_v<const V&, std::string_view>)
       return str(v);
+    else if constexpr (std::is_same_v<V, bool>)
+      return boolean(v);
     else
       return num(v);
   }

@@ -49,11 +49,6 @@ std::string bucket_label(std::size_t k) {
 
 namespace {
 
-template <class T>
-std::string json_optional(const std::optional<T>& v) {
-  return v ? std::to_string(*v) : "null";
-}
-
 // A command line as a person reads it, the way a shell would take it back: words joined by spaces, a word
 // with a space, a quote or nothing in single quotes (double quotes if it holds a single quote), and control
 // bytes shown as '?', so one row stays one line.
@@ -257,55 +252,48 @@ namespace {
 
 // A pid's images in JSON (the keys a pid entry adds with context): its last image's command, and every
 // image with its own numbers.
-std::string image_json(const Stats& s, std::int32_t pid) {
-  std::string o;
+void image_json(JsonWriter& j, const Stats& s, std::int32_t pid) {
   const ProcessImage* last = nullptr;
-  std::string images;
+  for (const ProcessImage& img : s.heap.images())
+    if (img.pid == pid) last = &img;
+  j.key("command");
+  if (last)
+    j.strs(last->argv);
+  else
+    j.null();
+  j.key("images").begin_array();
   for (const ProcessImage& img : s.heap.images()) {
     if (img.pid != pid) continue;
-    last = &img;
     const PidHeap& h = img.heap;
-    images += images.empty() ? "{" : ",{";
-    images += "\"image\":" + u64(img.image) + ",\"ppid\":" + json_optional(img.ppid) +
-              ",\"forked\":" + (img.forked ? "true" : "false") + ",\"executable\":" + json_string(img.executable) +
-              ",\"argv\":" + json_strings(img.argv) + ",\"end\":\"" + end_name(img.end) + "\"" +
-              ",\"exit_status\":" + json_optional(img.exit_status) +
-              ",\"exit_signal\":" + json_optional(img.exit_signal) + ",\"events\":" + u64(h.events) +
-              ",\"peak_live_bytes\":" + u64(h.peak_bytes) + ",\"peak_live_timestamp\":" + u64(h.peak_timestamp) +
-              ",\"leaked_count\":" + u64(h.live_count) + ",\"leaked_bytes\":" + u64(h.live_bytes) +
-              ",\"peak_mapped_bytes\":" + u64(h.peak_mapped_bytes) + ",\"unmatched_frees\":" + u64(h.unmatched_frees) +
-              ",\"inherited_count\":" + u64(img.inherited_count) + ",\"inherited_bytes\":" + u64(img.inherited_bytes) +
-              ",\"inherited_at_exit_count\":" + u64(img.inherited_at_exit_count) +
-              ",\"inherited_at_exit_bytes\":" + u64(img.inherited_at_exit_bytes) +
-              ",\"untracked\":" + (img.untracked.empty() ? std::string("null") : json_string(img.untracked)) +
-              ",\"freed_by_exec_count\":" + u64(img.freed_by_exec_count) +
-              ",\"freed_by_exec_bytes\":" + u64(img.freed_by_exec_bytes) + "}";
+    j.begin_object().member("image", img.image).key("ppid").num(img.ppid).member("forked", img.forked);
+    j.member("executable", img.executable).key("argv").strs(img.argv).member("end", end_name(img.end));
+    j.key("exit_status").num(img.exit_status).key("exit_signal").num(img.exit_signal).member("events", h.events);
+    j.member("peak_live_bytes", h.peak_bytes).member("peak_live_timestamp", h.peak_timestamp);
+    j.member("leaked_count", h.live_count).member("leaked_bytes", h.live_bytes);
+    j.member("peak_mapped_bytes", h.peak_mapped_bytes).member("unmatched_frees", h.unmatched_frees);
+    j.member("inherited_count", img.inherited_count).member("inherited_bytes", img.inherited_bytes);
+    j.member("inherited_at_exit_count", img.inherited_at_exit_count);
+    j.member("inherited_at_exit_bytes", img.inherited_at_exit_bytes);
+    j.key("untracked").str_or_null(img.untracked);
+    j.member("freed_by_exec_count", img.freed_by_exec_count).member("freed_by_exec_bytes", img.freed_by_exec_bytes);
+    j.end_object();
   }
-  o += ",\"command\":" + (last ? json_strings(last->argv) : std::string("null"));
-  o += ",\"images\":[" + images + "]";
-  return o;
+  j.end_array();
 }
 
 }  // namespace
 
 std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks) {
   const EventCounts& c = s.counts;
-  std::string o = "{";
-  o += "\"events\":" + u64(c.events);
-  o += ",\"first_timestamp\":" + u64(c.events == 0 ? 0 : c.first_timestamp);
-  o += ",\"last_timestamp\":" + u64(c.last_timestamp);
-  o += ",\"duration_ns\":" + u64(duration(c));
-  o += ",\"bytes_allocated\":" + u64(c.bytes_allocated);
-  o += ",\"brk_bytes\":" + u64(c.brk_bytes);
-  o += ",\"peak_live_bytes\":" + u64(s.heap.total_peak_bytes());
-  o += ",\"peak_live_timestamp\":" + u64(s.heap.total_peak_timestamp());
-  o += ",\"by_kind\":{";
-  for (std::size_t k = 1; k < kKinds; ++k) {
-    if (k > 1) o += ",";
-    o += "\"" + std::string(codec::kind_name(static_cast<EventKind>(k))) + "\":" + u64(c.by_kind[k]);
-  }
-  o += "},\"pids\":[";
-  bool first = true;
+  std::string o;
+  JsonWriter j(o);
+  j.begin_object().member("events", c.events).member("first_timestamp", c.events == 0 ? 0 : c.first_timestamp);
+  j.member("last_timestamp", c.last_timestamp).member("duration_ns", duration(c));
+  j.member("bytes_allocated", c.bytes_allocated).member("brk_bytes", c.brk_bytes);
+  j.member("peak_live_bytes", s.heap.total_peak_bytes()).member("peak_live_timestamp", s.heap.total_peak_timestamp());
+  j.key("by_kind").begin_object();
+  for (std::size_t k = 1; k < kKinds; ++k) j.member(codec::kind_name(static_cast<EventKind>(k)), c.by_kind[k]);
+  j.end_object().key("pids").begin_array();
   std::uint64_t leak_count = 0, leak_bytes = 0;
   // With context, pids known only from records (a process without events) are listed too.
   std::set<std::int32_t> pids;
@@ -319,65 +307,57 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
     const PidHeap h = it == s.heap.pids().end() ? PidHeap{} : it->second;
     leak_count += h.live_count;
     leak_bytes += h.live_bytes;
-    o += first ? "{" : ",{";
-    first = false;
-    o += "\"pid\":" + std::to_string(pid) + ",\"events\":" + u64(n) + ",\"peak_live_bytes\":" + u64(h.peak_bytes) +
-         ",\"peak_live_timestamp\":" + u64(h.peak_timestamp) + ",\"leaked_count\":" + u64(h.live_count) +
-         ",\"leaked_bytes\":" + u64(h.live_bytes) + ",\"mapped_bytes\":" + u64(h.mapped_bytes) +
-         ",\"peak_mapped_bytes\":" + u64(h.peak_mapped_bytes) +
-         ",\"peak_mapped_timestamp\":" + u64(h.peak_mapped_timestamp) +
-         ",\"unmatched_frees\":" + u64(h.unmatched_frees) + ",\"unmatched_munmaps\":" + u64(h.unmatched_munmaps);
-    if (s.has_context()) o += image_json(s, pid);
-    o += "}";
+    j.begin_object().member("pid", pid).member("events", n).member("peak_live_bytes", h.peak_bytes);
+    j.member("peak_live_timestamp", h.peak_timestamp).member("leaked_count", h.live_count);
+    j.member("leaked_bytes", h.live_bytes).member("mapped_bytes", h.mapped_bytes);
+    j.member("peak_mapped_bytes", h.peak_mapped_bytes).member("peak_mapped_timestamp", h.peak_mapped_timestamp);
+    j.member("unmatched_frees", h.unmatched_frees).member("unmatched_munmaps", h.unmatched_munmaps);
+    if (s.has_context()) image_json(j, s, pid);
+    j.end_object();
   }
-  o += "],\"leaked_count\":" + u64(leak_count) + ",\"leaked_bytes\":" + u64(leak_bytes);
-  o += ",\"size_histogram\":[";
-  first = true;
+  j.end_array().member("leaked_count", leak_count).member("leaked_bytes", leak_bytes);
+  j.key("size_histogram").begin_array();
   for (std::size_t k = 0; k < kSizeBuckets; ++k) {
     if (c.size_histogram[k] == 0) continue;
-    const std::uint64_t lo = analysis::SizeHistogram::bucket_min(k), hi = analysis::SizeHistogram::bucket_max(k);
-    o += first ? "{" : ",{";
-    first = false;
-    o += "\"min\":" + u64(lo) + ",\"max\":" + u64(hi) + ",\"count\":" + u64(c.size_histogram[k]) + "}";
+    j.begin_object().member("min", analysis::SizeHistogram::bucket_min(k));
+    j.member("max", analysis::SizeHistogram::bucket_max(k)).member("count", c.size_histogram[k]).end_object();
   }
   char r[64];
   std::snprintf(r, sizeof r, "%.4f", ratio(s.file));
-  o += "],\"file\":{\"frames\":" + u64(s.file.frames) + ",\"indexed\":" + (s.file.indexed ? "true" : "false") +
-       ",\"compressed_bytes\":" + u64(s.file.compressed_bytes) +
-       ",\"msgpack_bytes\":" + u64(s.file.decompressed_bytes) + ",\"compression_ratio\":" + r + "}";
+  j.end_array().key("file").begin_object().member("frames", s.file.frames).member("indexed", s.file.indexed);
+  j.member("compressed_bytes", s.file.compressed_bytes).member("msgpack_bytes", s.file.decompressed_bytes);
+  j.key("compression_ratio").raw(r).end_object();
   if (s.has_context()) {
     const BlockTotals ex = freed_by_exec(s);
-    o += ",\"freed_by_exec_count\":" + u64(ex.count) + ",\"freed_by_exec_bytes\":" + u64(ex.bytes);
+    j.member("freed_by_exec_count", ex.count).member("freed_by_exec_bytes", ex.bytes);
     const BlockTotals inh = inherited_at_exit(s);
-    o += ",\"inherited_at_exit_count\":" + u64(inh.count) + ",\"inherited_at_exit_bytes\":" + u64(inh.bytes);
-    o += ",\"recording\":";
+    j.member("inherited_at_exit_count", inh.count).member("inherited_at_exit_bytes", inh.bytes);
+    j.key("recording");
     if (const auto& rec = s.context.recording) {
-      o += "{\"memtrack\":" + json_string(rec->memtrack_version) + ",\"command\":" + json_strings(rec->command) +
-           ",\"start_realtime_ns\":" + u64(rec->start_realtime_ns) + ",\"sections\":" + json_strings(rec->sections) +
-           ",\"pid\":" + std::to_string(rec->pid) + "}";
+      j.begin_object().member("memtrack", rec->memtrack_version).key("command").strs(rec->command);
+      j.member("start_realtime_ns", rec->start_realtime_ns).key("sections").strs(rec->sections);
+      j.member("pid", rec->pid).end_object();
     } else {
-      o += "null";
+      j.null();
     }
-    o += ",\"untracked\":[";
-    for (std::size_t i = 0; i < s.context.untracked.size(); ++i) {
-      const codec::Untracked& u = s.context.untracked[i];
-      o += std::string(i ? "," : "") + "{\"pid\":" + json_optional(u.pid) +
-           ",\"executable\":" + json_string(u.executable) + ",\"reason\":" + json_string(u.reason) + "}";
-    }
-    o += "],\"context_records_out_of_order\":" + u64(s.heap.late_records()) +
-         ",\"context_records_after_the_end\":" + u64(s.heap.pending_records());
+    j.key("untracked").array(s.context.untracked, [](JsonWriter& w, const codec::Untracked& u) {
+      w.begin_object().key("pid").num(u.pid).member("executable", u.executable).member("reason", u.reason);
+      w.end_object();
+    });
+    j.member("context_records_out_of_order", s.heap.late_records());
+    j.member("context_records_after_the_end", s.heap.pending_records());
   }
   // Whether the numbers are the lifecycle-aware ones (false: a version-1 artifact, numbers as before).
-  o += ",\"context\":" + std::string(s.has_context() ? "true" : "false");
+  j.member("context", s.has_context());
   const std::optional<bool> complete = s.complete();
-  o += ",\"complete\":" + std::string(!complete ? "null" : *complete ? "true" : "false");
-  if (leaks != nullptr) {
-    o += ",\"top_leaks\":[";
-    for (std::size_t i = 0; i < leaks->sites.size(); ++i) o += (i ? "," : "") + format_site_json(leaks->sites[i]);
-    o += "]";
-  }
-  o += "}\n";
-  return o;
+  j.key("complete");
+  if (complete)
+    j.boolean(*complete);
+  else
+    j.null();
+  if (leaks != nullptr) j.key("top_leaks").array(leaks->sites, write_site_json);
+  j.end_object();
+  return o + "\n";
 }
 
 }  // namespace memtrack::tools
