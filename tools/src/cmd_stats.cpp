@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "artifact_bytes.h"
+#include "artifact_command.h"
 #include "commands.h"
 #include "file_symbolizer.h"
 #include "io.h"
@@ -19,7 +20,7 @@
 #include "memtrack/pipeline/fd_io.h"
 #include "progress.h"
 #include "regions_format.h"
-#include "stats.h"
+#include "stats_format.h"
 
 namespace memtrack::tools {
 namespace {
@@ -138,8 +139,7 @@ int region_stats(int fd, const std::string& name, const std::string& region, boo
            " occurrence(s), summed (events inside them, and later frees of their blocks)\n" +
            format_stats_table(stats) + format_regions_table(regions, origin, &region);
   }
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  print_stdout(text);
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack stats: %s\n", status.message().c_str());
     return 1;
@@ -152,19 +152,17 @@ int region_stats(int fd, const std::string& name, const std::string& region, boo
 int run_stats(int argc, char** argv) {
   Args args(argc, argv, 2);
   if (args.flag("help", "h")) {
-    std::fputs(kHelp, stdout);
+    print_stdout(kHelp);
     return 0;
   }
   const bool json = args.flag("json");
-  const std::optional<std::string> region = args.value("region");
   const bool by_region = args.flag("regions");
-  const auto files = args.positionals();
-  if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
+  const ArtifactArgs a = parse_artifact_args(args, {.pid = false, .region = true, .default_output = {}});
+  const std::optional<std::string>& region = a.region;
+  const std::string& name = a.name;
   if (by_region && region) throw UsageError("--regions and --region: choose one");
-  if (by_region) return run_stats_regions(files[0], json);
-
-  const int fd = open_input(files[0]);
-  const std::string name = files[0] == "-" ? "stdin" : files[0];
+  if (by_region) return run_stats_regions(a.input, json);
+  const int fd = open_input(a.input);
   std::optional<codec::SeekTable> index;
   // A bad index does not make the data unreadable: read sequentially (a plain decoder skips the index's
   // skippable frame), then report the bad index with exit status 1.
@@ -206,8 +204,7 @@ int run_stats(int argc, char** argv) {
       text = json ? splice_json(std::move(text), format_regions_json_members(regions, origin))
                   : text + format_regions_table(regions, origin);
     }
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    print_stdout(text);
   }
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack stats: %s\n", status.message().c_str());

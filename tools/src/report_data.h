@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -44,6 +45,7 @@ struct ReportData {
   codec::Status status;  // not ok: damaged input, the report covers what was read before the damage
   std::vector<analysis::RegionOccurrence> regions;  // every occurrence, drawn on the time axis
   std::uint64_t region_occurrences = 0;             // of options.region
+  std::set<std::int32_t> processes;                 // every pid of the artifact (ProcessList), for --pid
 };
 
 // Reads `file` and computes everything the page shows. `symbolizer` names frames of modules the artifact has
@@ -62,6 +64,7 @@ struct ExportSites {
   std::vector<codec::Module> modules;
   bool has_stacks = false;
   codec::Status status;
+  std::set<std::int32_t> processes;  // every pid of the artifact (ProcessList), for --pid
 };
 ExportSites read_export_sites(std::span<const std::byte> file, const std::string& name, analysis::SiteOrder order,
                               std::optional<std::int32_t> pid, const analysis::ProgressFn& progress = {},
