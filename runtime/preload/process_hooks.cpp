@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include "memtrack/runtime/image_check.h"
 #include "ring_client.h"
@@ -392,7 +393,6 @@ void diagnostic(const char* const* parts, size_t count) {
     memcpy(line + len, s, n);
     len += n;
   };
-  append("memtrack: ");
   for (size_t i = 0; i < count; ++i) append(parts[i]);
   line[len++] = '\n';
   if (const char* path = messages_path(); path != nullptr && *path != '\0') {
@@ -403,7 +403,8 @@ void diagnostic(const char* const* parts, size_t count) {
       if (w == static_cast<long>(len)) return;
     }
   }
-  (void)!syscall(SYS_write, 2, line + text, len - text);
+  struct iovec out[2] = {{const_cast<char*>("memtrack: "), 10}, {line + text, len - text}};
+  (void)!syscall(SYS_writev, 2, out, 2);
 }
 
 bool begin_image() {

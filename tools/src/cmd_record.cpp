@@ -192,11 +192,8 @@ int run_record(int argc, char** argv) {
       for (std::size_t i = 0; i < m.pids.size() && i < kShown; ++i)
         who += (i == 0 ? "" : ", ") + std::to_string(m.pids[i]);
       if (m.pids.size() > kShown) who += ", ...";
-      const std::string_view text = std::string_view(m.text).starts_with("memtrack: ")
-                                        ? std::string_view(m.text).substr(10)
-                                        : std::string_view(m.text);
-      std::fprintf(stderr, "memtrack record: preload, %s %s: %.*s\n", m.pids.size() == 1 ? "process" : "processes",
-                   who.empty() ? "?" : who.c_str(), static_cast<int>(text.size()), text.data());
+      std::fprintf(stderr, "memtrack record: preload, %s %s: %s\n", m.pids.size() == 1 ? "process" : "processes",
+                   who.empty() ? "?" : who.c_str(), m.text.c_str());
     }
     if (python_note) {
       std::fprintf(stderr,
