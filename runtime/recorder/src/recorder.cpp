@@ -227,11 +227,15 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   if (out) {
     const codec::Status finished = out->finish();
     if (result.status.is_ok()) result.status = finished;
+    if (finished.is_ok() && out->kept_beside()) {
+      result.target_taken = result.output_path;
+      result.output_path = out->final_path();
+    }
   }
   result.events = reader.events();
   result.abandoned_slots = reader.abandoned();
   result.peak_heap_bytes = heap.total_peak_bytes();
-  result.processes = processes.count();
+  result.processes = heap.pids().size();  // as `memtrack stats` counts them
   for (const UntrackedProcess& u : lifecycle.untracked())
     if (u.reason != "left-running") result.untracked.push_back({u.pid, u.executable, u.reason});
   result.context_records = lifecycle.records() + 1;  // and the Recording record

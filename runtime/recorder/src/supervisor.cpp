@@ -1,5 +1,6 @@
 #include "supervisor.h"
 
+#include <dlfcn.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/eventfd.h>
@@ -59,6 +60,23 @@ sigset_t SignalScope::wait_set() {
   return set;
 }
 
+namespace {
+
+using SpawnFn = int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
+                        char* const[], char* const[]);
+
+// libc's own posix_spawnp or posix_spawn, not an interposed one: under an outer `memtrack record` the outer's
+// preload interposes them in this process and would hand the command the outer's ring instead of ours (a
+// nested record records its own command; the outer records this recorder as any program).
+SpawnFn libc_spawn(bool search_path) {
+  static void* const libc = ::dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  void* const fn = libc != nullptr ? ::dlsym(libc, search_path ? "posix_spawnp" : "posix_spawn") : nullptr;
+  if (fn == nullptr) return search_path ? ::posix_spawnp : ::posix_spawn;
+  return reinterpret_cast<SpawnFn>(fn);
+}
+
+}  // namespace
+
 int spawn_command(const std::vector<char*>& argv, const std::vector<char*>& envp, const SignalScope& signals,
                   pid_t& pid) {
   posix_spawnattr_t attr;
@@ -67,13 +85,13 @@ int spawn_command(const std::vector<char*>& argv, const std::vector<char*>& envp
   posix_spawnattr_setsigmask(&attr, &signals.original_mask());
   posix_spawnattr_setsigdefault(&attr, &child_defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  int error = ::posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  int error = libc_spawn(true)(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
   if (error == ENOEXEC) {
     // execvp's rule: the file it found, run by /bin/sh with the rest of the arguments.
     std::string file = find_command(argv[0]);
     std::vector<char*> sh = {const_cast<char*>("/bin/sh"), file.data()};
     sh.insert(sh.end(), argv.begin() + 1, argv.end());  // ends with argv's nullptr
-    error = ::posix_spawn(&pid, "/bin/sh", nullptr, &attr, sh.data(), envp.data());
+    error = libc_spawn(false)(&pid, "/bin/sh", nullptr, &attr, sh.data(), envp.data());
   }
   posix_spawnattr_destroy(&attr);
   return error;

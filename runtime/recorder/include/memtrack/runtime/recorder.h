@@ -62,11 +62,14 @@ struct PreloadMessage {
 struct RecordResult {
   int exit_status = 0;  // the command's exit status, or 128 + signal number when a signal killed it
   int command_signal = 0;  // the signal that killed the command, or 0
-  std::string output_path;
+  std::string output_path;  // where the artifact is
+  // Not empty: the target, which another file took while recording (another recorder's, given the same
+  // target); output_path is then beside it (runtime/recorder/src/output_file.h) and the other file untouched.
+  std::string target_taken;
   std::uint64_t events = 0;
   std::uint64_t artifact_bytes = 0;
   std::uint64_t peak_heap_bytes = 0;      // peak of live malloc-family bytes across all recorded processes
-  std::uint64_t processes = 0;            // distinct pids in the recorded events
+  std::uint64_t processes = 0;            // processes recorded (with events or lifecycle records), as in stats
   std::uint64_t abandoned_slots = 0;      // tickets whose thread died (killed, or replaced by exec) unfilled
   codec::Status status;                   // artifact write failures
   std::vector<ProcessNote> left_running;  // still running when the recording ended (not waited for)
