@@ -147,9 +147,11 @@ int run_record(int argc, char** argv) {
   options.command.assign(argv + split.command_begin, argv + argc);
   if (options.command.empty()) throw UsageError("no command given: memtrack record [options] [--] CMD [ARGS...]");
   options.preload_path = find_preload();
-  // Undocumented knob for tests: a tiny ring makes every producer wrap and wait.
+#ifdef MEMTRACK_TEST_HOOKS
+  // memtrack-testhooks only (tools/CMakeLists.txt): a tiny ring makes every producer wrap and wait.
   if (const char* slots = std::getenv("MEMTRACK_RING_SLOTS"); slots != nullptr && *slots != '\0')
     options.ring_slots = static_cast<std::uint64_t>(parse_int("MEMTRACK_RING_SLOTS", slots, 64, 1LL << 30));
+#endif
   // CPython's pymalloc serves objects up to 512 bytes from its own arenas: without this, a script's small
   // objects are not events at all. The recorder's environment is the program's (recorder.cpp copies it).
   std::string python;
