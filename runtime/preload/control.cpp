@@ -9,75 +9,52 @@
 // ticket and its commit is taken within the nested-ticket bound of begin_event (ring_client.h), else dropped.
 #include <string.h>
 
+#include "memtrack/runtime/control_abi.h"
 #include "memtrack/runtime/ring.h"
 #include "ring_client.h"
 
 namespace memtrack::preload {
 namespace {
 
-// The operations of memtrack_preload_control_v1. The values are an ABI between libmemtrack-control and this
-// library (control/src/control.c has the same list): never renumber, only add.
-enum ControlOp : int { kOpPause = 1, kOpResume = 2, kOpRegionBegin = 3, kOpRegionEnd = 4, kOpIsRecording = 5 };
-inline constexpr size_t kMaxRegionName = 256;  // codec::kMaxRegionNameBytes
-
 // Attached and recording, and a note may be written from here (see the file comment).
-bool may_note() {
-  if (t_busy) return false;
-  const int s = g_state.load(std::memory_order_acquire);
-  if (s == kOff) return false;
-  if (s != kRecording) {
-    attach();
-    if (g_state.load(std::memory_order_acquire) != kRecording) return false;
-  }
-  if (g_ring->detached.load(std::memory_order_relaxed) != 0) return false;
-  if (t_pending != kNoTicket && g_ring->head.load(std::memory_order_relaxed) - t_pending >= (g_mask + 1) / 2)
-    return false;
-  return true;
-}
+bool may_note() { return may_record() && nested_ticket_allowed(t_pending); }
 
-// A generation-bumping CAS, then the note carrying the new word: the recorder drops a note older than one it
-// applied, so two threads toggling at once end, in the artifact, in the state the word ended in.
+// The toggle, then the note carrying the new word (ring.h, "Control": a note older than one the recorder
+// applied is dropped, so two threads toggling at once end, in the artifact, in the state the word ended in).
 int toggle(bool pause) {
   if (!may_note()) return 0;
-  uint64_t word = g_ring->control.load(std::memory_order_acquire);
-  for (;;) {
-    if (((word & runtime::kRingControlPaused) != 0) == pause) return 1;  // already so: not nested, no note
-    const uint64_t next = runtime::next_control(word, pause);
-    if (g_ring->control.compare_exchange_weak(word, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
-      static constexpr char kSource[] = "library";
-      write_note(pause ? RingEventKind::NotePause : RingEventKind::NoteResume, g_pid, next, kSource,
-                 sizeof kSource - 1);
-      return 1;
-    }
-  }
+  const uint64_t next = runtime::toggle_control(g_ring, pause);
+  if (next == 0) return 1;  // already so: not nested, no note
+  static constexpr char kSource[] = "library";
+  write_note(pause ? RingEventKind::NotePause : RingEventKind::NoteResume, g_pid, next, kSource, sizeof kSource - 1);
+  return 1;
 }
 
 }  // namespace
 }  // namespace memtrack::preload
 
-// Returns 1 when done, 0 when this process does not record (or the call was dropped, see above); for
-// kOpIsRecording, 1 when allocations are being recorded.
+// memtrack/runtime/control_abi.h has the operations and the results.
 MEMTRACK_EXPORT int memtrack_preload_control_v1(int op, const char* name) {
   using namespace memtrack::preload;
   switch (op) {
-    case kOpPause:
+    case MEMTRACK_CONTROL_PAUSE:
       return toggle(true);
-    case kOpResume:
+    case MEMTRACK_CONTROL_RESUME:
       return toggle(false);
-    case kOpRegionBegin: {
+    case MEMTRACK_CONTROL_REGION_BEGIN: {
       if (!may_note()) return 0;
-      const size_t len = name == nullptr ? 0 : strnlen(name, kMaxRegionName);
+      const size_t len = name == nullptr ? 0 : strnlen(name, memtrack::runtime::kRingMaxRegionNameBytes);
       return write_note(RingEventKind::NoteRegionBegin, g_pid, 0, name, len) ? 1 : 0;
     }
-    case kOpRegionEnd:
+    case MEMTRACK_CONTROL_REGION_END:
       if (!may_note()) return 0;
       return write_note(RingEventKind::NoteRegionEnd, g_pid, 0, nullptr, 0) ? 1 : 0;
-    case kOpIsRecording:
+    case MEMTRACK_CONTROL_IS_RECORDING:
       return recording_now() &&
                      (g_ring->control.load(std::memory_order_relaxed) & memtrack::runtime::kRingControlPaused) == 0
                  ? 1
                  : 0;
     default:
-      return -1;  // an operation of a newer libmemtrack-control
+      return -1;
   }
 }

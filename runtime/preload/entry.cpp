@@ -6,14 +6,13 @@
 // The kernel sees our wrapper; the program sees its own handler: sigaction's old action reports the handler
 // the program installed, with the flags it gave. SIG_DFL and SIG_IGN are installed as they are. A handler
 // that leaves with siglongjmp abandons the interrupted frames, and the depth it leaves (0) is then right.
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 
 #include <atomic>
 
-#include "preload_internal.h"
+#include "resolve.h"
 
 namespace memtrack::preload {
 
@@ -22,21 +21,14 @@ constinit MEMTRACK_TLS int t_entry_depth = 0;
 namespace {
 
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
-constinit std::atomic<SigactionFn> g_real_sigaction{nullptr};
+constinit std::atomic<void*> g_real_sigaction{nullptr};
 
 constexpr int kSignals = 65;  // 1..64 on Linux
 // The program's handler per signal, and whether it takes (int, siginfo_t*, void*).
 constinit std::atomic<uintptr_t> g_handler[kSignals] = {};
 constinit std::atomic<bool> g_siginfo[kSignals] = {};
 
-SigactionFn real_sigaction() {
-  SigactionFn f = g_real_sigaction.load(std::memory_order_acquire);
-  if (f == nullptr) {
-    f = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
-    g_real_sigaction.store(f, std::memory_order_release);
-  }
-  return f;
-}
+SigactionFn real_sigaction() { return next_fn<SigactionFn>(g_real_sigaction, "sigaction"); }
 
 void run_handler(int sig, siginfo_t* info, void* context) {
   const int interrupted = t_entry_depth;

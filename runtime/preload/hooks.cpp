@@ -76,17 +76,7 @@ void* realloc_impl(void* p, size_t size) {
 // -------------------------------------------------------------------------------------------------------------
 // The interposed C ABI.
 
-using memtrack::preload::arena_alloc;
-using memtrack::preload::ensure_real;
-using memtrack::preload::EntryScope;
-using memtrack::preload::g_real;
-using memtrack::preload::in_arena;
-using memtrack::preload::in_entry;
-using memtrack::preload::mul_overflows;
-using memtrack::preload::realloc_impl;
-using memtrack::preload::capture_stack;
-using memtrack::preload::record;
-using memtrack::preload::RingEventKind;
+using namespace memtrack::preload;  // NOLINT: the functions below are global by definition
 
 MEMTRACK_EXPORT void* malloc(size_t size) {
   if (!ensure_real()) return arena_alloc(size, 16);
@@ -198,9 +188,7 @@ MEMTRACK_EXPORT int munmap(void* addr, size_t len) {
   if (!ensure_real()) return static_cast<int>(syscall(SYS_munmap, addr, len));
   if (in_entry()) return g_real.munmap(addr, len);
   EntryScope scope;
-  // Recorded before the real call (the range may be mapped again by another thread right after). The only
-  // ways munmap fails are arguments checked here, so no event is written for a call that will fail.
-  if (len != 0 && (reinterpret_cast<uintptr_t>(addr) & 4095u) == 0) record(RingEventKind::Munmap, addr, len);
+  if (munmap_is_event(reinterpret_cast<uintptr_t>(addr), len)) record(RingEventKind::Munmap, addr, len);
   return g_real.munmap(addr, len);
 }
 

@@ -10,12 +10,12 @@
 // (which calls the new_handler loop exactly as the throwing one does, and returns null where that throws),
 // and only when that fails calls the throwing one, outside any scope, to throw bad_alloc. The nested path
 // holds no scope at all.
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <atomic>
 #include <new>
 
+#include "cxx_operators.h"
 #include "resolve.h"
 #include "ring_client.h"
 #include "stacks.h"
@@ -23,67 +23,14 @@
 namespace memtrack::preload {
 namespace {
 
-enum Op : int {
-  kNew,
-  kNewArray,
-  kNewNothrow,
-  kNewArrayNothrow,
-  kNewAligned,
-  kNewArrayAligned,
-  kNewAlignedNothrow,
-  kNewArrayAlignedNothrow,
-  kDelete,
-  kDeleteArray,
-  kDeleteSized,
-  kDeleteArraySized,
-  kDeleteAligned,
-  kDeleteArrayAligned,
-  kDeleteSizedAligned,
-  kDeleteArraySizedAligned,
-  kDeleteNothrow,
-  kDeleteArrayNothrow,
-  kDeleteAlignedNothrow,
-  kDeleteArrayAlignedNothrow,
-  kOps
-};
+using Op = CxxOp;
 
-constexpr const char* kNames[kOps] = {"_Znwm",
-                                      "_Znam",
-                                      "_ZnwmRKSt9nothrow_t",
-                                      "_ZnamRKSt9nothrow_t",
-                                      "_ZnwmSt11align_val_t",
-                                      "_ZnamSt11align_val_t",
-                                      "_ZnwmSt11align_val_tRKSt9nothrow_t",
-                                      "_ZnamSt11align_val_tRKSt9nothrow_t",
-                                      "_ZdlPv",
-                                      "_ZdaPv",
-                                      "_ZdlPvm",
-                                      "_ZdaPvm",
-                                      "_ZdlPvSt11align_val_t",
-                                      "_ZdaPvSt11align_val_t",
-                                      "_ZdlPvmSt11align_val_t",
-                                      "_ZdaPvmSt11align_val_t",
-                                      "_ZdlPvRKSt9nothrow_t",
-                                      "_ZdaPvRKSt9nothrow_t",
-                                      "_ZdlPvSt11align_val_tRKSt9nothrow_t",
-                                      "_ZdaPvSt11align_val_tRKSt9nothrow_t"};
+// Resolved on first use (next_fn); absent when no later library defines it (a C program that dlopens a C++
+// library RTLD_LOCAL: that library's references bind to us, and RTLD_NEXT cannot see its libstdc++). The
+// malloc family then stands in (fallback below). A dlopen forgets absent entries (reset_cxx_operators).
+constinit std::atomic<void*> g_ops[kCxxOps] = {};
 
-// Resolved on first use; kAbsent when no later library defines it (a C program that dlopens a C++ library
-// RTLD_LOCAL: that library's references bind to us, and RTLD_NEXT cannot see its libstdc++). The malloc
-// family then stands in (fallback below). A dlopen resets absent entries (reset_cxx_operators).
-void* const kAbsent = reinterpret_cast<void*>(1);
-constinit std::atomic<void*> g_ops[kOps] = {};
-
-void* real_op(Op op) {
-  void* f = g_ops[op].load(std::memory_order_acquire);
-  if (f == nullptr) [[unlikely]] {
-    ensure_real();
-    f = dlsym(RTLD_NEXT, kNames[op]);
-    if (f == nullptr) f = kAbsent;
-    g_ops[op].store(f, std::memory_order_release);
-  }
-  return f == kAbsent ? nullptr : f;
-}
+void* real_op(Op op) { return next_fn(g_ops[op], kCxxOperators[op].name); }
 
 using NewFn = void* (*)(size_t);
 using NewNothrowFn = void* (*)(size_t, const std::nothrow_t&);
@@ -183,10 +130,7 @@ void delete_any(void* p, Call call) {
 }  // namespace
 
 void reset_cxx_operators() {
-  for (auto& f : g_ops) {
-    void* expected = kAbsent;
-    f.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
-  }
+  for (auto& f : g_ops) forget_absent(f);
 }
 
 }  // namespace memtrack::preload

@@ -27,8 +27,8 @@ namespace {
 
 using DlopenFn = void* (*)(const char*, int);
 using DlcloseFn = int (*)(void*);
-constinit std::atomic<DlopenFn> g_real_dlopen{nullptr};
-constinit std::atomic<DlcloseFn> g_real_dlclose{nullptr};
+constinit std::atomic<void*> g_real_dlopen{nullptr};
+constinit std::atomic<void*> g_real_dlclose{nullptr};
 
 // The caller's DT_RUNPATH or DT_RPATH (which glibc uses only without a RUNPATH): the string, and whether
 // it is a RUNPATH. glibc has relocated the d_ptr entries of a loaded object's dynamic section in place.
@@ -161,20 +161,16 @@ bool caller_path(const char* file, const void* return_address, DlopenFn real, Dl
 }
 
 }  // namespace
+
+void* real_dlopen(const char* file, int mode) { return next_fn<DlopenFn>(g_real_dlopen, "dlopen")(file, mode); }
+
 }  // namespace memtrack::preload
 
 MEMTRACK_EXPORT void* dlopen(const char* file, int mode) {
   using namespace memtrack::preload;
   const void* return_address = __builtin_return_address(0);
-  DlopenFn real = g_real_dlopen.load(std::memory_order_acquire);
-  DlcloseFn real_close = g_real_dlclose.load(std::memory_order_acquire);
-  if (real == nullptr || real_close == nullptr) {
-    ensure_real();
-    real = reinterpret_cast<DlopenFn>(dlsym(RTLD_NEXT, "dlopen"));
-    real_close = reinterpret_cast<DlcloseFn>(dlsym(RTLD_NEXT, "dlclose"));
-    g_real_dlopen.store(real, std::memory_order_release);
-    g_real_dlclose.store(real_close, std::memory_order_release);
-  }
+  const auto real = next_fn<DlopenFn>(g_real_dlopen, "dlopen");
+  const auto real_close = next_fn<DlcloseFn>(g_real_dlclose, "dlclose");
   char path[PATH_MAX];
   const bool found = caller_path(file, return_address, real, real_close, path, sizeof path);
   void* h = real(found ? path : file, mode);

@@ -4,18 +4,22 @@
 //   hooks.cpp        the interposed C ABI (malloc ... sbrk, _Fork) and the constructor that attaches early
 //   resolve.cpp      the real functions, found with dlsym(RTLD_NEXT), and the bootstrap arena (resolve.h)
 //   ring_client.cpp  attaching to the recorder's ring and the producer's half of its protocol (ring_client.h)
-//   hooks_cxx.cpp    the C++ operators new/delete (all 22 of them), interposed like malloc
+//   hooks_cxx.cpp    the C++ operators new/delete (the 20 of cxx_operators.h), interposed like malloc
 //   entry.cpp        the entry depth (EntryScope below) and sigaction/signal, which give handlers a fresh depth
 //   patch/           entry patching for what the PLT does not reach: allocators defined in the executable or in
 //                    a library loaded with dlopen, and allocator APIs (mallocx, mi_malloc, tc_new, ...)
-//                    (patch/patch.h), with the tables of entry points in hooks_{jemalloc,mimalloc,tcmalloc}.cpp
+//                    (patch/patch.h), with the tables of entry points in patch/tables.cpp
+//   process_hooks.cpp the exec family, posix_spawn, system, popen: lifecycle notes and the children's environment
+//   hooks_dlopen.cpp dlopen: the caller's search path kept, new images patched
+//   stacks.cpp, modules.cpp  call stacks and the modules their addresses lie in (stacks.h)
+//   diagnostic.cpp   diagnostic() below
 //   control.cpp      memtrack/control.h's calls (pause, resume, regions) reaching the ring
 //   test_hooks.cpp   hooks for the integration tests, only in libmemtrack-preload-testhooks.so
 //
 // Rules every file keeps (docs/RUNTIME.md, "Calls and events" and "Processes, exec, threads, signals"):
-// - It links only libc (libdl and pthread are part of it) and uses no C++ runtime: no exceptions, no RTTI, no
-//   operator new, no static constructors (globals are constinit) beyond the one in hooks.cpp. Everything is
-//   raw system calls or libc functions that do not allocate.
+// - It links only libc (libdl and pthread are part of it) and Zydis (patch/, which never allocates), and uses
+//   no C++ runtime: no exceptions, no RTTI, no operator new, no static constructors (globals are constinit)
+//   beyond the one in hooks.cpp. Everything is raw system calls or libc functions that do not allocate.
 // - No allocation on its own paths: recording an event writes into the mapped ring and nowhere else.
 // - Causal order: a free is recorded before the real free, an allocation after the real call returns, and a
 //   realloc takes its ticket before the real call (the old block is released inside it) and fills the slot
@@ -50,8 +54,8 @@
 
 namespace memtrack::preload {
 
-// No stdio: it allocates and takes locks. The program's stderr: only for the test hooks and as the fallback
-// of diagnostic() below.
+// No stdio: it allocates and takes locks. The program's stderr, for the test hooks (diagnostics go through
+// diagnostic() below).
 inline void write_stderr(const char* msg) { (void)!syscall(SYS_write, 2, msg, strlen(msg)); }
 
 // Whether C string `s` begins with `prefix` (environment entries, symbol names).
@@ -63,8 +67,12 @@ inline bool starts_with(const char* s, const char* prefix) { return strncmp(s, p
 // opened (not under the recorder, the recorder gone, credentials dropped) does the line go to stderr, after
 // "memtrack: " (docs/RUNTIME.md, "Diagnostics"). Opens, writes once (so lines of processes never interleave) and closes: no
 // fd is left in the program. Raw system calls and a stack buffer: callable from any hook. Lines longer than
-// 1 KiB are cut. process_hooks.cpp.
+// 1 KiB are cut. diagnostic.cpp.
 void diagnostic(const char* const* parts, size_t count);
+
+// The messages channel's path (MEMTRACK_MESSAGES): the image's copy once it took the variable out of environ
+// at attach, the environment's before; nullptr when the recorder named none. process_hooks.cpp.
+const char* messages_path();
 
 template <typename... Parts>
 inline void say(Parts... parts) {

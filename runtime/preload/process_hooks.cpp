@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 
 #include "memtrack/runtime/image_check.h"
+#include "resolve.h"
 #include "ring_client.h"
 
 extern char** environ;
@@ -120,9 +120,8 @@ void exit_note(int status, void*) {
   g_state.store(kOff, std::memory_order_release);
 }
 
-// The real process functions, looked up with dlsym(RTLD_NEXT) on first use: only images that exec or spawn
-// pay for the lookups. dlsym's answer does not change, so a race only repeats the lookup. (In a vfork child
-// the lookup may wait for the loader's lock held by another thread of the parent; it does not deadlock.)
+// The real process functions (next_fn, resolve.h). In a vfork child the lookup may wait for the loader's lock
+// held by another thread of the parent; it does not deadlock.
 enum ProcessFn { kExecve, kExecvpe, kExecveat, kFexecve, kPosixSpawn, kPosixSpawnp, kSystem, kPopen, kProcessFns };
 constexpr const char* kProcessFnNames[kProcessFns] = {"execve",      "execvpe",      "execveat", "fexecve",
                                                       "posix_spawn", "posix_spawnp", "system",   "popen"};
@@ -130,12 +129,7 @@ constinit std::atomic<void*> g_process_fns[kProcessFns];
 
 template <typename Fn>
 Fn real(ProcessFn which) {
-  void* f = g_process_fns[which].load(std::memory_order_acquire);
-  if (f == nullptr) {
-    f = dlsym(RTLD_NEXT, kProcessFnNames[which]);
-    g_process_fns[which].store(f, std::memory_order_release);
-  }
-  return reinterpret_cast<Fn>(f);
+  return next_fn<Fn>(g_process_fns[which], kProcessFnNames[which]);
 }
 
 // Memory for an exec hook's arrays without malloc (a vfork child shares its parent's heap and locks): a
@@ -373,38 +367,23 @@ int do_execvpe(const char* file, char* const* argv, char* const* envp) {
   return real<execve_fn>(kExecvpe)(file, argv, env.get());
 }
 
-// The messages channel's path: our copy once begin_image took it out of environ, the environment's before
-// (attach() reports before it).
-const char* messages_path() {
-  if (g_env_ready) return g_env_messages[0] != '\0' ? g_env_messages + kMessagesPrefix : nullptr;
-  return getenv(runtime::kEnvMessages);
+// An execl-style call: `target` run (searched in PATH when `search`) with the arguments from `arg0` on; with
+// `has_envp`, the environment follows the arguments' NULL (execle).
+int exec_list(const char* target, bool search, const char* arg0, va_list ap, bool has_envp) {
+  char** envp = environ;
+  VarArgv argv(arg0, ap, has_envp ? &envp : nullptr);
+  if (argv.get() == nullptr) {
+    errno = ENOMEM;
+    return -1;
+  }
+  return search ? do_execvpe(target, argv.get(), envp) : do_execve(target, argv.get(), envp);
 }
 
 }  // namespace
 
-void diagnostic(const char* const* parts, size_t count) {
-  char line[1024];
-  // "<pid> " for the recorder, which names the processes of each message; stderr gets the rest.
-  size_t len = static_cast<size_t>(
-      snprintf(line, sizeof line, "%u ", static_cast<unsigned>(syscall(SYS_getpid))));  // does not allocate
-  const size_t text = len;
-  auto append = [&](const char* s) {
-    const size_t n = strnlen(s, sizeof line - 1 - len);
-    memcpy(line + len, s, n);
-    len += n;
-  };
-  for (size_t i = 0; i < count; ++i) append(parts[i]);
-  line[len++] = '\n';
-  if (const char* path = messages_path(); path != nullptr && *path != '\0') {
-    const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CLOEXEC));
-    if (fd >= 0) {
-      const long w = syscall(SYS_write, fd, line, len);
-      syscall(SYS_close, fd);
-      if (w == static_cast<long>(len)) return;
-    }
-  }
-  struct iovec out[2] = {{const_cast<char*>("memtrack: "), 10}, {line + text, len - text}};
-  (void)!syscall(SYS_writev, 2, out, 2);
+const char* messages_path() {
+  if (g_env_ready) return g_env_messages[0] != '\0' ? g_env_messages + kMessagesPrefix : nullptr;
+  return getenv(runtime::kEnvMessages);
 }
 
 bool begin_image() {
@@ -426,11 +405,7 @@ bool begin_image() {
 // The interposed process functions. glibc's exec family calls its internal __execve, not through the PLT, so
 // every member is interposed, not execve alone.
 
-using memtrack::preload::ChildEnv;
-using memtrack::preload::do_execve;
-using memtrack::preload::do_execvpe;
-using memtrack::preload::EnvironWithOurs;
-using memtrack::preload::VarArgv;
+using namespace memtrack::preload;  // NOLINT: the functions below are global by definition
 
 MEMTRACK_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   return do_execve(path, argv, envp);
@@ -447,42 +422,28 @@ MEMTRACK_EXPORT int execvp(const char* file, char* const argv[]) { return do_exe
 MEMTRACK_EXPORT int execl(const char* path, const char* arg, ...) {
   va_list ap;
   va_start(ap, arg);
-  VarArgv argv(arg, ap, nullptr);
+  const int r = exec_list(path, false, arg, ap, false);
   va_end(ap);
-  if (argv.get() == nullptr) {
-    errno = ENOMEM;
-    return -1;
-  }
-  return do_execve(path, argv.get(), environ);
+  return r;
 }
 
 MEMTRACK_EXPORT int execlp(const char* file, const char* arg, ...) {
   va_list ap;
   va_start(ap, arg);
-  VarArgv argv(arg, ap, nullptr);
+  const int r = exec_list(file, true, arg, ap, false);
   va_end(ap);
-  if (argv.get() == nullptr) {
-    errno = ENOMEM;
-    return -1;
-  }
-  return do_execvpe(file, argv.get(), environ);
+  return r;
 }
 
 MEMTRACK_EXPORT int execle(const char* path, const char* arg, ...) {
   va_list ap;
   va_start(ap, arg);
-  char** envp = nullptr;
-  VarArgv argv(arg, ap, &envp);
+  const int r = exec_list(path, false, arg, ap, true);
   va_end(ap);
-  if (argv.get() == nullptr) {
-    errno = ENOMEM;
-    return -1;
-  }
-  return do_execve(path, argv.get(), envp);
+  return r;
 }
 
 MEMTRACK_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
-  using namespace memtrack::preload;
   int reason = 0;
   if (executable(dirfd, path, flags)) reason = note_if_untrackable(g_pid, dirfd, path, flags, true);
   ChildEnv env(envp, tell_child(reason));
@@ -490,7 +451,6 @@ MEMTRACK_EXPORT int execveat(int dirfd, const char* path, char* const argv[], ch
 }
 
 MEMTRACK_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
-  using namespace memtrack::preload;
   int reason = 0;
   if (executable(fd, "", AT_EMPTY_PATH)) reason = note_if_untrackable(g_pid, fd, "", AT_EMPTY_PATH, true);
   ChildEnv env(envp, tell_child(reason));
@@ -499,7 +459,6 @@ MEMTRACK_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
 
 MEMTRACK_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                                 const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
-  using namespace memtrack::preload;
   pid_t child = 0;
   int r;
   {
@@ -513,7 +472,6 @@ MEMTRACK_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_
 
 MEMTRACK_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
                                  const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
-  using namespace memtrack::preload;
   pid_t child = 0;
   int r;
   {
@@ -527,14 +485,12 @@ MEMTRACK_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn
 }
 
 MEMTRACK_EXPORT int system(const char* command) {
-  using namespace memtrack::preload;
   if (command == nullptr) return real<system_fn>(kSystem)(nullptr);
   EnvironWithOurs env;
   return real<system_fn>(kSystem)(command);
 }
 
 MEMTRACK_EXPORT FILE* popen(const char* command, const char* mode) {
-  using namespace memtrack::preload;
   EnvironWithOurs env;
   return real<popen_fn>(kPopen)(command, mode);
 }

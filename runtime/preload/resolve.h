@@ -7,6 +7,7 @@
 // recognise arena pointers.
 #pragma once
 
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -56,6 +57,38 @@ inline bool ensure_real() {
   resolve_real();
   return true;
 }
+
+// The functions hooked besides the allocator's (the C++ operators, sigaction, the exec family, dlopen): each
+// one looked up with dlsym(RTLD_NEXT) on its first use and cached in its own `slot` (zero-initialized), so
+// only a program that calls it pays for the lookup. Returns nullptr when no library after this one defines
+// it; that answer is cached too, until forget_absent(slot). dlsym's answer does not change, so threads that
+// race only repeat the lookup.
+inline constexpr uintptr_t kAbsentFn = 1;
+
+inline void* next_fn(std::atomic<void*>& slot, const char* name) {
+  void* f = slot.load(std::memory_order_acquire);
+  if (f == nullptr) [[unlikely]] {
+    ensure_real();  // what dlsym allocates goes to the real allocator
+    f = dlsym(RTLD_NEXT, name);
+    if (f == nullptr) f = reinterpret_cast<void*>(kAbsentFn);
+    slot.store(f, std::memory_order_release);
+  }
+  return reinterpret_cast<uintptr_t>(f) == kAbsentFn ? nullptr : f;
+}
+
+template <typename Fn>
+inline Fn next_fn(std::atomic<void*>& slot, const char* name) {
+  return reinterpret_cast<Fn>(next_fn(slot, name));
+}
+
+// Lets next_fn look `slot` up again if it was absent (after a dlopen, which may have brought a definition).
+inline void forget_absent(std::atomic<void*>& slot) {
+  void* expected = reinterpret_cast<void*>(kAbsentFn);
+  slot.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+}
+
+// hooks_dlopen.cpp: the real dlopen, for memtrack's own loads (libunwind), which must not run the hook.
+void* real_dlopen(const char* file, int mode);
 
 // The bootstrap arena: a bump allocator for the few allocations dlsym makes. Never freed, never recorded.
 inline constexpr size_t kArenaBytes = 64 * 1024;

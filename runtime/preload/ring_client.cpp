@@ -35,58 +35,15 @@ void after_fork_in_child() {
 }
 
 bool write_note(RingEventKind kind, int32_t pid, uint64_t addr, const char* payload, size_t len, uint8_t flags) {
-  if (g_ring->detached.load(std::memory_order_relaxed) != 0) return false;
-  const uint64_t max_slots = runtime::note_max_data_slots(g_mask + 1);
-  uint64_t k = (len + runtime::kNoteDataBytes - 1) / runtime::kNoteDataBytes;
-  if (k > max_slots) {
-    k = max_slots;
-    len = k * runtime::kNoteDataBytes;
-    flags |= runtime::kRingNoteTruncated;
-  }
   // Events of a signal handler running while we hold the block are not recorded: they would take tickets
   // after the block, whose slots may need the reader to pass the block first.
   const bool was_busy = t_busy;
   t_busy = true;
   if (t_tid == 0) t_tid = static_cast<int>(syscall(SYS_gettid));
-  const uint64_t t = g_ring->head.fetch_add(1 + k, std::memory_order_relaxed);
-  const uint64_t timestamp = timestamp_now();
-  bool ok = true;
-  for (uint64_t j = 0; j <= k && ok; ++j) {
-    RingSlot* slot = &g_slots[(t + j) & g_mask];
-    const uint64_t owner = runtime::slot_owner(t + j, t_tid);
-    if (slot->seq.load(std::memory_order_acquire) != t + j) {
-      g_owners[(t + j) & g_owner_mask].store(owner, std::memory_order_release);
-      if (!wait_for_slot(slot, t + j)) {
-        ok = false;  // detached or the recorder is gone: nobody reads the rest
-        break;
-      }
-    }
-    slot->owner.store(owner, std::memory_order_release);
-    if (j == 0) {
-      RingEvent& e = slot->event;
-      e.timestamp = timestamp;
-      e.addr = addr;
-      e.size = len;
-      e.old_addr = k;
-      e.pid = pid;
-      e.tid = t_tid;
-      e.kind = kind;
-      e.flags = flags;
-      memset(e.reserved, 0, sizeof e.reserved);
-      e.stack = 0;
-    } else {
-      runtime::RingNoteData d;
-      const size_t off = (j - 1) * runtime::kNoteDataBytes;
-      const size_t n = len - off < runtime::kNoteDataBytes ? len - off : runtime::kNoteDataBytes;
-      memset(&d, 0, sizeof d);
-      memcpy(d.bytes, payload + off, n);
-      d.kind = RingEventKind::NoteData;
-      d.length = static_cast<uint8_t>(n);
-      memcpy(&slot->event, &d, sizeof d);
-    }
-    slot->seq.store(t + j + 1, std::memory_order_release);
-  }
-  t_last_ticket = t + k;
+  uint64_t last = t_last_ticket;
+  const bool ok = runtime::write_note_block(g_ring, kind, pid, t_tid, t_tid, addr, flags, payload, len,
+                                            [](RingSlot* slot, uint64_t t) { return wait_for_slot(slot, t); }, &last);
+  t_last_ticket = last;
   t_busy = was_busy;
   return ok;
 }

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <stdint.h>
-#include <time.h>
 
 #include <atomic>
 
@@ -75,13 +74,28 @@ inline bool recording_now() {
 bool begin_image();
 
 // The event's time: the raw TSC when the recorder converts it (ring.h, timestamp_tsc), else CLOCK_MONOTONIC.
-inline uint64_t timestamp_now() {
-#if defined(__x86_64__)
-  if (g_timestamp_tsc) return __builtin_ia32_rdtsc();
-#endif
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+inline uint64_t timestamp_now() { return runtime::ring_timestamp(g_timestamp_tsc); }
+
+// Whether this thread may record now: it is not attaching, this image is attached (attaching first if it has
+// not tried yet), and the ring is not detached (then the image stops recording: g_state becomes kOff).
+inline bool may_record() {
+  if (t_busy) return false;
+  int s = g_state.load(std::memory_order_acquire);
+  if (s != kRecording) [[unlikely]] {
+    if (s == kOff) return false;
+    attach();
+    if (g_state.load(std::memory_order_acquire) != kRecording) return false;
+  }
+  if (g_ring->detached.load(std::memory_order_relaxed)) [[unlikely]] {
+    g_state.store(kOff, std::memory_order_release);
+    return false;
+  }
+  return true;
+}
+
+// The nested-ticket bound of begin_event (below) for a thread whose oldest unfilled ticket is `outer`.
+inline bool nested_ticket_allowed(uint64_t outer) {
+  return outer == kNoTicket || g_ring->head.load(std::memory_order_relaxed) - outer < (g_mask + 1) / 2;
 }
 
 struct Ticket {
@@ -108,22 +122,12 @@ struct Ticket {
 // (RingHeader::control, memtrack/control.h) such events are not recorded; releases always are, so a block
 // allocated while recording is still released in the artifact when it is freed during a pause.
 inline bool begin_event(Ticket& tk, bool allocation = false) {
-  if (t_busy) return false;
-  int s = g_state.load(std::memory_order_acquire);
-  if (s != kRecording) [[unlikely]] {
-    if (s == kOff) return false;
-    attach();
-    if (g_state.load(std::memory_order_acquire) != kRecording) return false;
-  }
-  if (g_ring->detached.load(std::memory_order_relaxed)) [[unlikely]] {
-    g_state.store(kOff, std::memory_order_release);
-    return false;
-  }
+  if (!may_record()) return false;
   // The same cache line as `detached`, which nobody writes while recording: no cost beyond the load.
   if (allocation && (g_ring->control.load(std::memory_order_relaxed) & runtime::kRingControlPaused) != 0) [[unlikely]]
     return false;
   tk.outer = t_pending;
-  if (tk.outer != kNoTicket && g_ring->head.load(std::memory_order_relaxed) - tk.outer >= (g_mask + 1) / 2) [[unlikely]]
+  if (!nested_ticket_allowed(tk.outer)) [[unlikely]]
     return false;
   // Relaxed is enough for causality: read-modify-writes of one atomic are totally ordered consistently
   // with happens-before whatever their memory order.
@@ -183,6 +187,11 @@ inline void record(RingEventKind kind, const void* addr, uint64_t size, uint32_t
   const bool allocation = kind != RingEventKind::Free && kind != RingEventKind::Munmap;
   if (begin_event(tk, allocation)) commit_event(tk, kind, addr, size, nullptr, false, stack);
 }
+
+// Whether munmap(addr, len) is an event: it is recorded before the real call (the range may be mapped again by
+// another thread right after), and the only ways munmap fails are the arguments checked here (len 0, addr not
+// page-aligned), so no event is written for a call that will fail.
+inline bool munmap_is_event(uintptr_t addr, size_t len) { return len != 0 && (addr & 4095u) == 0; }
 
 // Whether this image records and allocations are paused (memtrack/control.h): a realloc then records only the
 // release of its old block, and no stack is captured.

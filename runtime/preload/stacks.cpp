@@ -15,6 +15,7 @@
 #include <atomic>
 
 #include "memtrack/unwind/unwind.h"
+#include "resolve.h"
 #include "ring_client.h"
 
 namespace memtrack::preload {
@@ -155,7 +156,7 @@ void stacks_attach() {
 void stacks_load_fallback() {
   if (g_stack_depth == 0) return;
   EntryScope scope;  // dlopen's own allocations are memtrack's, not the program's: nested, not recorded
-  (void)memtrack_unwind_init();
+  (void)memtrack_unwind_init(real_dlopen, dlsym);  // our dlopen hook would search paths and patch libunwind
 }
 
 namespace {

@@ -426,7 +426,7 @@ TEST(UnwindCapture, SignalsInterruptingCaptures) {
 }
 
 TEST(UnwindCapture, FallbackThroughLibunwindAgrees) {
-  ASSERT_TRUE(memtrack_unwind_init());
+  ASSERT_TRUE(memtrack_unwind_init(dlopen, dlsym));
   memtrack_unwind_test_force_fallback(true);
   const auto steps = memtrack_unwind_get_stats().fallback_steps;
   run_and_check(memtrack::unwind_test::run_chain, 24);

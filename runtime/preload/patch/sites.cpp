@@ -23,59 +23,9 @@
 #include "patch.h"
 
 namespace memtrack::preload {
-
 namespace {
 
 using K = runtime::RingEventKind;
-constexpr const char* kNothrowNew = "_ZnwmRKSt9nothrow_t";
-constexpr const char* kNothrowNewArray = "_ZnamRKSt9nothrow_t";
-constexpr const char* kNothrowNewAligned = "_ZnwmSt11align_val_tRKSt9nothrow_t";
-constexpr const char* kNothrowNewArrayAligned = "_ZnamSt11align_val_tRKSt9nothrow_t";
-
-constexpr EntrySpec kStandardSpecs[] = {
-    {"malloc", Rule::Alloc, K::Malloc, -1, 0, -1, nullptr, -1},
-    {"calloc", Rule::Alloc, K::Calloc, -1, 0, 1, nullptr, -1},
-    {"realloc", Rule::Realloc, K::Realloc, 0, 1, -1, nullptr, -1},
-    {"reallocarray", Rule::Realloc, K::Realloc, 0, 1, 2, nullptr, -1},
-    {"free", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"cfree", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"memalign", Rule::Alloc, K::AlignedAlloc, -1, 1, -1, nullptr, -1},
-    {"aligned_alloc", Rule::Alloc, K::AlignedAlloc, -1, 1, -1, nullptr, -1},
-    {"posix_memalign", Rule::PosixMemalign, K::AlignedAlloc, -1, 2, -1, nullptr, -1},
-    {"valloc", Rule::Alloc, K::AlignedAlloc, -1, 0, -1, nullptr, -1},
-    {"pvalloc", Rule::Alloc, K::AlignedAlloc, -1, 0, -1, nullptr, -1},
-    {"mmap", Rule::Mmap, K::Mmap, -1, 1, -1, nullptr, -1},
-    {"mmap64", Rule::Mmap, K::Mmap, -1, 1, -1, nullptr, -1},
-    {"munmap", Rule::Munmap, K::Munmap, 0, 1, -1, nullptr, -1},
-    {"sbrk", Rule::Sbrk, K::Brk, -1, 0, -1, nullptr, -1},
-    {"_Znwm", Rule::Alloc, K::Malloc, -1, 0, -1, kNothrowNew, 1},
-    {"_Znam", Rule::Alloc, K::Malloc, -1, 0, -1, kNothrowNewArray, 1},
-    {kNothrowNew, Rule::Alloc, K::Malloc, -1, 0, -1, nullptr, -1},
-    {kNothrowNewArray, Rule::Alloc, K::Malloc, -1, 0, -1, nullptr, -1},
-    {"_ZnwmSt11align_val_t", Rule::Alloc, K::AlignedAlloc, -1, 0, -1, kNothrowNewAligned, 2},
-    {"_ZnamSt11align_val_t", Rule::Alloc, K::AlignedAlloc, -1, 0, -1, kNothrowNewArrayAligned, 2},
-    {kNothrowNewAligned, Rule::Alloc, K::AlignedAlloc, -1, 0, -1, nullptr, -1},
-    {kNothrowNewArrayAligned, Rule::Alloc, K::AlignedAlloc, -1, 0, -1, nullptr, -1},
-    {"_ZdlPv", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdaPv", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdlPvm", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdaPvm", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdlPvSt11align_val_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdaPvSt11align_val_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdlPvmSt11align_val_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdaPvmSt11align_val_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdlPvRKSt9nothrow_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdaPvRKSt9nothrow_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdlPvSt11align_val_tRKSt9nothrow_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-    {"_ZdaPvSt11align_val_tRKSt9nothrow_t", Rule::Free, K::Free, 0, -1, -1, nullptr, -1},
-};
-
-}  // namespace
-
-const EntryTable kStandardEntries = {"standard", kStandardSpecs, sizeof kStandardSpecs / sizeof kStandardSpecs[0],
-                                     true};
-
-namespace {
 
 // ---- Sites and their hooks ---------------------------------------------------------------------------------
 
@@ -185,7 +135,7 @@ uintptr_t run_site(const Site& site, uintptr_t* a) {
     }
     case Rule::Munmap: {
       EntryScope scope;
-      if (a[1] != 0 && (a[0] & 4095u) == 0) record(K::Munmap, reinterpret_cast<void*>(a[0]), a[1]);
+      if (munmap_is_event(a[0], a[1])) record(K::Munmap, reinterpret_cast<void*>(a[0]), a[1]);
       return call(orig, a);
     }
     case Rule::Sbrk: {

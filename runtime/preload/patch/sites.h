@@ -1,7 +1,6 @@
 // Allocator entry points hooked by entry patching (patch.h), found by symbol name in the images the PLT does
 // not reach, and the one event each call makes (docs/RUNTIME.md, "Allocators beyond glibc"). sites.cpp scans
-// images and installs the hooks; the tables are in ../hooks_{jemalloc,mimalloc,tcmalloc}.cpp and, for the
-// standard names (malloc ..., the C++ operators), sites.cpp.
+// images and installs the hooks; the tables are in tables.cpp.
 #pragma once
 
 #include <stddef.h>
@@ -61,7 +60,7 @@ extern const EntryTable kTcmallocEntries;
 
 // Scans every loaded image not scanned yet and patches the entry points it defines. At startup (from the
 // preload's constructor), libraries get only the allocator APIs and the executable everything; after a
-// dlopen, each new library gets everything. Refusals are reported on stderr, one line per symbol.
+// dlopen, each new library gets everything. Each refusal is one diagnostic() line per symbol.
 void patch_new_images(bool after_dlopen);
 
 // hooks_cxx.cpp: forget C++ operators found absent, so a library loaded since can provide them.

@@ -27,18 +27,14 @@ std::optional<codec::ContextRecord> ControlBooks::on_note(const RingEvent& head,
 }
 
 bool toggle_recording(RingHeader* ring, bool pause, std::int32_t pid, std::string_view source) {
-  std::uint64_t word = ring->control.load(std::memory_order_acquire);
-  for (;;) {
-    if (((word & kRingControlPaused) != 0) == pause) return false;
-    const std::uint64_t next = next_control(word, pause);
-    if (ring->control.compare_exchange_weak(word, next, std::memory_order_acq_rel, std::memory_order_acquire))
-      return write_ring_note(ring, pause ? RingEventKind::NotePause : RingEventKind::NoteResume, pid, 0, next, 0,
-                             source);
-  }
+  const std::uint64_t next = toggle_control(ring, pause);
+  if (next == 0) return false;
+  return write_ring_note(ring, pause ? RingEventKind::NotePause : RingEventKind::NoteResume, pid, 0, next, 0, source);
 }
 
 bool note_region(RingHeader* ring, bool begin, std::int32_t pid, std::string_view name) {
-  if (name.size() > codec::kMaxRegionNameBytes) name = name.substr(0, codec::kMaxRegionNameBytes);
+  static_assert(kRingMaxRegionNameBytes == codec::kMaxRegionNameBytes, "the ring's and the format's limits agree");
+  if (name.size() > kRingMaxRegionNameBytes) name = name.substr(0, kRingMaxRegionNameBytes);
   return write_ring_note(ring, begin ? RingEventKind::NoteRegionBegin : RingEventKind::NoteRegionEnd, pid, 0, 0, 0,
                          begin ? name : std::string_view{});
 }

@@ -3,12 +3,10 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <climits>
-#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <thread>
@@ -72,20 +70,6 @@ void SharedRing::wake_waiters() {
   }
 }
 
-namespace {
-
-std::uint64_t note_timestamp(bool tsc) {
-#if defined(__x86_64__)
-  if (tsc) return __builtin_ia32_rdtsc();
-#endif
-  (void)tsc;
-  struct timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
-
 bool SharedRing::write_note(RingEventKind kind, std::int32_t pid, std::uint64_t addr, std::uint8_t flags,
                             std::string_view payload) {
   return write_ring_note(header_, kind, pid, static_cast<std::int32_t>(::syscall(SYS_gettid)), addr, flags, payload);
@@ -93,53 +77,17 @@ bool SharedRing::write_note(RingEventKind kind, std::int32_t pid, std::uint64_t 
 
 bool write_ring_note(RingHeader* header, RingEventKind kind, std::int32_t pid, std::int32_t tid, std::uint64_t addr,
                      std::uint8_t flags, std::string_view payload) {
-  RingHeader* const header_ = header;
-  const std::uint64_t slots_ = header->capacity;
-  RingSlot* const slots = ring_slots(header);
-  std::atomic<std::uint64_t>* const owners = ring_owners(header);
-  const auto slot = [&](std::uint64_t ticket) -> RingSlot& { return slots[ticket & (slots_ - 1)]; };
-  if (header_->detached.load(std::memory_order_relaxed) != 0) return false;
-  const std::uint64_t max_slots = note_max_data_slots(slots_);
-  std::uint64_t k = (payload.size() + kNoteDataBytes - 1) / kNoteDataBytes;
-  if (k > max_slots) {
-    k = max_slots;
-    payload = payload.substr(0, k * kNoteDataBytes);
-    flags |= kRingNoteTruncated;
-  }
   // The slot's owner word names a thread the reader can check for life: ours, whatever `tid` the note carries.
   const auto self = static_cast<std::int32_t>(::syscall(SYS_gettid));
-  const std::uint64_t t = header_->head.fetch_add(1 + k, std::memory_order_relaxed);
-  const std::uint64_t timestamp = note_timestamp(header_->timestamp_tsc == 1);
-  for (std::uint64_t j = 0; j <= k; ++j) {
-    RingSlot& s = slot(t + j);
-    const std::uint64_t owner = slot_owner(t + j, self);
-    if (s.seq.load(std::memory_order_acquire) != t + j) {
-      owners[(t + j) & (2 * slots_ - 1)].store(owner, std::memory_order_release);
-      while (s.seq.load(std::memory_order_acquire) != t + j) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    s.owner.store(owner, std::memory_order_release);
-    if (j == 0) {
-      RingEvent e{};
-      e.timestamp = timestamp;
-      e.addr = addr;
-      e.size = payload.size();
-      e.old_addr = k;
-      e.pid = pid;
-      e.tid = tid;
-      e.kind = kind;
-      e.flags = flags;
-      s.event = e;
-    } else {
-      RingNoteData d{};
-      const std::string_view part = payload.substr((j - 1) * kNoteDataBytes, kNoteDataBytes);
-      std::memcpy(d.bytes, part.data(), part.size());
-      d.kind = RingEventKind::NoteData;
-      d.length = static_cast<std::uint8_t>(part.size());
-      std::memcpy(&s.event, &d, sizeof d);
-    }
-    s.seq.store(t + j + 1, std::memory_order_release);
-  }
-  return true;
+  std::uint64_t last = 0;
+  return write_note_block(
+      header, kind, pid, tid, self, addr, flags, payload.data(), payload.size(),
+      [](RingSlot* slot, std::uint64_t ticket) {
+        while (slot->seq.load(std::memory_order_acquire) != ticket)
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        return true;
+      },
+      &last);
 }
 
 }  // namespace memtrack::runtime

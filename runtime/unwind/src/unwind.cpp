@@ -65,7 +65,12 @@ Slot g_cache[std::size_t{1} << kCacheBits];
 std::atomic<std::uint32_t> g_generation{1};
 std::atomic<std::uint64_t> g_dl_adds{0}, g_dl_subs{0};
 std::atomic<std::uint64_t> g_misses{0}, g_fallback_steps{0}, g_invalidations{0};
+#ifdef MEMTRACK_UNWIND_TEST_HOOKS
 std::atomic<bool> g_force_fallback{false};
+inline bool forced_fallback() { return g_force_fallback.load(std::memory_order_relaxed); }
+#else
+constexpr bool forced_fallback() { return false; }
+#endif
 
 // libunwind, loaded by memtrack_unwind_init with RTLD_LOCAL. Its local-only entry points (_UL prefix):
 // the types come from its header, the functions through these pointers only.
@@ -239,7 +244,7 @@ inline std::uintptr_t load(std::uintptr_t address) { return *reinterpret_cast<co
 __attribute__((noinline)) bool slow_step(std::uint64_t bits, Regs* regs) {
   const RuleKind kind = packed_kind(bits);
   if (kind == RuleKind::kEnd || kind == RuleKind::kNoInfo) return false;
-  if (kind == RuleKind::kSignal && !g_force_fallback.load(std::memory_order_relaxed)) {
+  if (kind == RuleKind::kSignal && !forced_fallback()) {
     // The handler's CFA, where the handler returned to __restore_rt, is the kernel's ucontext
     // (struct rt_sigframe without its pretcode): the interrupted registers are there.
     const auto* uc = reinterpret_cast<const ucontext_t*>(regs->sp);
@@ -369,7 +374,7 @@ __attribute__((noinline, no_sanitize("address"))) std::size_t capture_general(st
                                                                               std::uintptr_t rbp, bool held,
                                                                               std::size_t holds_from) {
   const std::uint32_t generation = g_generation.load(std::memory_order_acquire);
-  const bool force_fallback = g_force_fallback.load(std::memory_order_relaxed);
+  const bool force_fallback = forced_fallback();
   ThreadRecord& rec = t_record;
   const bool use_record = held || (!rec.busy && !force_fallback && g_prefix_reuse.load(std::memory_order_relaxed));
   if (use_record && !held) {
@@ -529,7 +534,7 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
     std::uintptr_t* out, std::size_t max, unsigned skip, bool* truncated, std::uintptr_t ip, std::uintptr_t sp,
     std::uintptr_t rbp) {
   ThreadRecord& rec = t_record;
-  if (!rec.busy && rec.count != 0 && !g_force_fallback.load(std::memory_order_relaxed) &&
+  if (!rec.busy && rec.count != 0 && !forced_fallback() &&
       g_prefix_reuse.load(std::memory_order_relaxed)) {
     // Busy before reading the record: a signal handler's capture then leaves it alone.
     rec.busy = true;
@@ -561,14 +566,14 @@ extern "C" void memtrack_unwind_invalidate(void) {
   g_invalidations.fetch_add(1, std::memory_order_relaxed);
 }
 
-extern "C" bool memtrack_unwind_init(void) {
+extern "C" bool memtrack_unwind_init(void* (*open)(const char*, int), void* (*sym)(void*, const char*)) {
   if (g_libunwind.load(std::memory_order_acquire) != nullptr) return true;
-  void* handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  void* handle = open("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return false;
   Libunwind lib;
-  lib.init_local2 = reinterpret_cast<decltype(lib.init_local2)>(dlsym(handle, "_ULx86_64_init_local2"));
-  lib.step = reinterpret_cast<decltype(lib.step)>(dlsym(handle, "_ULx86_64_step"));
-  lib.get_reg = reinterpret_cast<decltype(lib.get_reg)>(dlsym(handle, "_ULx86_64_get_reg"));
+  lib.init_local2 = reinterpret_cast<decltype(lib.init_local2)>(sym(handle, "_ULx86_64_init_local2"));
+  lib.step = reinterpret_cast<decltype(lib.step)>(sym(handle, "_ULx86_64_step"));
+  lib.get_reg = reinterpret_cast<decltype(lib.get_reg)>(sym(handle, "_ULx86_64_get_reg"));
   if (lib.init_local2 == nullptr || lib.step == nullptr || lib.get_reg == nullptr) return false;
   // Racing initialisers store the same pointers.
   g_libunwind_storage = lib;
@@ -581,4 +586,6 @@ extern "C" memtrack_unwind_stats memtrack_unwind_get_stats(void) {
           g_invalidations.load(std::memory_order_relaxed), sizeof(g_cache)};
 }
 
+#ifdef MEMTRACK_UNWIND_TEST_HOOKS
 extern "C" void memtrack_unwind_test_force_fallback(bool on) { g_force_fallback.store(on, std::memory_order_relaxed); }
+#endif

@@ -1,14 +1,7 @@
 // The transport between the preload library (producers, in every tracked process) and the recorder
-// (the single consumer): one lock-free ring of event slots in a shared memfd, mapped by all of them.
-//
-// Why one shared ring with a ticket per event, and not per-thread buffers flushed in bulk:
-// the ticket is taken with one atomic fetch_add on `head`. Atomic read-modify-writes on one variable form a
-// single total order that is consistent with happens-before, so if thread A's malloc returned p and thread B
-// (or a forked child) later frees p, A's ticket precedes B's ticket. The recorder reads slots strictly in
-// ticket order, so the artifact order is causal by construction, across threads and processes, with no
-// merge step and no reorder window. Per-thread buffers flushed at different times cannot give that without
-// a global sequence plus a recorder-side merge that must wait for every idle thread to flush (unbounded
-// buffering), and the sequence counter costs the same fetch_add anyway. No lock is taken per event.
+// (the single consumer): one lock-free ring of event slots in a shared memfd, mapped by all of them. A ticket
+// per event from one fetch_add on `head` is the artifact's order, causal across threads and processes
+// (docs/RUNTIME.md, "Transport").
 //
 // Slot protocol (Vyukov's bounded queue, one consumer): slot i % capacity holds `seq`.
 //   seq == t            free for the producer holding ticket t
@@ -29,9 +22,12 @@
 // version is bumped and its layout recorded.
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace memtrack::runtime {
@@ -82,7 +78,7 @@ enum class RingEventKind : std::uint8_t {
   // Control notes ("Control" below), blocks like the lifecycle notes (old_addr = k NoteData slots).
   NotePause = 42,        // pid, tid, addr = the control word this pause set; payload: the source ("library", ...)
   NoteResume = 43,       // likewise for a resume
-  NoteRegionBegin = 44,  // pid, tid; payload: the region's name (at most codec's kMaxRegionNameBytes)
+  NoteRegionBegin = 44,  // pid, tid; payload: the region's name (at most kRingMaxRegionNameBytes)
   NoteRegionEnd = 45,    // pid, tid
 };
 
@@ -94,6 +90,9 @@ enum class RingEventKind : std::uint8_t {
 // the word's last value wins, in the artifact as in the producers), so the records it writes alternate
 // Pause, Resume, ... and end in the state the producers ended in.
 inline constexpr std::uint64_t kRingControlPaused = 1;
+// A NoteRegionBegin's name is cut to this many bytes by whoever writes the note (the format's limit too:
+// the recorder checks that codec::kMaxRegionNameBytes agrees).
+inline constexpr std::size_t kRingMaxRegionNameBytes = 256;
 [[nodiscard]] inline constexpr std::uint64_t control_generation(std::uint64_t word) { return word >> 1; }
 [[nodiscard]] inline constexpr std::uint64_t next_control(std::uint64_t word, bool paused) {
   return ((control_generation(word) + 1) << 1) | (paused ? kRingControlPaused : 0);
@@ -328,6 +327,93 @@ static_assert(ring_layout_fingerprint() == ring_layout_of_version(kRingVersion),
 
 [[nodiscard]] inline std::atomic<std::uint64_t>* ring_owners(RingHeader* h) {
   return reinterpret_cast<std::atomic<std::uint64_t>*>(ring_slots(h) + h->capacity);
+}
+
+// ---- What both sides write: the producers (libmemtrack-preload.so) and the recorder, which takes tickets
+// like a producer for its own notes. Header-only, no allocation, async-signal-safe given a safe `wait`.
+
+// RingEvent::timestamp: the raw TSC when `tsc` (RingHeader::timestamp_tsc == 1), else CLOCK_MONOTONIC ns.
+[[nodiscard]] inline std::uint64_t ring_timestamp(bool tsc) {
+#if defined(__x86_64__)
+  if (tsc) return __builtin_ia32_rdtsc();
+#endif
+  (void)tsc;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// Writes one note block ("Lifecycle notes"): 1 + k tickets in one fetch_add for `len` bytes of `payload`
+// (cut to note_max_data_slots(capacity), then flags |= kRingNoteTruncated); the head slot carries pid, tid,
+// addr, flags, the kept length (size) and k (old_addr). Every slot is signed with `owner_tid`, a thread the
+// recorder can check for life. `wait(slot, ticket)` is called when a slot is not free yet: it returns true
+// once it is, false to give up (the ring was detached or the recorder is gone: nobody reads the rest).
+// *last_ticket is set to the block's last ticket once taken. Returns false when the ring is detached or
+// `wait` gave up.
+template <typename Wait>
+bool write_note_block(RingHeader* h, RingEventKind kind, std::int32_t pid, std::int32_t tid, std::int32_t owner_tid,
+                      std::uint64_t addr, std::uint8_t flags, const char* payload, std::size_t len, Wait&& wait,
+                      std::uint64_t* last_ticket) {
+  if (h->detached.load(std::memory_order_relaxed) != 0) return false;
+  const std::uint64_t capacity = h->capacity;
+  RingSlot* const slots = ring_slots(h);
+  std::atomic<std::uint64_t>* const owners = ring_owners(h);
+  const std::uint64_t max_slots = note_max_data_slots(capacity);
+  std::uint64_t k = (len + kNoteDataBytes - 1) / kNoteDataBytes;
+  if (k > max_slots) {
+    k = max_slots;
+    len = k * kNoteDataBytes;
+    flags |= kRingNoteTruncated;
+  }
+  const std::uint64_t t = h->head.fetch_add(1 + k, std::memory_order_relaxed);
+  *last_ticket = t + k;
+  const std::uint64_t timestamp = ring_timestamp(h->timestamp_tsc == 1);
+  for (std::uint64_t j = 0; j <= k; ++j) {
+    RingSlot& slot = slots[(t + j) & (capacity - 1)];
+    const std::uint64_t owner = slot_owner(t + j, owner_tid);
+    if (slot.seq.load(std::memory_order_acquire) != t + j) {
+      owners[(t + j) & (2 * capacity - 1)].store(owner, std::memory_order_release);
+      if (!wait(&slot, t + j)) return false;
+    }
+    slot.owner.store(owner, std::memory_order_release);
+    if (j == 0) {
+      RingEvent& e = slot.event;
+      e.timestamp = timestamp;
+      e.addr = addr;
+      e.size = len;
+      e.old_addr = k;
+      e.pid = pid;
+      e.tid = tid;
+      e.kind = kind;
+      e.flags = flags;
+      std::memset(e.reserved, 0, sizeof e.reserved);
+      e.stack = 0;
+    } else {
+      RingNoteData d;
+      const std::size_t off = (j - 1) * kNoteDataBytes;
+      const std::size_t n = len - off < kNoteDataBytes ? len - off : kNoteDataBytes;
+      std::memset(&d, 0, sizeof d);
+      std::memcpy(d.bytes, payload + off, n);
+      d.kind = RingEventKind::NoteData;
+      d.length = static_cast<std::uint8_t>(n);
+      std::memcpy(&slot.event, &d, sizeof d);
+    }
+    slot.seq.store(t + j + 1, std::memory_order_release);
+  }
+  return true;
+}
+
+// Pause (`pause` true) or resume: the generation-bumping CAS of "Control". Returns the new control word, for
+// the NotePause/NoteResume the caller then writes; 0 when the state already was so (no toggle, no note; a new
+// word is never 0, its generation being at least 1).
+[[nodiscard]] inline std::uint64_t toggle_control(RingHeader* h, bool pause) {
+  std::uint64_t word = h->control.load(std::memory_order_acquire);
+  for (;;) {
+    if (((word & kRingControlPaused) != 0) == pause) return 0;
+    const std::uint64_t next = next_control(word, pause);
+    if (h->control.compare_exchange_weak(word, next, std::memory_order_acq_rel, std::memory_order_acquire))
+      return next;
+  }
 }
 
 }  // namespace memtrack::runtime

@@ -38,11 +38,13 @@ std::size_t memtrack_unwind_capture(std::uintptr_t* out, std::size_t max, unsign
 // Async-signal-safe. Call it after dlclose.
 void memtrack_unwind_invalidate(void);
 
-// Loads libunwind (libunwind.so.8) with RTLD_LOCAL, for frames whose rule is not compact. Its symbols stay
-// out of the global scope, so a preloaded memtrack does not interpose the program's _Unwind_* (C++
-// exceptions) or backtrace(). It allocates (dlopen): call it once at startup, outside any allocator hook.
-// Returns false if libunwind is not installed (then such frames end the stack). Idempotent.
-bool memtrack_unwind_init(void);
+// Loads libunwind (libunwind.so.8) with open(name, RTLD_NOW | RTLD_LOCAL) and finds its functions with sym,
+// for frames whose rule is not compact. The caller hands in its dlopen and dlsym: a library that interposes
+// dlopen (the preload) passes the real one, so loading libunwind does not run its own hook. RTLD_LOCAL keeps
+// libunwind's symbols out of the global scope, so a preloaded memtrack does not interpose the program's
+// _Unwind_* (C++ exceptions) or backtrace(). It allocates (dlopen): call it once at startup, outside any
+// allocator hook. Returns false if libunwind is not installed (then such frames end the stack). Idempotent.
+bool memtrack_unwind_init(void* (*open)(const char* name, int mode), void* (*sym)(void* handle, const char* name));
 
 // Counters since the start, for tests and the recorder's summary (relaxed reads; not on the hot path).
 struct memtrack_unwind_stats {
@@ -58,7 +60,9 @@ memtrack_unwind_stats memtrack_unwind_get_stats(void);
 // instead of unwinding it. Off: every frame is unwound through the rule cache (for benchmarks and tests).
 void memtrack_unwind_set_prefix_reuse(bool on);
 
-// Test hook: when on, every frame is stepped by libunwind (to check the fallback path against the cached
-// one). Not for production use.
+#ifdef MEMTRACK_UNWIND_TEST_HOOKS
+// Only in memtrack::unwind_testing, the tests' build of this library: when on, every frame is stepped by
+// libunwind (to check the fallback path against the cached one).
 void memtrack_unwind_test_force_fallback(bool on);
+#endif
 }
