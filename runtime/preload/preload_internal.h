@@ -65,8 +65,8 @@ inline bool starts_with(const char* s, const char* prefix) { return strncmp(s, p
 // (MEMTRACK_MESSAGES, ring.h), which record prints in its summary, deduplicated; never into the program's
 // fds, whose stderr may be checked byte for byte (a compiler's, by autoconf). Only when the channel cannot be
 // opened (not under the recorder, the recorder gone, credentials dropped) does the line go to stderr, after
-// "memtrack: " (docs/RUNTIME.md, "Diagnostics"). Opens, writes once (so lines of processes never interleave) and closes: no
-// fd is left in the program. Raw system calls and a stack buffer: callable from any hook. Lines longer than
+// "memtrack: " (docs/RUNTIME.md, "Diagnostics"). Opens, writes once (so lines of processes never
+// interleave) and closes: no fd is left in the program. Raw system calls and a stack buffer: callable from any hook. Lines longer than
 // 1 KiB are cut. diagnostic.cpp.
 void diagnostic(const char* const* parts, size_t count);
 
