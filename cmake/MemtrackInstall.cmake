@@ -33,3 +33,16 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/memtrackConfig.cmake.i
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/memtrackConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/memtrackConfig.cmake ${PROJECT_BINARY_DIR}/memtrackConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/memtrack)
+
+# `cpack -G DEB` in the build directory: one package, memtrack, with everything installed above (the tool,
+# the preload and control libraries, headers and CMake config), under /usr. Its Depends come from
+# dpkg-shlibdeps (Debian's dpkg-dev): the packages that ship the shared libraries its ELF files link.
+set(CPACK_PACKAGE_NAME memtrack)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_PACKAGE_CONTACT "memtrack maintainers <memtrack@localhost>")
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+include(CPack)

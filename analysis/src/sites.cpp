@@ -406,13 +406,17 @@ SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const Mo
       const auto r = path ? resolved.find({k.module, k.address}) : resolved.end();
       if (r == resolved.end() || r->second.empty()) {
         SiteFrame f;
-        if (path) f.module = *path;
+        if (path) {
+          f.module = *path;
+          f.build_id = d.modules[k.module].second;
+        }
         f.address = k.address;
         site.stack.push_back(std::move(f));
         continue;
       }
       for (SiteFrame f : r->second) {
         f.module = *path;
+        f.build_id = d.modules[k.module].second;
         f.address = k.address;
         site.stack.push_back(std::move(f));
       }

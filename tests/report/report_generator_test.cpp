@@ -3,10 +3,12 @@
 // one recorded from a real program (tests/report/programs/report_calls.c). The folded lines and the pprof
 // profile (read back with protobuf's own C++ reader) hold exactly the expected stacks and values; the report
 // loads in headless Chromium with no error and shows the chart and the known names in the flame graph.
+#include <elf.h>
 #include <google/protobuf/io/gzip_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -210,6 +212,45 @@ TEST(Export, PprofParsesIntoTheExpectedSamplesFunctionsAndValues) {
     if (str(f.name()) == "h") {
       EXPECT_EQ(str(f.filename()), "prog.c");
     }
+}
+
+// A non-PIE executable's mapping: memory_start is its lowest PT_LOAD segment's p_vaddr (load bias 0) and
+// file_offset that segment's p_offset (0 here, where start - bias would say 0x400000), read from the ELF file.
+TEST(Export, PprofMappingOfANonPieExecutableHasItsSegmentsFileOffset) {
+  const std::string program = MEMTRACK_PROGRAMS_DIR "/report_calls_nopie";
+  const std::string elf = mt::slurp(program);
+  ASSERT_GE(elf.size(), sizeof(Elf64_Ehdr));
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, elf.data(), sizeof eh);
+  ASSERT_EQ(eh.e_type, ET_EXEC) << program << " is not a non-PIE executable";
+  std::uint64_t lowest_vaddr = UINT64_MAX, lowest_offset = 0;
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    ASSERT_LE(eh.e_phoff + (i + 1) * sizeof ph, elf.size());
+    std::memcpy(&ph, elf.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_type == PT_LOAD && ph.p_vaddr < lowest_vaddr) lowest_vaddr = ph.p_vaddr, lowest_offset = ph.p_offset;
+  }
+  ASSERT_NE(lowest_vaddr, UINT64_MAX);
+  ASSERT_NE(lowest_vaddr, lowest_offset) << "the test needs a segment whose address is not its offset";
+
+  const std::string artifact = mt::scratch_dir() + "/nopie.mt", out = mt::scratch_dir() + "/nopie.pb.gz";
+  const mt::RunResult rec = mt::run(mt::memtrack_bin() + " record -q -o " + artifact + " -- " + program);
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  const mt::RunResult r = mt::run(mt::memtrack_bin() + " export " + artifact + " --format pprof -o " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const perftools::profiles::Profile p = read_pprof(out);
+  const perftools::profiles::Mapping* mapping = nullptr;
+  for (const auto& m : p.mapping())
+    if (p.string_table(static_cast<int>(m.filename())).ends_with("/report_calls_nopie")) mapping = &m;
+  ASSERT_NE(mapping, nullptr) << "no mapping of the program";
+  EXPECT_EQ(mapping->memory_start(), lowest_vaddr);
+  EXPECT_EQ(mapping->file_offset(), lowest_offset);
+  // The program's own frames are in it.
+  bool in_program = false;
+  for (const auto& l : p.location())
+    in_program |= l.mapping_id() == mapping->id() && l.address() >= mapping->memory_start() &&
+                  l.address() < mapping->memory_limit();
+  EXPECT_TRUE(in_program);
 }
 
 // The report's JSON as embedded in the page (escape_json's \u003c etc. are valid JSON escapes).

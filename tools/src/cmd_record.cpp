@@ -47,8 +47,8 @@ constexpr const char* kHelp =
     "recording ends when CMD does (or 1 s later; a second signal ends it at once); once CMD has exited they\n"
     "end the recording at once, with a valid artifact. A recorder killed with SIGKILL leaves\n"
     "FILE.<pid>.partial: every whole frame in it is a valid artifact (decode reads it up to the cut).\n"
-    "The library is found at <dir of memtrack>/../lib/libmemtrack-preload.so unless MEMTRACK_PRELOAD names\n"
-    "another.\n";
+    "The library is found where the install put it, <dir of memtrack>/" MEMTRACK_PRELOAD_INSTALL_DIR
+    "/,\nelse in the build tree's lib/, unless MEMTRACK_PRELOAD names another.\n";
 
 bool names_python(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -97,6 +97,10 @@ bool looks_like_cpython(const std::vector<std::string>& command, std::string& na
   return false;
 }
 
+// MEMTRACK_PRELOAD, else the library where the install rules put it relative to this binary
+// (MEMTRACK_PRELOAD_INSTALL_DIR: ../lib under /usr/local, ../lib/x86_64-linux-gnu under Debian's /usr), else
+// where the build tree has it (MEMTRACK_PRELOAD_BUILD_DIR); both are set by tools/CMakeLists.txt. When neither
+// exists the installed location is returned, so the recorder's error names it.
 std::string find_preload() {
   if (const char* env = std::getenv("MEMTRACK_PRELOAD"); env != nullptr && *env != '\0') return env;
   char exe[PATH_MAX];
@@ -104,7 +108,10 @@ std::string find_preload() {
   if (n <= 0) return "libmemtrack-preload.so";
   std::string dir(exe, static_cast<std::size_t>(n));
   dir.erase(dir.find_last_of('/'));
-  return dir + "/../lib/libmemtrack-preload.so";
+  const std::string installed = dir + "/" MEMTRACK_PRELOAD_INSTALL_DIR "/libmemtrack-preload.so";
+  if (::access(installed.c_str(), R_OK) == 0) return installed;
+  const std::string built = dir + "/" MEMTRACK_PRELOAD_BUILD_DIR "/libmemtrack-preload.so";
+  return ::access(built.c_str(), R_OK) == 0 ? built : installed;
 }
 
 }  // namespace

@@ -25,14 +25,17 @@ namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack stats FILE [--json] [--region NAME]\n\n"
+    "usage: memtrack stats FILE [--json] [--region NAME | --regions]\n\n"
     "Summarizes a MemtrackArtifact (FILE may be - for stdin): events by kind and by pid, bytes allocated,\n"
     "peak live heap per pid and when it happened, what is still live at the end (leaks), allocation sizes\n"
     "as a power-of-two histogram, duration, frames and compression ratio.\n\n"
     "  --json         one JSON document instead of the table\n"
     "  --region NAME  the stats of region NAME alone (memtrack/control.h): its occurrences summed, as one\n"
     "                 stream of the events inside them plus the later frees of the blocks they allocated, so\n"
-    "                 peaks and leaks are those of the region's own blocks; then one row per occurrence\n\n"
+    "                 peaks and leaks are those of the region's own blocks; then one row per occurrence\n"
+    "  --regions      per region name (a benchmark's): its runs, each run's peak of its own blocks, bytes\n"
+    "                 allocated, allocations and what is still live at its end, and min/median/max over the\n"
+    "                 runs (JSON: {\"regions\": [{\"name\", \"runs\", \"per_run\", \"min\", \"median\", \"max\"}]})\n\n"
     "An artifact with regions or pauses (recorded with memtrack/control.h, --paused or 'memtrack ctl') lists\n"
     "them after the stats: per occurrence its events, allocations, bytes, frees of its own blocks and of older\n"
     "ones, peak and retained bytes of its own blocks (JSON: \"regions\", \"paused\").\n\n"
@@ -165,8 +168,11 @@ int run_stats(int argc, char** argv) {
   }
   const bool json = args.flag("json");
   const std::optional<std::string> region = args.value("region");
+  const bool by_region = args.flag("regions");
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
+  if (by_region && region) throw UsageError("--regions and --region: choose one");
+  if (by_region) return run_stats_regions(files[0], json);
 
   const int fd = open_input(files[0]);
   const std::string name = files[0] == "-" ? "stdin" : files[0];

@@ -2,6 +2,8 @@
 // failure (one line on stderr saying what and where), 2 usage error (thrown as UsageError).
 #pragma once
 
+#include <string>
+
 #include "memtrack/codec/status.h"
 
 namespace memtrack::tools {
@@ -14,6 +16,10 @@ int run_top(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_export(int argc, char** argv);
 int run_ctl(int argc, char** argv);
+int run_diff(int argc, char** argv);
+int run_check(int argc, char** argv);
+// `stats --regions`: the figures of each region name (cmd_stats_regions.cpp).
+int run_stats_regions(const std::string& path, bool json);
 
 // The exit status of a command that failed with `status` (not ok): 2 for Errc::usage (what the command line
 // asked for does not fit the input, e.g. --frames on an artifact without a frame index), 1 for everything

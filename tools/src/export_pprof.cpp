@@ -1,17 +1,54 @@
+#include <elf.h>
+#include <fcntl.h>
 #include <google/protobuf/io/gzip_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
 #include "export_format.h"
+#include "memtrack/symbolize/symbolizer.h"
 #include "profile.pb.h"
 
 namespace memtrack::tools {
 namespace {
 
 namespace pb = perftools::profiles;
+
+// The file offset of the byte at module-relative address `vaddr` of the 64-bit ELF file `path`: its PT_LOAD
+// segment's p_offset + (vaddr - p_vaddr). nullopt when the file is gone, unreadable, not ELF64, another
+// build than `build_id` (an empty id is not checked, as when symbolizing), or no segment holds `vaddr`.
+std::optional<std::uint64_t> file_offset_of(const std::string& path, const std::vector<std::uint8_t>& build_id,
+                                            std::uint64_t vaddr) {
+  if (!build_id.empty()) {
+    symbolize::BuildId recorded, file;
+    if (!symbolize::build_id_from_bytes(build_id.data(), build_id.size(), recorded) ||
+        !symbolize::read_build_id(path, file) || !(file == recorded))
+      return std::nullopt;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::uint64_t> offset;
+  Elf64_Ehdr eh;
+  if (::pread(fd, &eh, sizeof eh, 0) == static_cast<ssize_t>(sizeof eh) &&
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+      eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    for (unsigned i = 0; i < eh.e_phnum && !offset; ++i) {
+      Elf64_Phdr ph;
+      if (::pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) !=
+          static_cast<ssize_t>(sizeof ph))
+        break;
+      if (ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz)
+        offset = ph.p_offset + (vaddr - ph.p_vaddr);
+    }
+  }
+  ::close(fd);
+  return offset;
+}
 
 class Builder {
  public:
@@ -55,9 +92,12 @@ class Builder {
       if (record) {
         m->set_memory_start(record->start);
         m->set_memory_limit(record->end);
-        // The mapping's start is at file offset start - bias (the module's first segment at vaddr = offset,
-        // as ld.so maps ELF files), so pprof's address - start + offset is the module-relative address.
-        m->set_file_offset(record->start >= record->bias ? record->start - record->bias : 0);
+        // The mapping starts at the module's lowest PT_LOAD segment (module-relative start - bias: 0 for a
+        // PIE or a library, 0x400000 for a typical non-PIE executable); its file offset is that segment's
+        // p_offset, read from the file when it is the recorded build. Otherwise 0: GNU ld, gold and lld put
+        // the ELF header, at offset 0, at the start of the lowest PT_LOAD segment.
+        const std::uint64_t vaddr = record->start >= record->bias ? record->start - record->bias : 0;
+        m->set_file_offset(file_offset_of(record->path, record->build_id, vaddr).value_or(0));
         std::string hex;
         for (const std::uint8_t b : record->build_id) {
           static constexpr char kDigits[] = "0123456789abcdef";

@@ -23,6 +23,8 @@ constexpr Command kCommands[] = {
     {"top", memtrack::tools::run_top, "artifact with stacks -> allocation sites by peak, bytes, count, leaks"},
     {"report", memtrack::tools::run_report, "artifact -> one HTML page: memory over time, flame graphs, top sites"},
     {"export", memtrack::tools::run_export, "artifact with stacks -> folded stacks or a pprof profile"},
+    {"diff", memtrack::tools::run_diff, "two recordings -> what changed: totals, sites, processes, regions"},
+    {"check", memtrack::tools::run_check, "artifact -> exit 1 when a memory limit (peak, allocated, leaked) is broken"},
     {"ctl", memtrack::tools::run_ctl, "pause, resume or mark a running 'memtrack record' (from outside)"},
 };
 

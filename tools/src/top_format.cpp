@@ -54,10 +54,10 @@ bool parse_order(std::string_view name, SiteOrder& out) {
   return false;
 }
 
-std::string format_site_json(const Site& s) {
-  std::string o = "{\"stack\":[";
+std::string format_stack_json(const std::vector<SiteFrame>& stack) {
+  std::string o = "[";
   bool first = true;
-  for (const SiteFrame& f : s.stack) {
+  for (const SiteFrame& f : stack) {
     o += first ? "{" : ",{";
     first = false;
     if (f.truncated_marker) {
@@ -68,10 +68,15 @@ std::string format_site_json(const Site& s) {
          ",\"file\":" + json_or_null(f.file) + ",\"line\":" + (f.line == 0 ? "null" : u64(f.line)) +
          ",\"address\":" + (f.address ? json_string(hex(*f.address)) : "null") + "}";
   }
+  return o + "]";
+}
+
+std::string format_site_json(const Site& s) {
   const analysis::SiteTotals& t = s.totals;
-  return o + "],\"peak_bytes\":" + u64(t.peak_bytes) + ",\"allocated_bytes\":" + u64(t.allocated_bytes) +
-         ",\"allocations\":" + u64(t.allocations) + ",\"leaked_bytes\":" + u64(t.leaked_bytes) +
-         ",\"leaked_blocks\":" + u64(t.leaked_blocks) + ",\"temporary\":" + u64(t.temporary) + "}";
+  return "{\"stack\":" + format_stack_json(s.stack) + ",\"peak_bytes\":" + u64(t.peak_bytes) +
+         ",\"allocated_bytes\":" + u64(t.allocated_bytes) + ",\"allocations\":" + u64(t.allocations) +
+         ",\"leaked_bytes\":" + u64(t.leaked_bytes) + ",\"leaked_blocks\":" + u64(t.leaked_blocks) +
+         ",\"temporary\":" + u64(t.temporary) + "}";
 }
 
 std::string format_top_json(const SitesResult& result, SiteOrder order) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "memtrack/analysis/sites.h"
 
@@ -20,6 +21,9 @@ bool parse_order(std::string_view name, analysis::SiteOrder& out);
 // first; unknown fields null; "address" a hex string (module-relative, absolute for an address in no known
 // module); a stack cut at the depth cap ends with a frame whose function is "[truncated]" and the rest null.
 std::string format_top_json(const analysis::SitesResult& result, analysis::SiteOrder order);
+
+// A stack as format_top_json's "stack" array.
+std::string format_stack_json(const std::vector<analysis::SiteFrame>& stack);
 
 // One site's JSON object, as in format_top_json's "sites" (and `stats --json`'s "top_leaks").
 std::string format_site_json(const analysis::Site& site);

@@ -49,6 +49,7 @@ namespace memtrack::analysis {
 struct SiteFrame {
   std::string function;                  // demangled; empty when unknown
   std::string module;                    // the module's path; empty when the address is in no known module
+  std::vector<std::uint8_t> build_id;    // the module's; empty when it has none or there is no module
   std::string file;                      // empty when unknown
   std::uint32_t line = 0;                // 0 when unknown
   std::optional<std::uint64_t> address;  // module-relative (absolute without a module); none for the marker

@@ -1,0 +1,102 @@
+// memtrack diff: what changed between two recordings and where.
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "args.h"
+#include "commands.h"
+#include "diff_format.h"
+#include "io.h"
+#include "memtrack/analysis/run_compare.h"
+#include "memtrack/analysis/site_match.h"
+#include "recording.h"
+#include "top_format.h"
+
+namespace memtrack::tools {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: memtrack diff BASE HEAD [--json | --markdown] [-n N] [--by peak|allocated|count|leaked|temporary]\n"
+    "                     [--region NAME]\n\n"
+    "Compares two recordings (one of them may be - for stdin): the totals side by side with the change\n"
+    "(allocations, bytes allocated, peak heap and when, leaked, temporary allocations, processes), then the\n"
+    "allocation sites whose figures changed most, then the processes and the regions.\n\n"
+    "  --by MEASURE    rank sites by the change in: peak (bytes live at the peak of the heap, default),\n"
+    "                  allocated, count, leaked or temporary (top --help)\n"
+    "  -n N            the first N sites (default 10; 0: all)\n"
+    "  --region NAME   compare only region NAME of each recording (stats --help: its occurrences summed)\n"
+    "  --json          {\"totals\": {\"base\", \"head\", \"delta\", \"percent\"}, \"sites\": [{\"stack\", \"base\",\n"
+    "                  \"head\", \"delta\", \"status\"}...], \"site_counts\", \"processes\": [...], \"regions\": "
+    "[...]}\n"
+    "                  with top --json's names; a side without the item is null\n"
+    "  --markdown      GitHub-flavoured markdown tables, for a pull-request comment\n\n"
+    "Sites pair by what they are, not where they were: frames with a function name by (function, file name,\n"
+    "module name), so two builds of one program pair up although every address moved; frames without one by\n"
+    "the module's build-id and offset (only the same build pairs). Sites of one recording that become the same\n"
+    "(two calls in one function that differ only by line) are summed. A site is \"new\" (only in HEAD), \"gone\"\n"
+    "(only in BASE), \"changed\" or \"same\". Processes pair by executable name and order of appearance (the\n"
+    "k-th image of a program with the k-th); regions by name, their per-run medians side by side.\n";
+
+}  // namespace
+
+int run_diff(int argc, char** argv) {
+  Args args(argc, argv, 2);
+  if (args.flag("help", "h")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  const bool json = args.flag("json"), markdown = args.flag("markdown");
+  if (json && markdown) throw UsageError("--json and --markdown: choose one");
+  RecordingOptions options;
+  options.sites = true;
+  if (const auto by = args.value("by"); by && !parse_order(*by, options.order))
+    throw UsageError("--by '" + *by + "': expected peak, allocated, count, leaked or temporary");
+  std::size_t limit = 10;
+  if (const auto n = args.value("n", "n")) limit = static_cast<std::size_t>(parse_int("-n", *n, 0, INT64_MAX));
+  options.region = args.value("region");
+  const auto files = args.positionals();
+  if (files.size() != 2) throw UsageError(files.size() < 2 ? "expected BASE and HEAD" : "more than two files");
+  if (files[0] == "-" && files[1] == "-") throw UsageError("BASE and HEAD cannot both be stdin");
+
+  Recording base, head;
+  for (Recording* r : {&base, &head}) {
+    const std::string& path = r == &base ? files[0] : files[1];
+    if (const codec::Status s = read_recording(path, options, *r); !s.is_ok()) {
+      std::fprintf(stderr, "memtrack diff: %s\n", s.message().c_str());
+      return 1;
+    }
+    if (options.region && r->region_occurrences == 0) {
+      std::fprintf(stderr, "memtrack diff: %s has no region '%s'\n", r->name.c_str(), options.region->c_str());
+      return 1;
+    }
+  }
+
+  DiffReport report;
+  report.base_name = base.name;
+  report.head_name = head.name;
+  report.region = options.region;
+  report.order = options.order;
+  report.limit = limit;
+  // Sites of a recording with stacks against one without would all read as new or gone.
+  report.has_stacks = base.has_stacks && head.has_stacks;
+  if (base.has_stacks != head.has_stacks) report.without_stacks = base.has_stacks ? head.name : base.name;
+  report.base = base.totals;
+  report.head = head.totals;
+  if (report.has_stacks)
+    report.sites = analysis::match_sites(base.sites->sites, head.sites->sites, options.order, limit);
+  report.processes = analysis::match_images(base.stats.heap.images(), head.stats.heap.images());
+  report.regions =
+      analysis::match_regions(analysis::region_figures(base.occurrences), analysis::region_figures(head.occurrences));
+  const std::string text = json       ? format_diff_json(report)
+                           : markdown ? format_diff_markdown(report)
+                                      : format_diff_table(report);
+  BufferedOutput out(1, "stdout");
+  out.buffer() = text;
+  if (const codec::Status s = out.flush(); !s.is_ok()) {
+    std::fprintf(stderr, "memtrack diff: %s\n", s.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace memtrack::tools
