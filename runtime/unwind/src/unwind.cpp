@@ -128,9 +128,10 @@ bool is_sigreturn(std::uintptr_t ip) {
 // non-lazy ones (`jmp *GOT(%rip)` then a 2-byte nop, .plt.got) and IBT ones (`endbr64; bnd jmp *GOT(%rip)`).
 // A stub has no frame: the CFA is rsp + 8, rsp + 16 after the push. Linkers do not always emit CFI for
 // .plt (GNU ld 2.40 linked tests/unwind's binary without) and, where they do, it is a DWARF expression,
-// not a compact rule; libunwind recognises the lazy entry's first jmp the same way. A return address is never in a stub, so
-// this applies to exact addresses only (a signal frame's interrupted one). `ip` and `end` bound the bytes
-// read to the segment holding ip; returns the CFA offset, or 0 when ip is not in a recognised stub.
+// not a compact rule; libunwind recognises the lazy entry's first jmp the same way. A return address is
+// never in a stub, so this applies to exact addresses only (a signal frame's interrupted one). `start`
+// and `end` bound the bytes read to the segment holding ip. Returns the CFA offset, or 0 when ip is not
+// in a recognised stub.
 std::int32_t plt_cfa_offset(std::uintptr_t ip, std::uintptr_t start, std::uintptr_t end) {
   const auto at = [&](std::uintptr_t a, std::initializer_list<std::uint8_t> bytes) {
     if (a < start || end - a < bytes.size()) return false;
