@@ -6,6 +6,8 @@
 #include <libunwind.h>
 #include <signal.h>
 #include <sys/time.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -423,6 +425,71 @@ TEST(UnwindCapture, SignalsInterruptingCaptures) {
   EXPECT_EQ(failures, 0);
   EXPECT_GT(g_handler_captures.load(), 0);
   EXPECT_EQ(g_handler_mismatches.load(), 0);
+}
+
+// A signal that lands on a PLT stub: plt_stepper sets the trap flag and calls getppid through the
+// executable's PLT, so SIGTRAP interrupts each instruction until the handler clears the flag at the first
+// one outside the executable (in libc's getppid). Every capture at a trap in the executable must agree
+// with libunwind's, the one on the PLT's jmp among them.
+extern "C" void plt_stepper();
+asm(R"(
+  .text
+  .p2align 4
+  .type plt_stepper, @function
+plt_stepper:
+  .cfi_startproc
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  pushfq
+  .cfi_adjust_cfa_offset 8
+  orq $0x100, (%rsp)
+  popfq
+  .cfi_adjust_cfa_offset -8
+  call getppid@PLT
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  ret
+  .cfi_endproc
+  .size plt_stepper, .-plt_stepper
+)");
+
+int g_trap_checked = 0, g_trap_mismatches = 0, g_trap_in_plt = 0;
+
+void trap_handler(int, siginfo_t*, void* context) {
+  auto* uc = static_cast<ucontext_t*>(context);
+  const auto ip = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  Dl_info here{}, stepper{};
+  dladdr(reinterpret_cast<void*>(ip), &here);
+  dladdr(reinterpret_cast<void*>(plt_stepper), &stepper);
+  if (here.dli_fbase != stepper.dli_fbase) {
+    uc->uc_mcontext.gregs[REG_EFL] &= ~greg_t{0x100};
+    return;
+  }
+  if (here.dli_saddr != reinterpret_cast<void*>(plt_stepper)) ++g_trap_in_plt;
+  std::uintptr_t frames[kMax];
+  void* theirs[kMax];
+  bool truncated = false;
+  const std::size_t n = memtrack_unwind_capture(frames, kMax, 0, &truncated);
+  const int m = unw_backtrace(theirs, static_cast<int>(kMax));
+  bool same = n == static_cast<std::size_t>(m) && n > 3;
+  for (std::size_t i = 1; same && i < n; ++i) same = frames[i] == reinterpret_cast<std::uintptr_t>(theirs[i]);
+  ++g_trap_checked;
+  if (!same) ++g_trap_mismatches;
+}
+
+TEST(UnwindCapture, SignalOnAPltStub) {
+  struct sigaction action {};
+  action.sa_sigaction = trap_handler;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  struct sigaction old {};
+  ASSERT_EQ(sigaction(SIGTRAP, &action, &old), 0);
+  (void)getppid();  // binds the PLT entry: the stepped call goes straight to libc
+  plt_stepper();
+  sigaction(SIGTRAP, &old, nullptr);
+  EXPECT_GE(g_trap_in_plt, 1);
+  EXPECT_GE(g_trap_checked, 1);
+  EXPECT_EQ(g_trap_mismatches, 0);
 }
 
 TEST(UnwindCapture, FallbackThroughLibunwindAgrees) {

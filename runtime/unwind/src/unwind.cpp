@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <initializer_list>
 
 #include "cfi.h"
 
@@ -123,12 +124,36 @@ bool is_sigreturn(std::uintptr_t ip) {
   return std::memcmp(reinterpret_cast<const void*>(ip), kCode, sizeof(kCode)) == 0;
 }
 
+// An interrupted address in a PLT stub: lazy entries (`jmp *GOT(%rip); push $n; jmp PLT0`, 16 bytes),
+// non-lazy ones (`jmp *GOT(%rip)` then a 2-byte nop, .plt.got) and IBT ones (`endbr64; bnd jmp *GOT(%rip)`).
+// A stub has no frame: the CFA is rsp + 8, rsp + 16 after the push. Linkers do not always emit CFI for
+// .plt (GNU ld 2.40 linked tests/unwind's binary without) and, where they do, it is a DWARF expression,
+// not a compact rule; libunwind recognises the lazy entry's first jmp the same way. A return address is
+// never in a stub, so this applies to exact addresses only (a signal frame's interrupted one). `start`
+// and `end` bound the bytes read to the segment holding ip. Returns the CFA offset, or 0 when ip is not
+// in a recognised stub.
+std::int32_t plt_cfa_offset(std::uintptr_t ip, std::uintptr_t start, std::uintptr_t end) {
+  const auto at = [&](std::uintptr_t a, std::initializer_list<std::uint8_t> bytes) {
+    if (a < start || end - a < bytes.size()) return false;
+    return std::memcmp(reinterpret_cast<const void*>(a), bytes.begin(), bytes.size()) == 0;
+  };
+  const auto lazy = [&](std::uintptr_t entry) {
+    return at(entry, {0xff, 0x25}) && at(entry + 6, {0x68}) && at(entry + 11, {0xe9});
+  };
+  if (lazy(ip) || (ip >= 6 && lazy(ip - 6))) return 8;  // at the jmp through the GOT, or at the push
+  if (ip >= 11 && lazy(ip - 11)) return 16;             // at the jmp to PLT0, after the push
+  if (at(ip, {0xff, 0x25}) && at(ip + 6, {0x66, 0x90})) return 8;
+  if (at(ip, {0xf3, 0x0f, 0x1e, 0xfa, 0xf2, 0xff, 0x25})) return 8;
+  if (ip >= 4 && at(ip - 4, {0xf3, 0x0f, 0x1e, 0xfa, 0xf2, 0xff, 0x25})) return 8;
+  return 0;
+}
+
 struct FindModule {
   std::uintptr_t address = 0;
   bool first = true;
   bool found = false;
   bool executable = false;
-  std::uintptr_t segment_end = 0;  // end of the PT_LOAD segment holding the address
+  std::uintptr_t segment_start = 0, segment_end = 0;  // the PT_LOAD segment holding the address
   ModuleCfi cfi;
 };
 
@@ -154,6 +179,7 @@ int find_module(dl_phdr_info* info, std::size_t, void* data) {
       if (find->address >= start && find->address - start < ph.p_memsz) {
         contains = true;
         executable = (ph.p_flags & PF_X) != 0;
+        find->segment_start = start;
         find->segment_end = start + ph.p_memsz;
       }
     } else if (ph.p_type == PT_GNU_EH_FRAME) {
@@ -186,6 +212,15 @@ __attribute__((noinline)) std::uint64_t compute_rule(std::uintptr_t key, bool is
     rule.kind = RuleKind::kSignal;
   else
     rule = rule_for(find.cfi, key);
+  if (!is_return && find.found && find.executable &&
+      (rule.kind == RuleKind::kNoInfo || rule.kind == RuleKind::kFallback)) {
+    if (const std::int32_t offset = plt_cfa_offset(key, find.segment_start, find.segment_end); offset != 0) {
+      rule = Rule{};
+      rule.kind = RuleKind::kCfaRsp;
+      rule.cfa_offset = offset;
+      rule.rbp = RbpRule::kSame;
+    }
+  }
   std::uint64_t bits = 0;
   if (!pack_rule(rule, &bits)) {
     Rule fallback;

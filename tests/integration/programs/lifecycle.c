@@ -1,7 +1,8 @@
 // Process-lifecycle scenarios for tests/integration/lifecycle_test.cpp. Each mode prints "NAME VALUE" lines.
-//   daemon MARKER     forks a daemon (setsid) that allocates 20 blocks of 1000003 bytes 50 ms apart and then
-//                     writes "done 20" to MARKER (its stderr goes to MARKER.err); prints "daemon PID" and
-//                     "exit_ns T" (CLOCK_MONOTONIC just before it exits, once the daemon has allocated once)
+//   daemon MARKER     forks a daemon (setsid) that allocates a block of 1000003 bytes, waits until MARKER.go
+//                     exists (at most 30 s), allocates 19 more 50 ms apart and then writes "done 20" to MARKER
+//                     (its stderr goes to MARKER.err); prints "daemon PID" and "exit_ns T" (CLOCK_MONOTONIC
+//                     just before it exits, once the daemon has allocated once)
 //   linger SECONDS    forks a child in the same session that allocates once and sleeps; prints "child PID"
 //   envdump SIZE      prints its environment ("env" lines, in order) after allocating SIZE bytes once
 //   spawn_env SELF    posix_spawns "SELF envdump 1000033" with the environment {"ONLY=1"}, then execve's
@@ -43,6 +44,8 @@ static int daemon_mode(const char* marker) {
     const int null = open("/dev/null", O_WRONLY);
     dup2(null, 1);
     close(null);
+    char go[4096];
+    snprintf(go, sizeof go, "%s.go", marker);
     int n = 0;
     for (int i = 0; i < 20; ++i) {
       void* volatile p = malloc(1000003);
@@ -51,6 +54,7 @@ static int daemon_mode(const char* marker) {
       if (i == 0) {
         (void)!write(ready[1], "r", 1);
         close(ready[1]);
+        for (int wait = 0; wait < 3000 && access(go, F_OK) != 0; ++wait) usleep(10 * 1000);
       }
       usleep(50 * 1000);
     }
