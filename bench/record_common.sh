@@ -22,6 +22,14 @@ use_build() {
   memtrack=$build/bin/memtrack
 }
 
+# use_churn_args [BUILD_DIR] [ROUNDS] [THREADS] [OPS]: the churn scripts' first arguments: use_build, then
+# rounds (default 5), threads (2) and ops per thread (1,000,000).
+use_churn_args() {
+  use_build "${1:-}"
+  # shellcheck disable=SC2034 # for the sourcing script
+  rounds=${2:-5} threads=${3:-2} ops=${4:-1000000}
+}
+
 # require_installed PROGRAM: exits 2, naming the calling script, unless PROGRAM is on the PATH.
 require_installed() {
   command -v "$1" > /dev/null || { echo "$(basename "$0"): $1 is not installed" >&2; exit 2; }

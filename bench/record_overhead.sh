@@ -12,10 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/record_common.sh
 source "$here/bench/record_common.sh"
-use_build "${1:-}"
-rounds=${2:-5}
-threads=${3:-2}
-ops=${4:-1000000}
+use_churn_args "$@"
 tsv=${5:-}
 require_installed heaptrack
 

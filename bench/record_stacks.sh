@@ -12,10 +12,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/bench/record_common.sh"
-use_build "${1:-}"
-rounds=${2:-5}
-threads=${3:-2}
-ops=${4:-1000000}
+use_churn_args "$@"
 depth=${5:-24}
 tsv=${6:-}
 require_installed heaptrack

@@ -1,10 +1,12 @@
 #include "memtrack/analysis/artifact_pass.h"
 
+#include "memtrack/analysis/stream_frame_reader.h"
+
 namespace memtrack::analysis {
 
 codec::Status read_artifact(codec::ByteSource& source, const std::string& name,
                             std::span<ArtifactConsumer* const> consumers, PassSummary& summary,
-                            const PassProgressFn& progress) {
+                            const ProgressFn& progress) {
   StreamFrameReader reader(source, name);
   StreamOrder order(consumers);
   const codec::Status status = reader.run([&](const DecodedFrame& f) {
@@ -26,7 +28,7 @@ codec::Status read_artifact(codec::ByteSource& source, const std::string& name,
 
 codec::Status read_artifact(std::span<const std::byte> file, const std::string& name,
                             std::span<ArtifactConsumer* const> consumers, PassSummary& summary,
-                            const PassProgressFn& progress) {
+                            const ProgressFn& progress) {
   codec::MemorySource source(file);
   return read_artifact(source, name, consumers, summary, progress);
 }

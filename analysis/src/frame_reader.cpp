@@ -21,58 +21,6 @@ constexpr std::size_t kSmallestEventBytes = 30;  // a Free with fixint values is
 
 }  // namespace
 
-std::optional<std::uint64_t> position_of(const codec::ContextRecord& record) {
-  return std::visit(
-      [](const auto& x) -> std::optional<std::uint64_t> {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, codec::EventStacks>) {
-          return x.first_event;
-        } else if constexpr (requires { x.event; }) {
-          return x.event;
-        } else {
-          return std::nullopt;  // RecordingInfo, StreamEnd, Symbols
-        }
-      },
-      record);
-}
-
-StreamOrder::StreamOrder(std::span<ArtifactConsumer* const> consumers, std::uint64_t first_event)
-    : consumers_(consumers), next_event_(first_event) {}
-
-void StreamOrder::add(std::span<codec::ContextRecord> records, std::span<const codec::Event> events) {
-  // A record without a position (End, Symbols) goes where it was read: after the events of the frame it
-  // follows. The Recording describes the whole stream: first.
-  const std::uint64_t frame_end = next_event_ + events.size();
-  for (codec::ContextRecord& r : records) {
-    const std::uint64_t at = std::holds_alternative<codec::RecordingInfo>(r) ? 0 : position_of(r).value_or(frame_end);
-    waiting_.emplace_back(at, std::move(r));
-  }
-  // Stable: records of one position keep their file order (a ProcessStart before the Exec at its position).
-  if (!records.empty())
-    std::stable_sort(waiting_.begin(), waiting_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::size_t r = 0, e = 0;
-  const auto to_all = [&](const codec::ContextRecord& record) {
-    for (ArtifactConsumer* c : consumers_) c->add_context(record);
-  };
-  while (e < events.size()) {
-    while (r < waiting_.size() && waiting_[r].first <= next_event_ + e) to_all(waiting_[r++].second);
-    // The events up to the next record's position go in one call.
-    const std::uint64_t next = r < waiting_.size() ? waiting_[r].first : UINT64_MAX;
-    const std::size_t run =
-        next - next_event_ >= events.size() ? events.size() : static_cast<std::size_t>(next - next_event_);
-    for (ArtifactConsumer* c : consumers_) c->add(events.subspan(e, run - e));
-    e = run;
-  }
-  waiting_.erase(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(r));
-  next_event_ = frame_end;
-}
-
-void StreamOrder::finish() {
-  for (const auto& [position, r] : waiting_)
-    for (ArtifactConsumer* c : consumers_) c->add_context(r);
-  waiting_.clear();
-}
-
 IndexedFrameReader::IndexedFrameReader(const codec::SeekTable& index, ReadAt read_at, std::string name,
                                        FrameRange range, std::size_t max_frames_in_flight)
     : index_(index), read_at_(std::move(read_at)), name_(std::move(name)) {

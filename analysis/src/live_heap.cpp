@@ -18,10 +18,8 @@ namespace {
 // - kInherited: a fork child's copy of a block its parent held at the fork, not freed or reallocated since;
 // - kShared: ... and the parent image still holds (and counts) it. Meaningful only while Books::parent is set:
 //   a parent's end hands every copy to its children at once, without visiting their tables.
-// Sizes are counted up to kSizeMask (2^62 - 1); only hostile input has larger blocks.
-constexpr std::uint64_t kInherited = std::uint64_t{1} << 63;
-constexpr std::uint64_t kShared = std::uint64_t{1} << 62;
-constexpr std::uint64_t kSizeMask = kShared - 1;
+// Sizes are counted up to kSizeMask (2^62 - 1); only hostile input has larger blocks. (live_heap.h defines
+// kInherited, kShared and kSizeMask.)
 
 // Where a lifecycle record takes effect; none for the other records.
 std::optional<std::uint64_t> lifecycle_position(const codec::ContextRecord& record) {
@@ -75,6 +73,7 @@ LiveHeap& LiveHeap::operator=(const LiveHeap& o) {
 // new owner.
 LiveHeap& LiveHeap::operator=(LiveHeap&& o) noexcept {
   if (this != &o) {
+    client_ = std::exchange(o.client_, nullptr);
     images_ = std::move(o.images_);
     books_ = std::move(o.books_);
     last_pid_ = o.last_pid_;
@@ -90,7 +89,7 @@ LiveHeap& LiveHeap::operator=(LiveHeap&& o) noexcept {
     pids_dirty_ = true;
     o.images_.clear();
     o.books_.clear();
-    o.pending_.clear();
+    o.pending_ = {};
     o.last_ = nullptr;
     o.total_live_ = o.total_peak_ = o.total_peak_ts_ = o.last_ts_ = o.events_seen_ = o.late_ = 0;
     o.lifecycle_ = false;
@@ -118,6 +117,7 @@ LiveHeap::Books& LiveHeap::new_image(std::int32_t pid) {
   img.pid = pid;
   auto [it, inserted] = books_.try_emplace(pid);
   if (!inserted) it->second = Books{};  // the caller ended the old image first
+  if (client_ != nullptr) it->second.live.enable_payload();
   it->second.image = images_.size() - 1;
   it->second.heap = &img.heap;
   last_pid_ = pid;
@@ -204,16 +204,13 @@ inline void LiveHeap::release(Books& b, std::uint64_t addr, std::uint64_t stored
 void LiveHeap::add(std::span<const Event> events) {
   pids_dirty_ = true;
   // Records wait for their position: split the span there. One comparison per call when none is pending.
-  while (!pending_.empty()) {
-    const std::uint64_t at = *lifecycle_position(pending_.front());
-    if (at > events_seen_ + events.size()) break;
-    const auto n = static_cast<std::size_t>(at - events_seen_);
-    add_span(events.first(n));
-    events = events.subspan(n);
-    apply(pending_.front());
-    pending_.erase(pending_.begin());
+  if (pending_.next() > events_seen_ + events.size()) {
+    add_span(events);
+    return;
   }
-  add_span(events);
+  const auto apply_record = [&](const codec::ContextRecord& r) { apply(r); };
+  pending_.feed(events_seen_, events, [&](std::span<const Event> run) { add_span(run); }, apply_record);
+  pending_.release_up_to(events_seen_, apply_record);  // those at the end of the span: due now
 }
 
 void LiveHeap::add_span(std::span<const Event> events) {
@@ -235,16 +232,24 @@ void LiveHeap::add_span(std::span<const Event> events) {
     PidHeap& h = *b->heap;
     ++h.events;
     std::uint64_t addr = 0, size = 0;
+    std::uint32_t payload = 0;
     if (releases(e, addr)) {
-      if (b->live.erase(addr, size))
+      if (b->live.erase(addr, size, payload)) {
         release(*b, addr, size, total_live);
-      else
+        if (client_ != nullptr) [[unlikely]]
+          tell_release(e.pid, addr, size, payload, HeapClient::Release::freed);
+      } else {
         ++h.unmatched_frees;
+      }
     }
     if (allocates(e.kind)) {
       const std::uint64_t bytes = std::min(e.size, kSizeMask);  // the top bits are the tags
-      if (b->live.insert(e.addr, bytes, size))                  // a missed free: the new block replaces the old one
+      const std::uint32_t mine = client_ != nullptr ? client_->allocated(e, events_seen_ + i) : 0;
+      if (b->live.insert(e.addr, bytes, mine, size, payload)) {  // a missed free: the new block replaces the old one
         release(*b, e.addr, size, total_live);
+        if (client_ != nullptr) [[unlikely]]
+          tell_release(e.pid, e.addr, size, payload, HeapClient::Release::replaced);
+      }
       h.live_bytes += bytes;
       ++h.live_count;
       total_live += bytes;
@@ -255,6 +260,8 @@ void LiveHeap::add_span(std::span<const Event> events) {
       if (total_live > total_peak) {
         total_peak = total_live;
         total_peak_ts = e.timestamp;
+        if (client_ != nullptr) [[unlikely]]
+          client_->new_peak();
       }
     } else if (e.kind == EventKind::Mmap) [[unlikely]] {
       map(*b, e.addr, e.size, e.timestamp);
@@ -276,10 +283,7 @@ void LiveHeap::add_context(const codec::ContextRecord& record) {
   if (!at) return;  // not a lifecycle record
   pids_dirty_ = true;
   if (*at > events_seen_) {
-    // Keep them in position order, equal positions in the order given (ProcessStart before its Exec).
-    const auto pos = std::upper_bound(pending_.begin(), pending_.end(), *at,
-                                      [](std::uint64_t v, const auto& r) { return v < *lifecycle_position(r); });
-    pending_.insert(pos, record);
+    pending_.push(*at, record);
     return;
   }
   if (*at < events_seen_) ++late_;
@@ -290,7 +294,13 @@ void LiveHeap::sample_peak(std::uint64_t ts) {
   if (total_live_ > total_peak_) {
     total_peak_ = total_live_;
     total_peak_ts_ = ts;
+    if (client_ != nullptr) client_->new_peak();
   }
+}
+
+void LiveHeap::tell_release(std::int32_t pid, std::uint64_t addr, std::uint64_t stored, std::uint32_t payload,
+                            HeapClient::Release how) {
+  client_->released(pid, addr, stored & kSizeMask, payload, (stored & kInherited) != 0, how);
 }
 
 // Ends the pid's current image, if it has one: it leaves the global heap, and children sharing blocks with it
@@ -310,6 +320,12 @@ void LiveHeap::end_image(std::int32_t pid, ProcessImage::End how, std::uint64_t 
     child->parent = nullptr;
   }
   if (b.parent != nullptr) std::erase(b.parent->sharers, &b);
+  if (client_ != nullptr) {
+    const auto why = how == ProcessImage::End::exec ? HeapClient::Release::exec : HeapClient::Release::exit;
+    b.live.for_each([&](std::uint64_t addr, std::uint64_t stored, std::uint32_t payload) {
+      tell_release(pid, addr, stored, payload, why);
+    });
+  }
   if (how == ProcessImage::End::exec) {  // the address space is replaced: nothing of it leaks
     img.freed_by_exec_bytes = img.heap.live_bytes;
     img.freed_by_exec_count = img.heap.live_count;

@@ -4,7 +4,6 @@
 #include <variant>
 
 #include "memtrack/analysis/event_kinds.h"
-#include "memtrack/analysis/frame_reader.h"  // position_of
 
 namespace memtrack::analysis {
 
@@ -26,10 +25,7 @@ void Regions::forward(codec::ContextRecord record) {
 void Regions::add_context(const codec::ContextRecord& record) {
   const std::optional<std::uint64_t> at = position_of(record);
   if (at && *at > seen_) {
-    const auto it =
-        std::upper_bound(pending_.begin(), pending_.end(), *at,
-                         [](std::uint64_t p, const codec::ContextRecord& r) { return p < *position_of(r); });
-    pending_.insert(it, record);
+    pending_.push(*at, record);
     return;
   }
   apply(record);
@@ -139,19 +135,21 @@ void Regions::flush_batch() {
 }
 
 void Regions::add(std::span<const codec::Event> events) {
-  // Nothing open, nothing waiting, no filter (stats of an artifact without regions): only the count moves.
-  if (downstream_ == nullptr && open_.empty() &&
-      (pending_.empty() || *position_of(pending_.front()) >= seen_ + events.size())) {
+  pending_.feed(
+      seen_, events, [&](std::span<const codec::Event> run) { add_run(run); },
+      [&](const codec::ContextRecord& r) { apply(r); });
+  flush_batch();
+}
+
+// Events with no record positioned among them.
+void Regions::add_run(std::span<const codec::Event> events) {
+  // Nothing open, no filter (stats of an artifact without regions): only the count moves.
+  if (downstream_ == nullptr && open_.empty()) {
     seen_ += events.size();
     if (!events.empty()) last_ts_ = events.back().timestamp;
     return;
   }
   for (const codec::Event& e : events) {
-    while (!pending_.empty() && *position_of(pending_.front()) <= seen_) {
-      const codec::ContextRecord r = std::move(pending_.front());
-      pending_.erase(pending_.begin());
-      apply(r);
-    }
     const std::uint64_t g = seen_++;
     last_ts_ = e.timestamp;
     std::uint64_t released = 0;
@@ -214,12 +212,10 @@ void Regions::add(std::span<const codec::Event> events) {
     batch_ids_.push_back(id);
     ++passed_;
   }
-  flush_batch();
 }
 
 void Regions::finish() {
-  for (codec::ContextRecord& r : pending_) apply(r);
-  pending_.clear();
+  pending_.drain([&](const codec::ContextRecord& r) { apply(r); });
   flush_batch();
   while (!open_.empty()) close(open_.begin()->first, RegionOccurrence::Ended::stream_end, seen_, last_ts_);
   if (!paused_.empty() && !paused_.back().resumed) {

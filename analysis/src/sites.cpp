@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include "memtrack/analysis/event_kinds.h"
@@ -49,24 +50,29 @@ struct SiteData {
   std::uint64_t touch_epoch = 0;  // the peak epoch of the last change (see touch())
 };
 
-struct Block {
-  std::uint64_t size = 0;
-  std::uint32_t site = kUnknownSite;
-  std::int32_t tid = 0;
-  std::uint64_t serial = 0;
-};
+// Live bytes are counted up to LiveHeap's cap on a block (live_heap.h): only hostile input has larger ones.
+constexpr std::uint64_t kBlockCap = (std::uint64_t{1} << 62) - 1;
 
-using Books = std::unordered_map<std::uint64_t, Block>;
-
-// A template so the check is made on the LiveHeap this is built with: a lifecycle-aware one takes records.
-template <typename Heap>
-void feed_lifecycle(Heap& heap, const codec::ContextRecord& record) {
-  if constexpr (requires { heap.add_context(record); }) heap.add_context(record);
+std::uint64_t pid_key(std::int32_t pid, std::uint64_t low) {
+  return (std::uint64_t{static_cast<std::uint32_t>(pid)} << 32) ^ low;
 }
+
+struct PidAddr {
+  std::int32_t pid;
+  std::uint64_t addr;
+  friend bool operator==(const PidAddr&, const PidAddr&) = default;
+};
+struct PidAddrHash {
+  std::size_t operator()(const PidAddr& k) const {
+    return std::hash<std::uint64_t>()(k.addr * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(k.pid));
+  }
+};
 
 }  // namespace
 
-struct SiteAccumulator::Impl {
+// The accumulator is a client of the live heap (live_heap.h: HeapClient): the heap's blocks carry their site,
+// and the heap says when a block goes and when the peak rises, so sites and the heap are one model.
+struct SiteAccumulator::Impl final : HeapClient {
   std::optional<std::int32_t> pid_filter;
   std::uint64_t events = 0;
   bool has_stacks = false;
@@ -82,18 +88,19 @@ struct SiteAccumulator::Impl {
   // EventStacks not yet passed, by first_event.
   std::map<std::uint64_t, std::vector<std::uint32_t>> event_stacks;
 
-  std::unordered_map<std::int32_t, Books> books;                 // live blocks of each pid's current image
-  std::vector<Books> ended;                                      // blocks of exited processes: their leaks
-  std::unordered_map<std::uint64_t, std::uint64_t> last_serial;  // (pid, tid) -> its last allocation
-  std::uint64_t serial = 0;
+  // Temporary allocations: the last allocation of each thread while it is live, both ways:
+  // (pid, tid) -> its address, and (pid, address) -> the thread whose last allocation it is.
+  std::unordered_map<std::uint64_t, std::uint64_t> thread_last;
+  std::unordered_map<PidAddr, std::int32_t, PidAddrHash> addr_last;
 
-  // The peak: the live heap's own model decides when it is reached; each site's live bytes at that moment
-  // are kept lazily: a peak starts a new epoch, and a site changed for the first time since then saves its
-  // live bytes (unchanged since the peak) before the change.
+  // The heap: the accumulator's own, or one the caller drives (`memtrack report`'s timeline and sites).
+  // The peak: each site's live bytes at the moment of the heap's peak are kept lazily: a peak starts a new
+  // epoch, and a site changed for the first time since then saves its live bytes (unchanged since the peak)
+  // before the change.
   LiveHeap own_heap;
-  const LiveHeap* shared_heap = nullptr;  // driven by the caller (one model for `report`'s timeline and sites)
-  std::uint64_t peak = 0, epoch = 0;
-  [[nodiscard]] const LiveHeap& heap() const { return shared_heap != nullptr ? *shared_heap : own_heap; }
+  LiveHeap* heap = &own_heap;
+  std::uint64_t index_offset = 0;  // stream index of an event = the heap's index + this (a pid filter skips)
+  std::uint64_t epoch = 0;
 
   // Symbols records: module key -> address -> frames.
   std::unordered_map<std::string, std::map<std::uint64_t, std::vector<SiteFrame>>> symbols;
@@ -145,23 +152,35 @@ struct SiteAccumulator::Impl {
     }
   }
 
-  void end_books(std::int32_t pid, bool leaks) {
-    const auto it = books.find(pid);
-    if (it == books.end()) return;
-    for (const auto& [addr, b] : it->second) {
-      SiteData& s = site(b.site);
-      touch(s);
-      s.live_bytes -= b.size;
-    }
-    if (leaks) ended.push_back(std::move(it->second));
-    books.erase(it);
+  // The pid filter's heap sees only the pid's events and lifecycle records: their positions count its events.
+  void feed_filtered(const codec::ContextRecord& record) {
+    const std::int32_t pid = *pid_filter;
+    const bool mine = std::visit(
+        [&](const auto& r) {
+          using T = std::decay_t<decltype(r)>;
+          if constexpr (std::is_same_v<T, codec::ProcessStart> || std::is_same_v<T, codec::ProcessExec> ||
+                        std::is_same_v<T, codec::ProcessExit>)
+            return r.pid == pid;
+          if constexpr (std::is_same_v<T, codec::Untracked>) return r.pid == pid;
+          return false;
+        },
+        record);
+    if (!mine) return;
+    codec::ContextRecord copy = record;
+    std::visit(
+        [&](auto& r) {
+          if constexpr (requires { r.event; }) r.event = own_heap.events();
+        },
+        copy);
+    own_heap.add_context(copy);
   }
 
   void apply(const codec::ContextRecord& record) {
-    // A lifecycle-aware live heap (one with add_context) decides the peak from the records too. Not with a
-    // pid filter: that heap only sees the pid's events, so the records' positions would not match.
     // A shared heap gets its records from whoever drives it.
-    if (!pid_filter && shared_heap == nullptr) feed_lifecycle(own_heap, record);
+    if (pid_filter)
+      feed_filtered(record);
+    else if (heap == &own_heap)
+      own_heap.add_context(record);
     if (marks_stacks(record)) has_stacks = true;
     if (const auto* m = std::get_if<codec::Module>(&record)) {
       apply(*m);
@@ -172,7 +191,6 @@ struct SiteAccumulator::Impl {
     } else if (const auto* y = std::get_if<codec::Symbols>(&record)) {
       apply(*y);
     } else if (const auto* p = std::get_if<codec::ProcessStart>(&record)) {
-      end_books(p->pid, true);  // a reused pid: the old process's blocks are its leaks
       const auto parent = images.find(p->ppid);
       if (parent != images.end() && p->ppid != p->pid) {
         Image copy = parent->second;  // the child's tree starts as its parent's (copy-on-write in the tracee)
@@ -181,15 +199,10 @@ struct SiteAccumulator::Impl {
         images[p->pid] = Image{};
       }
     } else if (const auto* x = std::get_if<codec::ProcessExec>(&record)) {
-      end_books(x->pid, false);  // gone with the address space: not leaks
       images[x->pid] = Image{};
     } else if (const auto* u = std::get_if<codec::Untracked>(&record)) {
-      if (untracked_exec(*u)) {  // an exec into an image without events
-        end_books(*u->pid, false);
+      if (untracked_exec(*u))  // an exec into an image without events
         if (const auto it = images.find(*u->pid); it != images.end()) it->second = Image{};
-      }
-    } else if (const auto* e = std::get_if<codec::ProcessExit>(&record)) {
-      end_books(e->pid, true);
     }
   }
 
@@ -255,66 +268,79 @@ struct SiteAccumulator::Impl {
     return 0;
   }
 
-  void release(Books& b, std::int32_t pid, std::uint64_t addr) {
-    const auto it = b.find(addr);
-    if (it == b.end()) return;  // unmatched (e.g. a block inherited at a fork)
-    const Block& blk = it->second;
-    SiteData& s = site(blk.site);
+  std::uint32_t allocated(const codec::Event& e, std::uint64_t index) override {
+    const std::uint32_t si = site_of(e.pid, stack_id_of(index + index_offset));
+    SiteData& s = site(si);
     touch(s);
-    s.live_bytes -= blk.size;
-    const auto last = last_serial.find(thread_key(pid, blk.tid));
-    if (last != last_serial.end() && last->second == blk.serial) ++s.totals.temporary;
-    b.erase(it);
+    s.live_bytes += std::min(e.size, kBlockCap);
+    ++s.totals.allocations;
+    s.totals.allocated_bytes += e.size;
+    std::uint64_t& last = thread_last[pid_key(e.pid, static_cast<std::uint32_t>(e.tid))];
+    if (const auto it = addr_last.find(PidAddr{e.pid, last}); it != addr_last.end() && it->second == e.tid)
+      addr_last.erase(it);
+    last = e.addr;
+    addr_last[PidAddr{e.pid, e.addr}] = e.tid;
+    return si;
   }
 
-  static std::uint64_t thread_key(std::int32_t pid, std::int32_t tid) {
-    return (std::uint64_t{static_cast<std::uint32_t>(pid)} << 32) | static_cast<std::uint32_t>(tid);
-  }
-
-  void add(const codec::Event& e) {
-    const std::uint64_t index = events++;
-    const std::uint32_t stack = stack_id_of(index);
-    if (pid_filter && e.pid != *pid_filter) return;
-    Books& b = books[e.pid];
-    std::uint64_t addr = 0;
-    if (releases(e, addr)) release(b, e.pid, addr);
-    if (allocates(e.kind)) {
-      const std::uint32_t si = site_of(e.pid, stack);
-      if (const auto old = b.find(e.addr); old != b.end()) {  // a missed free: replaced, as in LiveHeap
-        SiteData& o = site(old->second.site);
-        touch(o);
-        o.live_bytes -= old->second.size;
-        b.erase(old);
+  void released(std::int32_t pid, std::uint64_t addr, std::uint64_t size, std::uint32_t payload, bool inherited,
+                Release how) override {
+    // A fork child's copy of its parent's block counts at the parent's site, as the parent's (sites.h).
+    if (inherited) return;
+    SiteData& s = site(payload);
+    touch(s);
+    s.live_bytes -= size;
+    if (how == Release::freed) {
+      // Freed before the thread that made it allocated again.
+      if (const auto it = addr_last.find(PidAddr{pid, addr}); it != addr_last.end()) {
+        ++s.totals.temporary;
+        addr_last.erase(it);
       }
-      SiteData& s = site(si);
-      touch(s);
-      s.live_bytes += e.size;
-      ++s.totals.allocations;
-      s.totals.allocated_bytes += e.size;
-      b[e.addr] = Block{e.size, si, e.tid, ++serial};
-      last_serial[thread_key(e.pid, e.tid)] = serial;
+    } else if (how == Release::exit) {
+      s.totals.leaked_bytes += size;
+      ++s.totals.leaked_blocks;
     }
-    // A shared heap already has this event (its driver adds each event just before this add).
-    if (shared_heap == nullptr) own_heap.add(std::span<const codec::Event>(&e, 1));
-    if (heap().total_peak_bytes() > peak) {
-      peak = heap().total_peak_bytes();
-      ++epoch;
+  }
+
+  void new_peak() override { ++epoch; }
+
+  void add(std::span<const codec::Event> batch) {
+    if (pid_filter) {
+      // The pid's runs of events go to its heap; the stream index of each is kept through index_offset.
+      std::size_t i = 0;
+      while (i < batch.size()) {
+        if (batch[i].pid != *pid_filter) {
+          ++i;
+          continue;
+        }
+        std::size_t j = i;
+        while (j < batch.size() && batch[j].pid == *pid_filter) ++j;
+        index_offset = events + i - own_heap.events();
+        own_heap.add(batch.subspan(i, j - i));
+        i = j;
+      }
+    } else if (heap == &own_heap) {
+      index_offset = events - own_heap.events();
+      own_heap.add(batch);
     }
+    // A shared heap already has these events: its driver added them, and the callbacks came then.
+    events += batch.size();
   }
 };
 
-SiteAccumulator::SiteAccumulator(std::optional<std::int32_t> pid, const LiveHeap* heap)
+SiteAccumulator::SiteAccumulator(std::optional<std::int32_t> pid, LiveHeap* heap)
     : impl_(std::make_unique<Impl>()) {
   impl_->pid_filter = pid;
-  if (!pid) impl_->shared_heap = heap;
+  if (!pid && heap != nullptr) impl_->heap = heap;
+  impl_->heap->set_client(impl_.get());
 }
-SiteAccumulator::~SiteAccumulator() = default;
+SiteAccumulator::~SiteAccumulator() {
+  if (impl_->heap != &impl_->own_heap) impl_->heap->set_client(nullptr);
+}
 
 void SiteAccumulator::add_context(const codec::ContextRecord& record) { impl_->apply(record); }
 
-void SiteAccumulator::add(std::span<const codec::Event> events) {
-  for (const codec::Event& e : events) impl_->add(e);
-}
+void SiteAccumulator::add(std::span<const codec::Event> events) { impl_->add(events); }
 
 bool SiteAccumulator::has_stacks() const { return impl_->has_stacks; }
 std::uint64_t SiteAccumulator::events() const { return impl_->events; }
@@ -324,8 +350,8 @@ SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const Mo
   SitesResult out;
   out.has_stacks = d.has_stacks;
   out.events = d.events;
-  out.peak_bytes = d.heap().total_peak_bytes();
-  out.peak_timestamp = d.heap().total_peak_timestamp();
+  out.peak_bytes = d.heap->total_peak_bytes();
+  out.peak_timestamp = d.heap->total_peak_timestamp();
 
   const auto finish = [&](const SiteData& s) {
     SiteTotals t = s.totals;
@@ -335,15 +361,13 @@ SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const Mo
   std::vector<SiteTotals> totals(d.sites.size());
   for (std::size_t i = 0; i < d.sites.size(); ++i) totals[i] = finish(d.sites[i]);
   out.unknown = finish(d.unknown);
-  const auto leak = [&](const Books& books) {
-    for (const auto& [addr, b] : books) {
-      SiteTotals& t = b.site == kUnknownSite ? out.unknown : totals[b.site];
-      t.leaked_bytes += b.size;
-      ++t.leaked_blocks;
-    }
-  };
-  for (const auto& [pid, books] : d.books) leak(books);
-  for (const Books& books : d.ended) leak(books);
+  // The exited images' leaks are in the totals; add what the running ones still hold.
+  d.heap->for_each_live_block([&](std::int32_t, std::uint64_t size, std::uint32_t site, bool inherited) {
+    if (inherited) return;  // the parent's (sites.h)
+    SiteTotals& t = site == kUnknownSite ? out.unknown : totals[site];
+    t.leaked_bytes += size;
+    ++t.leaked_blocks;
+  });
 
   const auto metric = [&](const SiteTotals& t) {
     switch (order) {
@@ -424,6 +448,13 @@ SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const Mo
     out.sites.push_back(std::move(site));
   }
   return out;
+}
+
+bool marks_stacks(const codec::ContextRecord& record) {
+  if (std::holds_alternative<codec::StackNodes>(record) || std::holds_alternative<codec::EventStacks>(record))
+    return true;
+  const auto* info = std::get_if<codec::RecordingInfo>(&record);
+  return info != nullptr && std::find(info->sections.begin(), info->sections.end(), "stacks") != info->sections.end();
 }
 
 }  // namespace memtrack::analysis

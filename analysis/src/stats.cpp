@@ -3,20 +3,26 @@
 #include <cstring>
 #include <vector>
 
+#include "memtrack/analysis/stream_frame_reader.h"
+
 namespace memtrack::analysis {
 
-void Stats::add_context(const codec::ContextRecord& record) {
+void Stats::keep_context(const codec::ContextRecord& record) {
   ++context.records;
   if (const auto* r = std::get_if<codec::RecordingInfo>(&record)) {
     context.recording = *r;
   } else if (const auto* u = std::get_if<codec::Untracked>(&record)) {
     context.untracked.push_back(*u);
-    heap.add_context(record);  // an image the pid execs into ends its current one (live_heap.h)
   } else if (const auto* e = std::get_if<codec::StreamEnd>(&record)) {
     context.end = *e;
-  } else {
-    heap.add_context(record);
   }
+}
+
+void Stats::add_context(const codec::ContextRecord& record) {
+  keep_context(record);
+  // The lifecycle records, an Untracked among them (an image the pid execs into ends its current one).
+  if (!std::holds_alternative<codec::RecordingInfo>(record) && !std::holds_alternative<codec::StreamEnd>(record))
+    heap.add_context(record);
 }
 
 std::optional<bool> Stats::complete() const {
@@ -63,52 +69,27 @@ class TailSource final : public codec::ByteSource {
 
 }  // namespace
 
-namespace {
-
-// The live heap's side of a pass (the counts are made apart, per frame in parallel when indexed).
-class HeapConsumer final : public ArtifactConsumer {
- public:
-  HeapConsumer(Stats& stats, bool counts) : stats_(stats), counts_(counts) {}
-  void add_context(const codec::ContextRecord& record) override { stats_.add_context(record); }
-  void add(std::span<const codec::Event> events) override {
-    if (counts_) stats_.counts.add(events);
-    stats_.heap.add(events);
-  }
-
- private:
-  Stats& stats_;
-  bool counts_;
-};
-
-std::vector<ArtifactConsumer*> with(ArtifactConsumer* first, std::span<ArtifactConsumer* const> also) {
-  std::vector<ArtifactConsumer*> all{first};
-  all.insert(all.end(), also.begin(), also.end());
-  return all;
+FileSummary file_summary(const PassSummary& pass) {
+  FileSummary f;
+  f.frames = pass.data_frames;
+  f.compressed_bytes = pass.compressed_bytes;
+  f.decompressed_bytes = pass.decompressed_bytes;
+  return f;
 }
-
-}  // namespace
 
 Stats compute_stats(codec::ByteSource& source, const std::string& name, const ProgressFn& progress,
                     std::span<ArtifactConsumer* const> also) {
   Stats stats;
   TailSource tail(source);
-  StreamFrameReader reader(tail, name);
-  HeapConsumer consumer(stats, true);
-  const std::vector<ArtifactConsumer*> consumers = with(&consumer, also);
-  StreamOrder order(consumers);
-  stats.status = reader.run([&](const DecodedFrame& f) {
-    order.add(f.context, f.events);
-    if (progress) progress(reader.progress().compressed_bytes, order.events());
-    return codec::Status{};
-  });
-  order.finish();
-  const StreamProgress& p = reader.progress();
-  stats.file.frames = p.data_frames;
-  stats.file.compressed_bytes = p.compressed_bytes;
-  stats.file.decompressed_bytes = p.decompressed_bytes;
+  StatsConsumer consumer(stats);
+  std::vector<ArtifactConsumer*> consumers{&consumer};
+  consumers.insert(consumers.end(), also.begin(), also.end());
+  PassSummary pass;
+  stats.status = read_artifact(tail, name, consumers, pass, progress);
+  stats.file = file_summary(pass);
   // The index lists every zstd frame but itself: data frames and the other skippable (context) frames.
-  stats.file.index_at_end =
-      stats.status.is_ok() && p.skippable_frames > 0 && tail.ends_with_index(p.data_frames + p.skippable_frames - 1);
+  stats.file.index_at_end = stats.status.is_ok() && pass.skippable_frames > 0 &&
+                            tail.ends_with_index(pass.data_frames + pass.skippable_frames - 1);
   return stats;
 }
 
@@ -118,8 +99,9 @@ Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at
   Stats stats;
   stats.file.indexed = true;
   IndexedFrameReader reader(index, read_at, name, {}, max_frames_in_flight);
-  HeapConsumer consumer(stats, false);
-  const std::vector<ArtifactConsumer*> consumers = with(&consumer, also);
+  StatsConsumer consumer(stats, StatsConsumer::Part::heap_and_context);
+  std::vector<ArtifactConsumer*> consumers{&consumer};
+  consumers.insert(consumers.end(), also.begin(), also.end());
   StreamOrder order(consumers);
   // The counts commute: each frame counts its own events in its slot, merged in frame order; the live heap
   // and the context records need stream order, so they are fed in order.

@@ -1,6 +1,7 @@
 // diagnostic() (preload_internal.h): the preload's one line per message, to the recorder's messages channel.
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/uio.h>
 
 #include "preload_internal.h"
 
@@ -17,7 +18,6 @@ void diagnostic(const char* const* parts, size_t count) {
     memcpy(line + len, s, n);
     len += n;
   };
-  append("memtrack: ");
   for (size_t i = 0; i < count; ++i) append(parts[i]);
   line[len++] = '\n';
   if (const char* path = messages_path(); path != nullptr && *path != '\0') {
@@ -28,7 +28,8 @@ void diagnostic(const char* const* parts, size_t count) {
       if (w == static_cast<long>(len)) return;
     }
   }
-  (void)!syscall(SYS_write, 2, line + text, len - text);
+  struct iovec out[2] = {{const_cast<char*>("memtrack: "), 10}, {line + text, len - text}};
+  (void)!syscall(SYS_writev, 2, out, 2);
 }
 
 }  // namespace memtrack::preload

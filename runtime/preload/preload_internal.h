@@ -61,12 +61,12 @@ inline void write_stderr(const char* msg) { (void)!syscall(SYS_write, 2, msg, st
 // Whether C string `s` begins with `prefix` (environment entries, symbol names).
 inline bool starts_with(const char* s, const char* prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
-// A diagnostic of the preload: one line, "memtrack: " and the parts, to the recorder's messages channel
+// A diagnostic of the preload: one line of the parts to the recorder's messages channel
 // (MEMTRACK_MESSAGES, ring.h), which record prints in its summary, deduplicated; never into the program's
 // fds, whose stderr may be checked byte for byte (a compiler's, by autoconf). Only when the channel cannot be
-// opened (not under the recorder, the recorder gone, credentials dropped) does the line go to stderr
-// (docs/RUNTIME.md, "Diagnostics"). Opens, writes once (so lines of processes never interleave) and closes: no
-// fd is left in the program. Raw system calls and a stack buffer: callable from any hook. Lines longer than
+// opened (not under the recorder, the recorder gone, credentials dropped) does the line go to stderr, after
+// "memtrack: " (docs/RUNTIME.md, "Diagnostics"). Opens, writes once (so lines of processes never
+// interleave) and closes: no fd is left in the program. Raw system calls and a stack buffer: callable from any hook. Lines longer than
 // 1 KiB are cut. diagnostic.cpp.
 void diagnostic(const char* const* parts, size_t count);
 

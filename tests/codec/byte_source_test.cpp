@@ -1,6 +1,6 @@
-// InputWindow, the read window both sequential artifact readers (codec::ArtifactDecoder, analysis's
-// StreamFrameReader) walk their source through: offsets across reads, a read error that a later read
-// recovers from, and an end of input that stays the end.
+// InputWindow, the read window codec::FrameWalker (under both sequential artifact readers) walks its source
+// through: offsets across reads, a read error that a later read recovers from, and an end of input that
+// stays the end.
 #include "memtrack/codec/byte_source.h"
 
 #include <gtest/gtest.h>

@@ -5,8 +5,9 @@
 //
 // Where the bounds come from (default DecoderLimits): the decoder's own buffers are ~0.4 MiB (128 KiB of
 // input, 256 KiB of msgpack) plus zstd's DCtx. A zstd window is capped at 2^24 = 16 MiB. A frame with a
-// declared content size of at most 16 MiB is held until its checksum is verified: its events take 48 B per
-// event of at least 38 B of msgpack, at most 2^19 events after vector growth (24 MiB, 36 MiB while growing).
+// declared content size of at most 16 MiB is decompressed whole into the decoder's buffer (zstd keeps no
+// window of its own for it) and verified before it is parsed: its events take 48 B per event of at least
+// 38 B of msgpack, at most 2^19 events after vector growth (24 MiB, 36 MiB while growing).
 // Worst case: 16 + 36 + 0.5 = ~53 MiB; the tests allow 64 MiB for that case and much less elsewhere.
 #include <gtest/gtest.h>
 #include <zstd.h>

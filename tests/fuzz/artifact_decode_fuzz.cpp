@@ -1,7 +1,8 @@
-// Property: ArtifactDecoder over arbitrary bytes never crashes, hangs or allocates without bound (run with
-// -malloc_limit_mb), and what it yields is trustworthy:
+// Property: ArtifactDecoder (and the FrameWalker under it) over arbitrary bytes never crashes, hangs or
+// allocates without bound (run with -malloc_limit_mb), and what it yields is trustworthy:
 // - every event is a valid raw record, and progress().events counts exactly what was yielded;
-// - the result does not depend on how many events the caller asks for at a time;
+// - the result does not depend on how many events the caller asks for at a time, nor on the size of the
+//   pieces the walker gives a streamed frame in (1 for ArtifactDecoder, 65536 for StreamFrameReader);
 // - an error names the frame the decoder stopped in and a byte offset;
 // - a clean end consumed the whole input, yielded exactly the events an independent reading finds (zstd's
 //   streaming decompressor and parse_event over the whole content), and re-encoding the events with our
@@ -98,6 +99,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(other.status.code() == d.status.code() && other.status.message() == d.status.message(),
              "status depends on the block size: '%s' vs '%s'", other.status.message().c_str(),
              d.status.message().c_str());
+
+  // The walker under both sequential readers, with StreamFrameReader's pieces: the same events, the same end
+  // (up to 4 MiB of content, as the reference below: a zip bomb is slow enough decoded twice under ASan).
+  if (d.progress.decompressed_bytes <= (4u << 20)) {
+    const auto walked = memtrack::fuzz::walk_all(input, 65536);
+    FUZZ_CHECK(walked.count == d.count && walked.hash == d.hash,
+               "the walker in pieces of 65536 gives %llu events, %llu", static_cast<unsigned long long>(walked.count),
+               static_cast<unsigned long long>(d.count));
+    FUZZ_CHECK(walked.status.message() == d.status.message() && walked.progress.frames == d.progress.frames &&
+                   walked.progress.skippable_frames == d.progress.skippable_frames,
+               "the walker in pieces ends with '%s', the decoder with '%s'", walked.status.message().c_str(),
+               d.status.message().c_str());
+  }
 
   if (!d.status.is_ok()) {
     const std::string expected = "fuzz.zst: frame " + std::to_string(d.progress.frames) + " at byte ";

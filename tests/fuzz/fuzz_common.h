@@ -14,6 +14,7 @@
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/frame_compressor.h"
+#include "memtrack/codec/frame_walker.h"
 #include "memtrack/codec/msgpack_encoder.h"
 
 // In ASan builds (the libFuzzer binaries, the asan preset) the sanitizer's allocator reports every malloc
@@ -179,6 +180,26 @@ inline Decoded decode_all(std::span<const std::byte> bytes, std::size_t block) {
   }
   d.status = decoder.status();
   d.progress = decoder.progress();
+  return d;
+}
+
+// The same bytes through codec::FrameWalker directly, its streamed frames in pieces of `piece_events`
+// (StreamFrameReader's configuration but for the context frames, which it would also hold and decode).
+inline Decoded walk_all(std::span<const std::byte> bytes, std::size_t piece_events) {
+  codec::MemorySource source(bytes);
+  codec::FrameWalker walker(source, "fuzz.zst", {}, {.hold_context = false, .piece_events = piece_events});
+  Decoded d;
+  for (;;) {
+    const codec::FrameWalker::Item item = walker.next();
+    if (item == codec::FrameWalker::Item::end) break;
+    if (item != codec::FrameWalker::Item::events) continue;
+    for (const codec::Event& e : walker.events()) d.add(e);
+  }
+  d.status = walker.status();
+  d.progress.frames = walker.data_frames();
+  d.progress.skippable_frames = walker.skippable_frames();
+  d.progress.compressed_bytes = walker.bytes_read();
+  d.progress.events = d.count;
   return d;
 }
 

@@ -1,9 +1,8 @@
 // Process lifecycle under `memtrack record` (docs/RUNTIME.md, "Processes" and "The program's environment"):
 // the context records the recorder produces for real programs (tests/integration/programs/lifecycle.c and the
 // others), the descendant policy (daemons left running, SIGTERM while waiting) and the program's own
-// environment. The context records are read from the recorder's ContextChannel through its test accessor
-// (MEMTRACK_RECORD_CONTEXT_DUMP, runtime/recorder/src/recorder_internal.h); the events from the artifact with
-// python3-zstandard + python3-msgpack (read_artifact.py).
+// environment. The context records are read from the artifact's context frames (artifact_context.h); the
+// events with python3-zstandard + python3-msgpack (read_artifact.py).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -25,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "artifact_context.h"
 #include "artifact_events.h"
 #include "memtrack/codec/context.h"
 
@@ -112,13 +112,16 @@ std::vector<Ev> read_events(const fs::path& artifact) {
   return memtrack::testing_integration::read_artifact_events(artifact);
 }
 
-std::vector<ContextRecord> read_context(const fs::path& dump) {
-  const std::string bytes = slurp(dump);
-  std::vector<ContextRecord> out;
-  if (bytes.empty()) return out;
-  const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
-  const Status st = decode_context_frame({p, bytes.size()}, 0, out);
-  EXPECT_TRUE(st.is_ok()) << st.message();
+// The records the recorder produced, in its order: the artifact's context records but those the encoder
+// writes itself (each data frame's EventStacks, the End record).
+std::vector<ContextRecord> read_context(const fs::path& artifact) {
+  const std::string bytes = slurp(artifact);
+  std::vector<ContextRecord> out = memtrack::testing_integration::read_artifact_frames(
+                                       {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()})
+                                       .context;
+  std::erase_if(out, [](const ContextRecord& r) {
+    return std::holds_alternative<EventStacks>(r) || std::holds_alternative<StreamEnd>(r);
+  });
   return out;
 }
 
@@ -126,7 +129,7 @@ void finish(Recorded& run) {
   run.out = slurp(run.dir / "record.out");
   run.err = slurp(run.dir / "record.err");
   run.events = read_events(run.dir / "artifact.msgpack");
-  run.context = read_context(run.dir / "context.bin");
+  run.context = read_context(run.dir / "artifact.msgpack");
 }
 
 std::vector<std::string> record_argv(const fs::path& dir, const std::vector<std::string>& command) {
@@ -135,16 +138,10 @@ std::vector<std::string> record_argv(const fs::path& dir, const std::vector<std:
   return argv;
 }
 
-std::vector<std::string> record_env(const fs::path& dir, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> env = environment(extra);
-  env.push_back("MEMTRACK_RECORD_CONTEXT_DUMP=" + (dir / "context.bin").string());
-  return env;
-}
-
 Recorded record(const std::vector<std::string>& command, fs::path dir = {}) {
   Recorded run;
   run.dir = dir.empty() ? scratch_dir() : dir;
-  run.recorder = start(run.dir, "record", record_argv(run.dir, command), record_env(run.dir));
+  run.recorder = start(run.dir, "record", record_argv(run.dir, command), environment());
   run.exit_code = wait_code(run.recorder);
   finish(run);
   return run;
@@ -317,7 +314,7 @@ TEST(Lifecycle, DaemonIsLeftRunningAndUnaffected) {
   run.dir = scratch_dir();
   const fs::path marker = run.dir / "daemon.done";
   run.recorder =
-      start(run.dir, "record", record_argv(run.dir, {kLifecycle, "daemon", marker.string()}), record_env(run.dir));
+      start(run.dir, "record", record_argv(run.dir, {kLifecycle, "daemon", marker.string()}), environment());
   run.exit_code = wait_code(run.recorder);
   const std::uint64_t returned_ns = monotonic_ns();
   finish(run);
@@ -354,7 +351,7 @@ TEST(Lifecycle, DaemonIsLeftRunningAndUnaffected) {
 TEST(Lifecycle, SigtermWhileWaitingEndsTheRecordingPromptly) {
   Recorded run;
   run.dir = scratch_dir();
-  run.recorder = start(run.dir, "record", record_argv(run.dir, {kLifecycle, "linger", "30"}), record_env(run.dir));
+  run.recorder = start(run.dir, "record", record_argv(run.dir, {kLifecycle, "linger", "30"}), environment());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (slurp(run.dir / "record.err").find("waiting for") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline)
@@ -386,7 +383,7 @@ TEST(Lifecycle, SignalWhileTheCommandRunsIsPassedOn) {
   for (const int sig : {SIGTERM, SIGHUP}) {
     Recorded run;
     run.dir = scratch_dir();
-    run.recorder = start(run.dir, "record", record_argv(run.dir, {"/bin/sleep", "30"}), record_env(run.dir));
+    run.recorder = start(run.dir, "record", record_argv(run.dir, {"/bin/sleep", "30"}), environment());
     // Once sleep runs under the recorder (its Exec is the recorder's first note), signal the recorder.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     bool running = false;
@@ -419,8 +416,7 @@ TEST(Lifecycle, EnvPrintsTheNativeEnvironment) {
   std::vector<std::string> env = environment(extra);
   const pid_t native = start(dir, "native", {"/usr/bin/env"}, env);
   ASSERT_EQ(wait_code(native), 0);
-  std::vector<std::string> renv = record_env(dir, extra);
-  renv.pop_back();  // no context dump: the recorder's own environment must not matter either
+  const std::vector<std::string> renv = environment(extra);
   const pid_t rec = start(dir, "record", record_argv(dir, {"/usr/bin/env"}), renv);
   ASSERT_EQ(wait_code(rec), 0) << slurp(dir / "record.err");
   const std::string want = slurp(dir / "native.out");
@@ -458,7 +454,7 @@ TEST(Lifecycle, ChildrenWithExplicitEnvironmentsAreTrackedAndSeeTheirOwn) {
 TEST(Lifecycle, SystemChildSeesTheProgramsEnvironmentAndIsTracked) {
   // The same environment natively as the recorder gets (and passes on to the command).
   const fs::path dir = scratch_dir();
-  const pid_t native = start(dir, "native", {kLifecycle, "system_env", kLifecycle}, record_env(dir));
+  const pid_t native = start(dir, "native", {kLifecycle, "system_env", kLifecycle}, environment());
   ASSERT_EQ(wait_code(native), 0);
   std::string want;
   for (const auto& [k, v] : lines(slurp(dir / "native.out")))
@@ -526,7 +522,7 @@ TEST(Lifecycle, PreloadNotesGoToTheSummaryNotTheProgramsStderr) {
 
   std::vector<std::string> quiet = record_argv(dir, redirected("quiet.prog.err"));
   quiet.insert(quiet.begin() + 2, "-q");
-  const pid_t q = start(dir, "quiet", quiet, record_env(dir));
+  const pid_t q = start(dir, "quiet", quiet, environment());
   ASSERT_EQ(wait_code(q), 0) << slurp(dir / "quiet.err");
   EXPECT_EQ(slurp(dir / "quiet.prog.err"), want);
   EXPECT_EQ(slurp(dir / "quiet.err"), "") << "-q: nothing at all from memtrack";
@@ -699,6 +695,75 @@ TEST(Lifecycle, AForkChildExecingAStaticProgramEndsLikeAnExec) {
                 path + "', 0)]");
   EXPECT_EQ(stats_query(run, child, "[(u['pid'], u['reason']) for u in d['untracked']]"),
             "[(" + std::to_string(child) + ", 'static')]");
+}
+
+// The stats peak of a recording (memtrack stats --json).
+std::uint64_t stats_peak(const fs::path& artifact) {
+  const fs::path out = artifact.string() + ".peak";
+  const std::string cmd = kMemtrack + " stats --json '" + artifact.string() + "' | " + MEMTRACK_SYSTEM_PYTHON +
+                          " -c \"import json,sys; print(json.load(sys.stdin)['peak_live_bytes'])\" > '" + out.string() +
+                          "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return std::stoull("0" + slurp(out));
+}
+
+// Children that end with _exit while the recorder is not their parent (the program is): each one's end is
+// noted when it happens (its pidfd, polled by the recorder), after its last event and before the next child
+// starts, so the peak is one child's 1 MiB block (and the parent's stdout buffer), not the sum of all of them
+// (before: noted within 100 ms, 30 MiB at no gap, 5 MiB at this gap). The parent waits 20 ms between
+// children: the note lags the death by the recorder's wake-up (docs/RUNTIME.md, the NoteExit rows).
+TEST(Lifecycle, SequentialExitChildrenEndWhenTheyDie) {
+  const Recorded run = record({kPrograms + "/exit_children", "sequential", "20", "20"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<int> children;
+  for (const auto& [k, v] : lines(run.out))
+    if (k == "child") children.push_back(std::stoi(v));
+  ASSERT_EQ(children.size(), 20u) << run.out;
+  const std::uint64_t peak = stats_peak(run.dir / "artifact.msgpack");
+  EXPECT_GE(peak, 1048576u);
+  EXPECT_LT(peak, 1048576u + 65536u) << "one child's block at a time";
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const auto exit = first_of<ProcessExit>(run.context, children[i]);
+    ASSERT_TRUE(exit.has_value()) << children[i];
+    // _exit(3): the status is the kernel's when the parent had reaped the child when the recorder looked
+    // (PIDFD_GET_INFO), else not known; never another.
+    EXPECT_EQ(exit->status.value_or(3), 3);
+    EXPECT_FALSE(exit->signal.has_value());
+    // Its 1 MiB block precedes its end.
+    std::size_t block = run.events.size();
+    for (std::size_t k = 0; k < run.events.size(); ++k)
+      if (run.events[k].pid == children[i] && run.events[k].size == 1048576u) block = k;
+    ASSERT_LT(block, run.events.size()) << children[i];
+    EXPECT_GT(exit->event, block);
+    if (i + 1 < children.size()) {
+      const auto next = first_of<ProcessStart>(run.context, children[i + 1]);
+      ASSERT_TRUE(next.has_value());
+      EXPECT_LE(exit->event, next->event) << "child " << children[i] << " ends after the next one starts";
+    }
+  }
+  expect_positions_consistent(run);
+}
+
+// A child killed by SIGKILL (no exit() runs): its 4 MiB stop counting at its death, before its parent keeps
+// 3 MiB, so the peak is 4 MiB, not 7; its end carries the signal when the kernel had it.
+TEST(Lifecycle, AKilledChildsBlocksStopCountingAtItsDeath) {
+  const Recorded run = record({kPrograms + "/exit_children", "killed", "20"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const int child = static_cast<int>(value_int(lines(run.out), "child"));
+  ASSERT_GT(child, 0) << run.out;
+  const std::uint64_t peak = stats_peak(run.dir / "artifact.msgpack");
+  EXPECT_GE(peak, 4194304u);
+  EXPECT_LT(peak, 4194304u + 65536u) << "the killed child's blocks still counted";
+  const auto exit = first_of<ProcessExit>(run.context, child);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->signal.value_or(SIGKILL), SIGKILL);
+  EXPECT_FALSE(exit->status.has_value());
+  std::size_t parent_block = run.events.size();
+  for (std::size_t k = 0; k < run.events.size(); ++k)
+    if (run.events[k].size == 3145728u) parent_block = k;
+  ASSERT_LT(parent_block, run.events.size());
+  EXPECT_LE(exit->event, parent_block);
+  expect_positions_consistent(run);
 }
 
 }  // namespace

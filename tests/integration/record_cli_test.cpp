@@ -130,26 +130,116 @@ TEST(RecordCli, OptionsAfterTheCommandAreTheCommands) {
   EXPECT_EQ(r.out, "");
 }
 
-TEST(RecordCli, TwoRecordersOnOneTargetLeaveOneWholeArtifact) {
+// The artifact a summary names ("artifact PATH (").
+std::string summary_artifact(const std::string& err) {
+  const auto at = err.find(", artifact ");
+  if (at == std::string::npos) return {};
+  const auto end = err.find(" (", at + 11);
+  return err.substr(at + 11, end - at - 11);
+}
+
+// Two recorders on one target: the first to finish takes it; the second finds a file that appeared after it
+// started, leaves it alone, keeps its recording beside it and says where. No recording is lost.
+TEST(RecordCli, TwoRecordersOnOneTargetKeepBothRecordings) {
   const fs::path dir = scratch_dir();
   const std::string cd = "cd '" + dir.string() + "' && ";
-  // Different sizes, so the artifact tells which recorder wrote it; a small ring slows both down, so
-  // they overlap.
-  const std::string a = "MEMTRACK_RING_SLOTS=256 '" + kMemtrack + "' record -o same.art -- '" + kPrograms +
-                        "/churn' 1 300000 > a.out 2> a.err";
-  const std::string b = "MEMTRACK_RING_SLOTS=256 '" + kMemtrack + "' record -o same.art -- '" + kPrograms +
-                        "/churn' 1 200000 > b.out 2> b.err";
-  ASSERT_EQ(shell(cd + "{ " + a + " & " + b + " & wait; }"), 0);
-  const std::uint64_t ea = summary_events(slurp(dir / "a.err")), eb = summary_events(slurp(dir / "b.err"));
-  ASSERT_GT(ea, 300000u) << slurp(dir / "a.err");
-  ASSERT_GT(eb, 200000u) << slurp(dir / "b.err");
-  int status = -1;
-  std::string err;
-  const std::size_t n = decoded_events(dir / "same.art", &status, &err);
-  EXPECT_EQ(status, 0) << err;
-  EXPECT_EQ(err, "");
-  EXPECT_TRUE(n == ea || n == eb) << n << " events: not one recorder's " << ea << " or " << eb;
+  // Different sizes, so each artifact tells which recorder wrote it; b starts once a has begun and ends first.
+  const std::string a = "'" + kMemtrack + "' record -o same.art -- '" + kPrograms + "/churn' 1 1500000 > a.out 2> a.err";
+  const std::string b = "'" + kMemtrack + "' record -o same.art -- '" + kPrograms + "/churn' 1 200000 > b.out 2> b.err";
+  ASSERT_EQ(shell(cd + "{ " + a + " & sleep 0.3; " + b + " & wait; }"), 0);
+  const std::string ea_text = slurp(dir / "a.err"), eb_text = slurp(dir / "b.err");
+  const std::uint64_t ea = summary_events(ea_text), eb = summary_events(eb_text);
+  ASSERT_GT(ea, 1500000u) << ea_text;
+  ASSERT_GT(eb, 200000u) << eb_text;
+  const std::string pa = summary_artifact(ea_text), pb = summary_artifact(eb_text);
+  ASSERT_NE(pa, pb) << ea_text << eb_text;
+  // One of them took the target, the other is beside it, named in its summary with the target.
+  const bool a_beside = pa != "same.art";
+  const std::string& beside = a_beside ? pa : pb;
+  const std::string& beside_err = a_beside ? ea_text : eb_text;
+  EXPECT_TRUE(pa == "same.art" || pb == "same.art") << pa << " " << pb;
+  EXPECT_TRUE(beside.starts_with("same.") && beside.ends_with(".art")) << beside;
+  EXPECT_NE(beside_err.find("memtrack record: same.art appeared during the recording (another recorder's?) and is "
+                            "left as it is; this recording is " + beside + "\n"),
+            std::string::npos)
+      << beside_err;
+  for (const auto& [path, events] : {std::pair{pa, ea}, std::pair{pb, eb}}) {
+    int status = -1;
+    std::string err;
+    EXPECT_EQ(decoded_events(dir / path, &status, &err), events) << path;
+    EXPECT_EQ(status, 0) << err;
+  }
   EXPECT_TRUE(files_matching(dir, ".partial").empty());
+}
+
+// A file the user named that existed before the recording is replaced, as before (no note).
+TEST(RecordCli, AnEarlierTargetIsReplaced) {
+  const fs::path dir = scratch_dir();
+  write_file(dir / "old.art", "an earlier artifact");
+  const CliRun r = record_in(dir, "-o old.art -- /bin/true");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(summary_artifact(r.err), "old.art") << r.err;
+  EXPECT_EQ(r.err.find("appeared during"), std::string::npos) << r.err;
+  EXPECT_NE(slurp(dir / "old.art"), "an earlier artifact");
+}
+
+// The summary's words: plurals, the process count stats gives, the crash, and the next command.
+TEST(RecordCli, SummaryNamesACrashAndTheNextCommand) {
+  const fs::path dir = scratch_dir();
+  CliRun r = record_in(dir, "-o t.art -- /bin/true");
+  EXPECT_EQ(r.status, 0) << r.err;
+  // true allocates nothing here, but it ran: stats counts it, and so does the summary.
+  EXPECT_NE(r.err.find(" from 1 process, artifact t.art ("), std::string::npos) << r.err;
+  EXPECT_TRUE(r.err.ends_with("memtrack record: next: memtrack top t.art (the allocation sites), memtrack report "
+                              "t.art (a page)\n"))
+      << r.err;
+  r = record_in(dir, "-o 'a b.art' -- sh -c 'kill -SEGV $$'");
+  EXPECT_EQ(r.status, 139) << r.err;
+  EXPECT_NE(r.err.find("memtrack record: sh killed by SIGSEGV\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("memtrack top 'a b.art'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(" 1 events"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(" 1 processes"), std::string::npos) << r.err;
+  EXPECT_GT(decoded_events(dir / "a b.art"), 0u);
+}
+
+// A script without #! runs with /bin/sh, as execvp, env and time run it.
+TEST(RecordCli, AScriptWithoutShebangRunsWithSh) {
+  const fs::path dir = scratch_dir();
+  write_file(dir / "script.sh", "echo from the script \"$1\"\nexit 3\n");
+  fs::permissions(dir / "script.sh", fs::perms::owner_all);
+  const CliRun r = record_in(dir, "-o s.art ./script.sh 'one arg'");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.out, "from the script one arg\n");
+  EXPECT_NE(r.err.find("artifact s.art"), std::string::npos) << r.err;
+  EXPECT_GT(decoded_events(dir / "s.art"), 0u) << "the shell running it was recorded";
+}
+
+// An artifact that cannot be written: the error, and no success summary before it.
+TEST(RecordCli, AFailedWriteGivesNoSuccessSummary) {
+  const fs::path dir = scratch_dir();
+  const CliRun r = record_in(dir, "-o /dev/full -- /bin/true");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.find("artifact /dev/full"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("next:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/dev/full: write failed"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// memtrack record -- memtrack record -o inner -- CMD: the inner recording has CMD's events; the outer one
+// has the inner recorder's own, and none of CMD's.
+TEST(RecordCli, ANestedRecordRecordsItsOwnCommand) {
+  const fs::path dir = scratch_dir();
+  const CliRun r =
+      record_in(dir, "-o outer.art -- '" + kMemtrack + "' record -o inner.art -- '" + kPrograms + "/fork_exit'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::size_t inner = summary_events(r.err);  // the inner summary comes first
+  EXPECT_GE(inner, 6u) << r.err;                    // fork_exit's five blocks and frees
+  EXPECT_EQ(decoded_events(dir / "inner.art"), inner);
+  EXPECT_NE(r.err.find(" from 2 processes, artifact inner.art"), std::string::npos) << r.err;
+  EXPECT_GT(decoded_events(dir / "outer.art"), 0u) << "the inner recorder itself is recorded";
+  // fork_exit's child allocates 1000159 bytes: in the inner recording, not in the outer.
+  EXPECT_EQ(slurp(dir / "outer.art.jsonl").find("1000159"), std::string::npos);
+  EXPECT_NE(slurp(dir / "inner.art.jsonl").find("1000159"), std::string::npos);
 }
 
 TEST(RecordCli, AKilledRecorderLeavesItsPrefixBesideTheTarget) {

@@ -31,6 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kMemtrack = MEMTRACK_BIN_DIR "/memtrack";
+// The tool with record's test hooks (MEMTRACK_RING_SLOTS: the ring's size), tools/CMakeLists.txt.
+const std::string kMemtrackTestHooks = MEMTRACK_BIN_DIR "/memtrack-testhooks";
 const std::string kPrograms = MEMTRACK_PROGRAMS_DIR;
 
 using Ev = memtrack::testing_integration::ArtifactEvent;
@@ -84,9 +86,11 @@ std::vector<Ev> read_artifact(const fs::path& artifact) {
   return memtrack::testing_integration::read_artifact_events(artifact);
 }
 
+// `env` is given to the test-hooks build (kMemtrackTestHooks), the only one that reads MEMTRACK_RING_SLOTS.
 RecordRun record(const std::vector<std::string>& command, const std::string& env = "") {
   const fs::path dir = scratch_dir();
-  std::string cmd = "cd '" + dir.string() + "' && " + env + " '" + kMemtrack + "' record -o artifact.msgpack --";
+  std::string cmd = "cd '" + dir.string() + "' && " + env + " '" + (env.empty() ? kMemtrack : kMemtrackTestHooks) +
+                    "' record -o artifact.msgpack --";
   for (const std::string& a : command) cmd += " '" + a + "'";
   cmd += " > out.txt 2> err.txt";
   RecordRun run;
@@ -482,9 +486,9 @@ TEST(Record, TimestampsWithClockGettimeInThePreload) { check_timestamps("MEMTRAC
 TEST(Record, ProgramSurvivesTheRecorder) {
   const fs::path dir = scratch_dir();
   const fs::path done = dir / "done", artifact = dir / "artifact.msgpack", err = dir / "err.txt";
-  std::vector<std::string> args = {kMemtrack,         "record",  "-o",
-                                   artifact.string(), "--",      kPrograms + "/exit_paths",
-                                   "survive",         "3000000", done.string()};
+  std::vector<std::string> args = {kMemtrackTestHooks, "record",  "-o",
+                                   artifact.string(),  "--",      kPrograms + "/exit_paths",
+                                   "survive",          "3000000", done.string()};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

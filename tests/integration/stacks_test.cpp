@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "artifact_context.h"
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/context.h"
@@ -59,8 +60,7 @@ struct Artifact {
   std::vector<std::uint64_t> data_frame_bytes;
 };
 
-// Events through ArtifactDecoder; context frames by walking the frame index (the seek table at the end
-// lists every frame's compressed size, docs/FORMAT.md "Context section and the frame index").
+// Events through ArtifactDecoder; context frames by walking the frame index (artifact_context.h).
 Artifact read_artifact(const fs::path& path) {
   Artifact a;
   const std::vector<std::byte> bytes = slurp(path);
@@ -69,26 +69,9 @@ Artifact read_artifact(const fs::path& path) {
   std::vector<Event> buf(4096);
   while (const std::size_t n = decoder.next(buf)) a.events.insert(a.events.end(), buf.begin(), buf.begin() + n);
   EXPECT_TRUE(decoder.status().is_ok()) << decoder.status().message();
-  if (bytes.size() < 9) throw std::runtime_error("artifact too short");
-  const std::byte* footer = bytes.data() + bytes.size() - 9;
-  if (le<std::uint32_t>(footer + 5) != 0x8F92EAB1u) throw std::runtime_error("no frame index");
-  const std::uint32_t frames = le<std::uint32_t>(footer);
-  const bool checksums = (static_cast<unsigned>(footer[4]) & 0x80u) != 0;
-  const std::size_t entry = checksums ? 12 : 8;
-  const std::size_t table = 8 + frames * entry + 9;
-  const std::byte* entries = bytes.data() + bytes.size() - table + 8;
-  std::uint64_t offset = 0;
-  for (std::uint32_t i = 0; i < frames; ++i) {
-    const std::uint32_t size = le<std::uint32_t>(entries + i * entry);
-    const std::span<const std::byte> frame(bytes.data() + offset, size);
-    if (is_context_frame(frame)) {
-      const Status st = decode_context_frame(frame, offset, a.context);
-      EXPECT_TRUE(st.is_ok()) << st.message();
-    } else {
-      a.data_frame_bytes.push_back(size);
-    }
-    offset += size;
-  }
+  memtrack::testing_integration::ArtifactFrames frames = memtrack::testing_integration::read_artifact_frames(bytes);
+  a.context = std::move(frames.context);
+  a.data_frame_bytes = std::move(frames.data_frame_bytes);
   return a;
 }
 

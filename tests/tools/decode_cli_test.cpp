@@ -236,6 +236,43 @@ TEST(StatsCli, IndexedAndSequentialAgreeAndJsonParses) {
   EXPECT_TRUE(table.err.empty()) << "no progress line when stderr is not a terminal: " << table.err;
 }
 
+// One corruption, one message: every command reads a damaged frame through the same walker (the index
+// through FrameDecoder, a file or a pipe through FrameWalker), and a frame that declares its size is
+// decompressed and its checksum verified before it is parsed, so the damage is named as the checksum
+// mismatch it is, not as whatever the damaged bytes happen to parse into.
+TEST(DamageCli, EveryCommandNamesTheSameDamageTheSameWay) {
+  const auto events = generate_trace(60000, 25);
+  auto a = build_artifact(events, 20000, true);  // 3 frames of more content than one decompression step
+  ASSERT_EQ(a.frame_offsets.size(), 3u);
+  for (std::size_t i = 0; i < 6; ++i) a.bytes[a.frame_offsets[1] + 200 + i] ^= std::byte{0xff};
+  const std::string file = tmp("damaged.mt");
+  write_bytes(file, a.bytes);
+  const std::string where = ": frame 1 at byte " + std::to_string(a.frame_offsets[1]) + ": ";
+  const struct {
+    std::string command, prefix, suffix;
+  } runs[] = {
+      {" stats " + file, "memtrack stats: " + file, "\n"},    // through the index
+      {" stats - < " + file, "memtrack stats: stdin", "\n"},  // a pipe: sequential
+      {" decode " + file + " -o " + tmp("damaged.jsonl"), "memtrack decode: " + file, "\n"},
+      {" decode --context " + file + " -o " + tmp("damaged.jsonl"), "memtrack decode: " + file, "\n"},
+      {" top " + file, "memtrack top: " + file, "\n"},
+      {" report " + file + " -o " + tmp("damaged.html"), "memtrack report: " + file,
+       " (the report covers the events before it)\n"},
+  };
+  std::string first;
+  for (const auto& r : runs) {
+    const auto out = run(mt() + r.command);
+    EXPECT_EQ(out.status, 1) << r.command << ": " << out.err;
+    ASSERT_EQ(out.err.rfind(r.prefix + where, 0), 0u) << r.command << ": " << out.err;
+    ASSERT_GE(out.err.size(), r.prefix.size() + r.suffix.size());
+    ASSERT_EQ(out.err.compare(out.err.size() - r.suffix.size(), r.suffix.size(), r.suffix), 0) << out.err;
+    const std::string what = out.err.substr(r.prefix.size(), out.err.size() - r.prefix.size() - r.suffix.size());
+    if (first.empty()) first = what;
+    EXPECT_EQ(what, first) << r.command;
+  }
+  EXPECT_NE(first.find("checksum"), std::string::npos) << first;
+}
+
 TEST(StatsCli, DamageGivesThePrefixStatsAndAnErrorLine) {
   const auto events = generate_trace(20000, 27);
   auto a = build_artifact(events, 4096, true);

@@ -4,6 +4,7 @@
 // is byte-for-byte what it was.
 #include <gtest/gtest.h>
 #include <pty.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -203,6 +204,85 @@ TEST(Hardening, RecordHelpSaysWhatSignalsDoAndWhereTheArtifactGoes) {
                              "127 when CMD is\nnot found, 126 when it", "-q, --quiet", "--python-malloc"}) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle;
   }
+}
+
+// An input that is no artifact leaves an existing output as it was (issue 23): report and decode write beside
+// the output and rename only a result; a good input replaces the file, keeping its mode, and leaves no
+// temporary behind.
+TEST(Hardening, AnUnreadableInputLeavesAnExistingOutputAsItWas) {
+  write_bytes(tmp("text.txt"), "not an artifact\n");
+  write_bytes(tmp("existing.html"), "an earlier page");
+  write_bytes(tmp("existing.jsonl"), "earlier lines");
+  const auto report = run(mt() + " report " + tmp("text.txt") + " -o " + tmp("existing.html"));
+  EXPECT_EQ(report.status, 1);
+  EXPECT_EQ(report.err, "memtrack report: " + tmp("text.txt") + ": frame 0 at byte 0: not a zstd frame (magic " +
+                            "0x20746f6e)\n");
+  EXPECT_EQ(slurp(tmp("existing.html")), "an earlier page");
+  const auto decode = run(mt() + " decode " + tmp("text.txt") + " -o " + tmp("existing.jsonl"));
+  EXPECT_EQ(decode.status, 1);
+  EXPECT_EQ(decode.err, "memtrack decode: " + tmp("text.txt") + ": frame 0 at byte 0: not a zstd frame (magic " +
+                            "0x20746f6e)\n");
+  EXPECT_EQ(slurp(tmp("existing.jsonl")), "earlier lines");
+  const auto csv = run(mt() + " decode " + tmp("text.txt") + " --format csv -o " + tmp("new.csv"));
+  EXPECT_EQ(csv.status, 1);
+  EXPECT_NE(::access(tmp("new.csv").c_str(), F_OK), 0) << "no output file for an input that gave nothing";
+
+  ASSERT_EQ(::chmod(tmp("existing.jsonl").c_str(), 0640), 0);
+  const auto good = run(mt() + " decode " + data_path("events.single-stream.zst") + " -o " + tmp("existing.jsonl"));
+  EXPECT_EQ(good.status, 0) << good.err;
+  EXPECT_EQ(slurp(tmp("existing.jsonl")), run(mt() + " decode " + data_path("events.single-stream.zst")).out);
+  struct stat st {};
+  ASSERT_EQ(::stat(tmp("existing.jsonl").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  const auto listed = run("ls -A " + scratch_dir() + " | grep '^\\.' || true");
+  EXPECT_EQ(listed.out, "") << "temporary files left behind";
+}
+
+TEST(Hardening, BinaryOutputsRefuseATerminal) {
+  const auto pprof = run_on_terminal({mt(), "export", data_path("realistic-140k.frames.zst"), "--format", "pprof"}, "");
+  EXPECT_EQ(pprof.status, 2) << pprof.out;
+  EXPECT_EQ(pprof.out,
+            "memtrack export: refusing to write a binary pprof profile to a terminal; use -o FILE or a pipe (see "
+            "'memtrack export --help')\r\n");
+  const auto raw = run_on_terminal({mt(), "decode", data_path("events.single-stream.zst"), "--format", "raw"}, "");
+  EXPECT_EQ(raw.status, 2) << raw.out;
+  EXPECT_EQ(raw.out,
+            "memtrack decode: refusing to write raw records to a terminal; use -o FILE or a pipe (see 'memtrack "
+            "decode --help')\r\n");
+}
+
+TEST(Hardening, MessagesNameOptionsAsTyped) {
+  const std::string file = data_path("events.single-stream.zst");
+  struct Case {
+    std::string args, err;
+  } cases[] = {
+      {"top " + file + " -n x", "memtrack top: -n: 'x' is not a whole number (see 'memtrack top --help')\n"},
+      {"top " + file + " --pid x", "memtrack top: --pid: 'x' is not a whole number (see 'memtrack top --help')\n"},
+      {"top " + file + " --pid 99999999999999999999",
+       "memtrack top: --pid: 99999999999999999999 is outside -2147483648..2147483647 (see 'memtrack top --help')\n"},
+      {"ctl x end", "memtrack ctl: PID: 'x' is not a whole number (see 'memtrack ctl --help')\n"},
+      {"encode --level 1x -i /dev/null -o /dev/null",
+       "memtrack encode: --level: '1x' is not a whole number (see 'memtrack encode --help')\n"},
+      {"decode " + file + " --context --context-only",
+       "memtrack decode: --context and --context-only exclude each other (--context-only: the records alone) "
+       "(see 'memtrack decode --help')\n"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run(mt() + " " + c.args);
+    EXPECT_EQ(r.status, 2) << c.args;
+    EXPECT_EQ(r.err, c.err) << c.args;
+  }
+}
+
+TEST(Hardening, CtlNamesAProcessThatDoesNotExist) {
+  // pid_max is at most 2^22: this pid cannot exist.
+  const auto r = run(mt() + " ctl 2147483647 end");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "memtrack ctl: no process 2147483647\n");
+  const auto help = run(mt() + " ctl --help");
+  EXPECT_NE(help.out.find("close the innermost region opened with begin or mark (if any) and open NAME"),
+            std::string::npos)
+      << help.out;
 }
 
 }  // namespace

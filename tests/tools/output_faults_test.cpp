@@ -43,6 +43,26 @@ TEST(OutputFaults, FullDeviceIsOneLineAndExitOne) {
   EXPECT_EQ(d.err, "memtrack decode: /dev/full: write failed: No space left on device\n");
 }
 
+// Every command's output goes through a checked writer (issue 23): stats and the help and version texts too.
+TEST(OutputFaults, EveryCommandsOutputIsChecked) {
+  const std::string file = data_path("realistic-140k.frames.zst");
+  struct Case {
+    std::string command, err;
+  } cases[] = {
+      {" stats " + file + " > /dev/full", "memtrack stats: stdout: write failed: No space left on device\n"},
+      {" stats --json " + file + " >&-", "memtrack stats: stdout: write failed: Bad file descriptor\n"},
+      {" stats --help > /dev/full", "memtrack stats: stdout: write failed: No space left on device\n"},
+      {" decode --help > /dev/full", "memtrack decode: stdout: write failed: No space left on device\n"},
+      {" --help > /dev/full", "memtrack: stdout: write failed: No space left on device\n"},
+      {" --version >&-", "memtrack: stdout: write failed: Bad file descriptor\n"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run(memtrack_bin() + c.command);
+    EXPECT_EQ(r.status, 1) << c.command;
+    EXPECT_EQ(r.err, c.err) << c.command;
+  }
+}
+
 TEST(OutputFaults, ClosedPipeIsAnErrorNotASilentDeath) {
   // head exits after 100 bytes; encode's writer gets EPIPE (its threads block SIGPIPE) and reports it.
   const std::string script = scratch_dir() + "/closed_pipe.sh";

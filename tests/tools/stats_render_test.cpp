@@ -11,7 +11,7 @@
 #include "common/artifacts.h"
 #include "common/run.h"
 #include "memtrack/analysis/stats.h"
-#include "stats.h"
+#include "stats_format.h"
 
 namespace memtrack::testing {
 namespace {
@@ -119,8 +119,8 @@ TEST(StatsRender, InheritedAtExitIsShownApartAndAnUntrackedExecHasItsRow) {
   const analysis::Stats s = subshell_stats();
   const std::string table = tools::format_stats_table(s);
   EXPECT_NE(table.find("still live at end      2 blocks, 69 bytes"), std::string::npos) << table;
-  EXPECT_NE(table.find("freed by exec          1 blocks, 64 bytes"), std::string::npos) << table;
-  EXPECT_NE(table.find("inherited at exit      1 blocks, 64 bytes"), std::string::npos) << table;
+  EXPECT_NE(table.find("freed by exec          1 block, 64 bytes"), std::string::npos) << table;
+  EXPECT_NE(table.find("inherited at exit      1 block, 64 bytes"), std::string::npos) << table;
   EXPECT_NE(table.find("untracked              pid 9 /usr/bin/static_tool (static)"), std::string::npos) << table;
   EXPECT_NE(table.find(" 0  [untracked: static] /usr/bin/static_tool\n"), std::string::npos) << table;
   const std::string json = tools::format_stats_json(s);

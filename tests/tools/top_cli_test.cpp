@@ -138,8 +138,22 @@ TEST(Top, LimitAndPidSelectSites) {
   const auto pid6 = run(mt() + " top " + file + " --json --pid 6");
   ASSERT_EQ(pid6.status, 0) << pid6.err;
   EXPECT_EQ(pid6.out, "{\"by\":\"peak\",\"sites\":[" + s3(7) + "]}\n");
+  // A pid the artifact does not have is a usage error naming the ones it has (issue 23), for every command
+  // that takes --pid; report leaves an earlier page as it was.
   const auto none = run(mt() + " top " + file + " --json --pid 99");
-  EXPECT_EQ(none.out, "{\"by\":\"peak\",\"sites\":[]}\n");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_EQ(none.out, "");
+  EXPECT_EQ(none.err, "memtrack top: no process 99 in " + file + " (processes: 5, 6)\n");
+  const auto exported = run(mt() + " export " + file + " --format folded --pid 99");
+  EXPECT_EQ(exported.status, 2);
+  EXPECT_EQ(exported.out, "");
+  EXPECT_EQ(exported.err, "memtrack export: no process 99 in " + file + " (processes: 5, 6)\n");
+  const std::string page = scratch_dir() + "/pid99.html";
+  std::ofstream(page) << "earlier page";
+  const auto report = run(mt() + " report " + file + " --pid 99 -o " + page);
+  EXPECT_EQ(report.status, 2);
+  EXPECT_EQ(report.err, "memtrack report: no process 99 in " + file + " (processes: 5, 6)\n");
+  EXPECT_EQ(slurp(page), "earlier page");
   EXPECT_EQ(run(mt() + " top " + file + " --by size").status, 2);
   EXPECT_EQ(run(mt() + " top " + file + " -n -1").status, 2);
 }
@@ -157,6 +171,28 @@ TEST(Top, TableShowsEachSitesFrames) {
   EXPECT_NE(r.out.find("      alloc_small (small.c:5) [inlined] in /nonexistent/prog\n"), std::string::npos) << r.out;
 }
 
+// One site, one allocation, one leaked block: the counts are singular (issue 23: "1 allocations").
+TEST(Top, OneIsSingular) {
+  const auto r = run(mt() + " top " + symbols_artifact() + " --pid 6");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("#1  peak 7 B, allocated 7 B in 1 allocation, leaked 7 B in 1 block, 0 temporary\n"),
+            std::string::npos)
+      << r.out;
+  const auto stats = run(mt() + " stats " + symbols_artifact());
+  ASSERT_EQ(stats.status, 0) << stats.err;
+  EXPECT_NE(stats.out.find("  7 bytes in 1 block (7 B), 1 allocation\n"), std::string::npos) << stats.out;
+}
+
+// A lost output is an error: `top > /dev/full` says so and exits 1 (issue 23).
+TEST(Top, AnOutputThatCannotBeWrittenIsAnError) {
+  const auto r = run(mt() + " top " + symbols_artifact() + " > /dev/full");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "memtrack top: stdout: write failed: No space left on device\n");
+  const auto json = run(mt() + " top " + symbols_artifact() + " --json >&-");
+  EXPECT_EQ(json.status, 1);
+  EXPECT_EQ(json.err, "memtrack top: stdout: write failed: Bad file descriptor\n");
+}
+
 TEST(Top, WithoutStacksSaysSo) {
   const std::string file = write_artifact("nostacks.mt", {{{make_event(EventKind::Malloc, 1, 1, 1, 16, 8)}, {}}});
   const auto r = run(mt() + " top " + file);
@@ -172,7 +208,7 @@ TEST(Top, StatsListsTheTopLeakSitesOnlyWithStacks) {
   EXPECT_NE(
       table.out.find("\ntop leak sites\n  2000 bytes in 2 blocks (2.0 KiB), 3 allocations\n"
                      "      alloc_big (big.c:10) in /nonexistent/prog\n      main (big.c:20) in /nonexistent/prog\n"
-                     "  7 bytes in 1 blocks (7 B), 1 allocations\n      ?? at 0x4242\n"),
+                     "  7 bytes in 1 block (7 B), 1 allocation\n      ?? at 0x4242\n"),
       std::string::npos)
       << table.out;
   const auto json = run(mt() + " stats --json " + file);

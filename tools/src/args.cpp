@@ -74,13 +74,17 @@ CommandSplit split_command(int argc, char** argv, int first, std::initializer_li
 }
 
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t min, std::int64_t max) {
+  // "level" is the option --level; "-n", "--pid", "PID" or "MEMTRACK_RING_SLOTS" are named as given.
+  const bool bare = !option.empty() && option[0] != '-' &&
+                    option.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::string::npos;
+  const std::string what = bare ? "--" + option : option;
+  const std::string range = std::to_string(min) + ".." + std::to_string(max);
   std::int64_t v = 0;
   const char* end = text.data() + text.size();
   auto [p, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc() || p != end) throw UsageError("--" + option + ": '" + text + "' is not a whole number");
-  if (v < min || v > max) {
-    throw UsageError("--" + option + ": " + text + " is outside " + std::to_string(min) + ".." + std::to_string(max));
-  }
+  if (ec == std::errc::result_out_of_range && p == end) throw UsageError(what + ": " + text + " is outside " + range);
+  if (ec != std::errc() || p != end) throw UsageError(what + ": '" + text + "' is not a whole number");
+  if (v < min || v > max) throw UsageError(what + ": " + text + " is outside " + range);
   return v;
 }
 

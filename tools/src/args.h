@@ -47,6 +47,8 @@ struct CommandSplit {
 };
 CommandSplit split_command(int argc, char** argv, int first, std::initializer_list<std::string_view> valued);
 
+// `text` as an integer in [min, max]; UsageError naming `option` otherwise. A bare lowercase `option`
+// ("level") is shown as --level; one with a dash or in capitals ("-n", "--pid", "PID") as given.
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t min, std::int64_t max);
 
 }  // namespace memtrack::tools

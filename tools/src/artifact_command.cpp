@@ -5,16 +5,20 @@
 
 namespace memtrack::tools {
 
-ArtifactArgs parse_artifact_args(Args& args, const std::function<std::string(const std::string&)>& default_output) {
+ArtifactArgs parse_artifact_args(Args& args, const ArtifactOptions& takes) {
   ArtifactArgs a;
-  if (const auto p = args.value("pid")) a.pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
-  const std::optional<std::string> out = args.value("output", "o");
+  if (const auto p = takes.pid ? args.value("pid") : std::nullopt)
+    a.pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
+  if (takes.region) a.region = args.value("region");
+  const std::optional<std::string> out = takes.default_output ? args.value("output", "o") : std::nullopt;
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
   a.input = files[0];
   a.name = a.input == "-" ? "stdin" : a.input;
-  a.output = out.value_or(default_output(a.input));
-  refuse_output_is_input(a.input, a.output);
+  if (takes.default_output) {
+    a.output = out.value_or(takes.default_output(a.input));
+    refuse_output_is_input(a.input, a.output);
+  }
   return a;
 }
 
@@ -23,17 +27,32 @@ OpenArtifact::OpenArtifact(const ArtifactArgs& a)
   close_fd(fd_);
 }
 
-analysis::PassProgressFn OpenArtifact::progress() {
+analysis::ProgressFn OpenArtifact::progress() {
   return [this](std::uint64_t bytes, std::uint64_t events) { meter_.update(bytes, events); };
 }
 
+void ProcessList::add_context(const codec::ContextRecord& r) {
+  if (const auto* start = std::get_if<codec::ProcessStart>(&r)) pids_.insert(start->pid);
+}
+
+void ProcessList::add(std::span<const codec::Event> events) {
+  for (const codec::Event& e : events) pids_.insert(e.pid);
+}
+
+std::string missing_process(const ArtifactArgs& a, const std::set<std::int32_t>& processes) {
+  if (!a.pid || processes.contains(*a.pid)) return {};
+  std::string list;
+  for (const std::int32_t pid : processes) list += (list.empty() ? "" : ", ") + std::to_string(pid);
+  return "no process " + std::to_string(*a.pid) + " in " + a.name + " (processes: " + (list.empty() ? "none" : list) +
+         ")";
+}
+
 codec::Status write_output(const std::string& output, std::string bytes) {
-  const int fd = open_output(output);
-  BufferedOutput out(fd, output == "-" ? "stdout" : output, 0);
+  OutputFile file(output);
+  BufferedOutput out(file.fd(), file.name(), 0);
   out.buffer() = std::move(bytes);
-  const codec::Status written = out.flush();
-  if (fd != 1) close_fd(fd);
-  return written;
+  if (codec::Status written = out.flush(); !written) return written;
+  return file.commit();
 }
 
 }  // namespace memtrack::tools

@@ -1,11 +1,13 @@
-// What the commands that read a whole artifact into one page or file share (`memtrack report`, `export`):
-// one FILE argument (- for stdin), an optional --pid, an -o output checked against the input, the artifact
-// read whole into memory with a progress meter over it, and the result written to the output at once.
+// What the commands that read an artifact share (`memtrack stats`, `top`, `report`, `export`): one FILE
+// argument (- for stdin), --pid, --region and -o (each where the command takes it; the output checked
+// against the input), the artifact read whole into memory with a progress meter over it, the result written
+// to the output at once.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 
@@ -22,11 +24,20 @@ struct ArtifactArgs {
   std::string name;    // for messages: the path, or "stdin"
   std::string output;  // "-": stdout
   std::optional<std::int32_t> pid;
+  std::optional<std::string> region;
 };
 
-// Consumes --pid and -o/--output, then the one positional FILE (UsageError otherwise); `default_output` gives
-// the output for an input when -o is absent. Refuses an output that is the input.
-ArtifactArgs parse_artifact_args(Args& args, const std::function<std::string(const std::string&)>& default_output);
+// Which of the shared options a command takes.
+struct ArtifactOptions {
+  bool pid = false;     // --pid P
+  bool region = false;  // --region NAME
+  // -o/--output: the output for an input when -o is absent; empty: the command takes no -o.
+  std::function<std::string(const std::string&)> default_output;
+};
+
+// Consumes the options `takes` names, then the one positional FILE (UsageError otherwise; an option the
+// command does not take is an unknown option). Refuses an output that is the input.
+ArtifactArgs parse_artifact_args(Args& args, const ArtifactOptions& takes);
 
 // The input opened and read whole (a regular file is mapped), with a progress meter over its bytes.
 class OpenArtifact {
@@ -34,7 +45,7 @@ class OpenArtifact {
   explicit OpenArtifact(const ArtifactArgs& a);  // throws std::runtime_error naming the file (exit 1)
   [[nodiscard]] std::span<const std::byte> bytes() const { return file_.bytes(); }
   // Progress for analysis::read_artifact; call finish() when the pass is over.
-  [[nodiscard]] analysis::PassProgressFn progress();
+  [[nodiscard]] analysis::ProgressFn progress();
   void finish() { meter_.finish(); }
 
  private:
@@ -42,6 +53,21 @@ class OpenArtifact {
   ArtifactBytes file_;
   ProgressMeter meter_;
 };
+
+// The processes of an artifact, for --pid: the pids of its events and of its ProcessStart records.
+class ProcessList final : public analysis::ArtifactConsumer {
+ public:
+  void add_context(const codec::ContextRecord& r) override;
+  void add(std::span<const codec::Event> events) override;
+  [[nodiscard]] const std::set<std::int32_t>& pids() const { return pids_; }
+
+ private:
+  std::set<std::int32_t> pids_;
+};
+
+// "no process P in FILE (processes: ...)" when --pid names a process not in `processes` (the command exits 2);
+// empty otherwise.
+std::string missing_process(const ArtifactArgs& a, const std::set<std::int32_t>& processes);
 
 // Writes `bytes` to `output` ("-": stdout) in one go; the status names the output on failure.
 codec::Status write_output(const std::string& output, std::string bytes);

@@ -1,9 +1,13 @@
 // memtrack ctl: pause, resume or mark a running `memtrack record` from outside the program.
+#include <signal.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <string>
 
 #include "args.h"
 #include "commands.h"
+#include "io.h"
 #include "memtrack/runtime/recorder_control.h"
 
 namespace memtrack::tools {
@@ -18,7 +22,8 @@ constexpr const char* kHelp =
     "  resume      record allocations again\n"
     "  begin NAME  open a region NAME covering every process of the recording ('memtrack stats --region NAME')\n"
     "  end         close the innermost region opened with begin or mark\n"
-    "  mark NAME   close the region of the last mark (if any) and open NAME: marks cut the run into phases\n\n"
+    "  mark NAME   close the innermost region opened with begin or mark (if any) and open NAME: marks cut\n"
+    "              the run into phases\n\n"
     "Each takes effect at its place in the event stream, like the library's calls. SIGUSR1 and SIGUSR2 to the\n"
     "recorder pause and resume too. Exit status: 0 done, 1 PID is not a recorder of this user or the recording\n"
     "has ended, 2 usage error; 'pause' while paused (and 'resume' while recording) is 0 and says so.\n";
@@ -28,7 +33,7 @@ constexpr const char* kHelp =
 int run_ctl(int argc, char** argv) {
   Args args(argc, argv, 2);
   if (args.flag("help", "h")) {
-    std::fputs(kHelp, stdout);
+    print_stdout(kHelp);
     return 0;
   }
   const auto words = args.positionals();
@@ -51,6 +56,10 @@ int run_ctl(int argc, char** argv) {
     throw UsageError("unknown command '" + what + "': expected pause, resume, begin NAME, end or mark NAME");
   }
   if (words.size() > want) throw UsageError("unexpected '" + words[want] + "'");
+  if (::kill(pid, 0) != 0 && errno == ESRCH) {
+    std::fprintf(stderr, "memtrack ctl: no process %d\n", pid);
+    return 1;
+  }
   const bool changed = runtime::control_recorder(pid, command, want == 3 ? words[2] : std::string{});
   if (!changed && (command == runtime::ControlCommand::pause || command == runtime::ControlCommand::resume))
     std::fprintf(stderr, "memtrack ctl: the recording was already %s\n",

@@ -1,5 +1,6 @@
 // memtrack decode: artifact in, events out as JSON lines, CSV or raw records, in order.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "io.h"
 #include "memtrack/analysis/frame_reader.h"
 #include "memtrack/analysis/indexed_file.h"
+#include "memtrack/analysis/stream_frame_reader.h"
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/frame_decoder.h"
 #include "memtrack/pipeline/fd_io.h"
@@ -45,17 +47,15 @@ constexpr const char* kHelp =
 
 enum class Context { none, with_events, only };
 
-struct FrameRange {
-  std::uint64_t first = 0, last = UINT64_MAX;  // [first, last)
-};
+using analysis::FrameRange;
 
 FrameRange parse_frames(const std::string& text) {
   const auto colon = text.find(':');
   if (colon == std::string::npos) throw UsageError("--frames: '" + text + "' is not A:B");
   FrameRange r;
   const std::string a = text.substr(0, colon), b = text.substr(colon + 1);
-  if (!a.empty()) r.first = static_cast<std::uint64_t>(parse_int("frames", a, 0, INT64_MAX));
-  if (!b.empty()) r.last = static_cast<std::uint64_t>(parse_int("frames", b, 0, INT64_MAX));
+  if (!a.empty()) r.first = static_cast<std::size_t>(parse_int("frames", a, 0, INT64_MAX));
+  if (!b.empty()) r.last = static_cast<std::size_t>(parse_int("frames", b, 0, INT64_MAX));
   if (r.last < r.first) throw UsageError("--frames: B is before A in '" + text + "'");
   return r;
 }
@@ -75,14 +75,13 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
   // The index also lists context frames; --frames counts data frames only (a frame of events).
   analysis::IndexedFrameReader all(index, read_at, name, {}, 1);
   const std::uint64_t frames = all.data_frames();
-  if (range.first > frames || (range.last != UINT64_MAX && range.last > frames)) {
+  if (range.first > frames || (range.last != SIZE_MAX && range.last > frames)) {
     return {codec::Errc::usage, name + ": --frames " + std::to_string(range.first) + ":" +
-                                    (range.last == UINT64_MAX ? "" : std::to_string(range.last)) + " is outside the " +
+                                    (range.last == SIZE_MAX ? "" : std::to_string(range.last)) + " is outside the " +
                                     std::to_string(frames) + (frames == 1 ? " frame" : " frames") + " of the index"};
   }
-  const std::uint64_t last = std::min(range.last, frames);
-  analysis::IndexedFrameReader reader(index, read_at, name,
-                                      {static_cast<std::size_t>(range.first), static_cast<std::size_t>(last)}, 1);
+  analysis::IndexedFrameReader reader(index, read_at, name, {range.first, std::min<std::size_t>(range.last, frames)},
+                                      1);
   ProgressMeter meter(reader.bytes_in_range());
   std::uint64_t done = 0, count = 0;
   return reader.run({}, [&](const analysis::DecodedFrame& f) {
@@ -183,7 +182,7 @@ codec::Status decode_stream(int fd, const std::string& name, bool salvage, Outpu
 int run_decode(int argc, char** argv) {
   Args args(argc, argv, 2);
   if (args.flag("help", "h")) {
-    std::fputs(kHelp, stdout);
+    print_stdout(kHelp);
     return 0;
   }
   OutputFormat format = OutputFormat::jsonl;
@@ -194,9 +193,10 @@ int run_decode(int argc, char** argv) {
   std::optional<FrameRange> range;
   if (auto f = args.value("frames")) range = parse_frames(*f);
   const bool salvage = args.flag("salvage");
-  const Context context = args.flag("context-only") ? Context::only
-                          : args.flag("context")    ? Context::with_events
-                                                    : Context::none;
+  const bool context_only = args.flag("context-only"), with_context = args.flag("context");
+  if (context_only && with_context)
+    throw UsageError("--context and --context-only exclude each other (--context-only: the records alone)");
+  const Context context = context_only ? Context::only : with_context ? Context::with_events : Context::none;
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
   if (range && salvage) throw UsageError("--frames and --salvage do not go together");
@@ -204,6 +204,9 @@ int run_decode(int argc, char** argv) {
   if (context != Context::none && format != OutputFormat::jsonl)
     throw UsageError("--context: context records are JSON lines (--format jsonl)");
   refuse_output_is_input(files[0], output);
+  // Binary on a terminal is unreadable and can leave it in a strange state (as encode refuses).
+  if (format == OutputFormat::raw && output == "-" && ::isatty(1))
+    throw UsageError("refusing to write raw records to a terminal; use -o FILE or a pipe");
 
   const int in_fd = open_input(files[0]);
   const std::string in_name = files[0] == "-" ? "stdin" : files[0];
@@ -221,9 +224,10 @@ int run_decode(int argc, char** argv) {
     return exit_status(status);
   }
 
-  const int out_fd = open_output(output);
-  BufferedOutput out(out_fd, output == "-" ? "stdout" : output);
-  out.buffer() += format_header(format);
+  OutputFile out_file(output);
+  BufferedOutput out(out_file.fd(), out_file.name());
+  const std::string_view header = format_header(format);
+  out.buffer() += header;
   if (range) {
     status = decode_frames(in_fd, in_name, *index, *range, format, context, out);
   } else if (context != Context::none) {
@@ -231,10 +235,13 @@ int run_decode(int argc, char** argv) {
   } else {
     status = decode_stream(in_fd, in_name, salvage, format, out);
   }
+  const bool decoded = status.is_ok() || out.written() + out.buffer().size() > header.size();
   codec::Status flushed = out.flush();
+  // An existing output is replaced only by a whole output, or by the part of a damaged input before the
+  // damage: input that gave nothing (not an artifact) or a failed write leave it as it was.
+  if (flushed.is_ok() && !out.failed() && decoded) flushed = out_file.commit();
   if (status.is_ok()) status = flushed;
   close_fd(in_fd);
-  close_fd(out_fd);
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack decode: %s\n", status.message().c_str());
     return exit_status(status);

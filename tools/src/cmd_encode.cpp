@@ -41,7 +41,7 @@ constexpr const char* kHelp =
 int run_encode(int argc, char** argv) {
   Args args(argc, argv, 2);
   if (args.flag("help", "h")) {
-    std::fputs(kHelp, stdout);
+    print_stdout(kHelp);
     return 0;
   }
   const std::string input = args.value("input", "i").value_or("-");

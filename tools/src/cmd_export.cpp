@@ -1,4 +1,6 @@
 // memtrack export: allocation sites as folded stacks or a pprof profile (export_format.h).
+#include <unistd.h>
+
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -6,6 +8,7 @@
 #include "args.h"
 #include "artifact_command.h"
 #include "commands.h"
+#include "io.h"
 #include "export_format.h"
 #include "file_symbolizer.h"
 #include "report_data.h"
@@ -34,7 +37,7 @@ constexpr const char* kHelp =
 int run_export(int argc, char** argv) {
   Args args(argc, argv, 2);
   if (args.flag("help", "h")) {
-    std::fputs(kHelp, stdout);
+    print_stdout(kHelp);
     return 0;
   }
   const std::optional<std::string> format = args.value("format");
@@ -58,10 +61,18 @@ int run_export(int argc, char** argv) {
       throw UsageError("--by '" + *by + "': expected peak, allocated, count or leaked");
     }
   }
-  const ArtifactArgs a = parse_artifact_args(args, [](const std::string&) { return std::string("-"); });
+  const ArtifactArgs a =
+      parse_artifact_args(args, {.pid = true, .region = false, .default_output = [](const std::string&) { return std::string("-"); }});
+  // Binary on a terminal is unreadable and can leave it in a strange state (as encode refuses).
+  if (*format == "pprof" && a.output == "-" && ::isatty(1))
+    throw UsageError("refusing to write a binary pprof profile to a terminal; use -o FILE or a pipe");
   OpenArtifact file(a);
   const ExportSites sites = read_export_sites(file.bytes(), a.name, order, a.pid, file.progress(), file_symbolizer());
   file.finish();
+  if (const std::string missing = missing_process(a, sites.processes); sites.status.is_ok() && !missing.empty()) {
+    std::fprintf(stderr, "memtrack export: %s\n", missing.c_str());
+    return 2;
+  }
   if (!sites.has_stacks) {
     if (!sites.status.is_ok()) {
       std::fprintf(stderr, "memtrack export: %s\n", sites.status.message().c_str());

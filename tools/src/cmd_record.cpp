@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -27,8 +29,10 @@ constexpr const char* kHelp =
     "that is not one of these options (or after --): options after it are CMD's, as with env or time.\n\n"
     "  -o, --output FILE   artifact to write (default: <pid>.MemtrackArtifact.msgpack in the current\n"
     "                      directory). Written as FILE.<recorder pid>.partial beside FILE and renamed to FILE\n"
-    "                      when the recording ends. '-' is refused: stdout is CMD's, and the artifact would mix\n"
-    "                      with what CMD prints; write a file and read it from there.\n"
+    "                      when the recording ends (if another file took FILE meanwhile, it is left alone and\n"
+    "                      the recording is kept beside it, as the summary says). '-' is refused: stdout is\n"
+    "                      CMD's, and the artifact would mix with what CMD prints; write a file and read it\n"
+    "                      from there.\n"
     "  --workers N         encoder threads, 0..1024 (default 0: hardware threads)\n"
     "  --level L           zstd level, -7..22 (default: -2)\n"
     "  --no-stacks         record no call stacks (the events cost what they cost without them)\n"
@@ -55,25 +59,13 @@ bool names_python(const std::string& path) {
   return path.compare(slash == std::string::npos ? 0 : slash + 1, 6, "python") == 0;
 }
 
-std::string in_path(const std::string& word) {
-  if (word.find('/') != std::string::npos) return word;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
-  for (std::size_t begin = 0; begin <= dirs.size();) {
-    const std::size_t end = std::min(dirs.find(':', begin), dirs.size());
-    const std::string candidate = (end == begin ? "." : dirs.substr(begin, end - begin)) + "/" + word;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    begin = end + 1;
-  }
-  return word;
-}
-
 // Whether the command runs CPython: its program's file name (through PATH and symlinks: python3 ->
 // python3.11) starts with "python". A cheap look at names only, never at the program's memory (Debian's
 // python3 links libpython statically, so its maps would not say): a script is recognised by its #! line,
 // `env python3 ...` by env's first word after its options. `name` is the word that matched.
 bool looks_like_cpython(const std::vector<std::string>& command, std::string& name) {
-  const std::string exe = in_path(command[0]);
+  const std::string found = runtime::find_command(command[0]);
+  const std::string exe = found.empty() ? command[0] : found;
   if (names_python(command[0]) || names_python(exe)) return name = command[0], true;
   char resolved[PATH_MAX];
   if (::realpath(exe.c_str(), resolved) != nullptr && names_python(resolved)) return name = command[0], true;
@@ -95,6 +87,27 @@ bool looks_like_cpython(const std::vector<std::string>& command, std::string& na
       return name = command[0], true;
   }
   return false;
+}
+
+std::string count(std::uint64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// "SIGSEGV" for 11; "signal N" for a number without an abbreviation.
+std::string signal_name(int sig) {
+  if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(sig);
+}
+
+// `path` as one word for a POSIX shell: as it is when it needs no quoting, else in single quotes.
+std::string shell_word(const std::string& path) {
+  const bool plain = !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || std::strchr("/._-+,:@%", c) != nullptr;
+  });
+  if (plain) return path;
+  std::string out = "'";
+  for (const char c : path) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 // MEMTRACK_PRELOAD, else the library where the install rules put it relative to this binary
@@ -141,9 +154,11 @@ int run_record(int argc, char** argv) {
   options.command.assign(argv + split.command_begin, argv + argc);
   if (options.command.empty()) throw UsageError("no command given: memtrack record [options] [--] CMD [ARGS...]");
   options.preload_path = find_preload();
-  // Undocumented knob for tests: a tiny ring makes every producer wrap and wait.
+#ifdef MEMTRACK_TEST_HOOKS
+  // memtrack-testhooks only (tools/CMakeLists.txt): a tiny ring makes every producer wrap and wait.
   if (const char* slots = std::getenv("MEMTRACK_RING_SLOTS"); slots != nullptr && *slots != '\0')
     options.ring_slots = static_cast<std::uint64_t>(parse_int("MEMTRACK_RING_SLOTS", slots, 64, 1LL << 30));
+#endif
   // CPython's pymalloc serves objects up to 512 bytes from its own arenas: without this, a script's small
   // objects are not events at all. The recorder's environment is the program's (recorder.cpp copies it).
   std::string python;
@@ -159,22 +174,32 @@ int run_record(int argc, char** argv) {
     return e.exit_status;
   }
   if (!quiet) {
-    std::fprintf(stderr, "memtrack record: %llu events from %llu process%s, artifact %s (%s), peak heap %s",
-                 static_cast<unsigned long long>(r.events), static_cast<unsigned long long>(r.processes),
-                 r.processes == 1 ? "" : "es", r.output_path.c_str(), human_bytes(r.artifact_bytes).c_str(),
-                 human_bytes(r.peak_heap_bytes).c_str());
-    if (r.stack_nodes != 0)
+    // The success line only when the artifact was written; otherwise the error below says what happened.
+    if (r.status.is_ok()) {
+      std::fprintf(stderr, "memtrack record: %s from %s, artifact %s (%s), peak heap %s",
+                   count(r.events, "event", "events").c_str(), count(r.processes, "process", "processes").c_str(),
+                   r.output_path.c_str(), human_bytes(r.artifact_bytes).c_str(), human_bytes(r.peak_heap_bytes).c_str());
+      if (r.stack_nodes != 0)
+        std::fprintf(stderr,
+                     ", %s, %s symbolized (%llu while the program ran, in %.2f s of CPU; the rest in %.2f s after it"
+                     " ended)",
+                     count(r.stack_nodes, "stack node", "stack nodes").c_str(),
+                     count(r.symbolized_addresses, "address", "addresses").c_str(),
+                     static_cast<unsigned long long>(r.symbolized_ahead), r.symbolize_ahead_cpu_seconds,
+                     r.symbolize_seconds_at_end);
+      if (r.abandoned_slots != 0)
+        std::fprintf(stderr, ", %s skipped (their threads died before filling them)",
+                     count(r.abandoned_slots, "ring slot", "ring slots").c_str());
+      std::fputc('\n', stderr);
+    }
+    if (!r.target_taken.empty())
       std::fprintf(stderr,
-                   ", %llu stack nodes, %llu addresses symbolized (%llu while the program ran, in %.2f s of CPU;"
-                   " the rest in %.2f s after it ended)",
-                   static_cast<unsigned long long>(r.stack_nodes),
-                   static_cast<unsigned long long>(r.symbolized_addresses),
-                   static_cast<unsigned long long>(r.symbolized_ahead), r.symbolize_ahead_cpu_seconds,
-                   r.symbolize_seconds_at_end);
-    if (r.abandoned_slots != 0)
-      std::fprintf(stderr, ", %llu ring slots skipped (their threads died before filling them)",
-                   static_cast<unsigned long long>(r.abandoned_slots));
-    std::fputc('\n', stderr);
+                   "memtrack record: %s appeared during the recording (another recorder's?) and is left as it is; "
+                   "this recording is %s\n",
+                   r.target_taken.c_str(), r.output_path.c_str());
+    if (r.command_signal != 0)
+      std::fprintf(stderr, "memtrack record: %s killed by %s\n", options.command[0].c_str(),
+                   signal_name(r.command_signal).c_str());
     auto list = [](const std::vector<runtime::ProcessNote>& processes, bool with_reason) {
       std::string out;
       for (const runtime::ProcessNote& p : processes) {
@@ -199,11 +224,8 @@ int run_record(int argc, char** argv) {
       for (std::size_t i = 0; i < m.pids.size() && i < kShown; ++i)
         who += (i == 0 ? "" : ", ") + std::to_string(m.pids[i]);
       if (m.pids.size() > kShown) who += ", ...";
-      const std::string_view text = std::string_view(m.text).starts_with("memtrack: ")
-                                        ? std::string_view(m.text).substr(10)
-                                        : std::string_view(m.text);
-      std::fprintf(stderr, "memtrack record: preload, %s %s: %.*s\n", m.pids.size() == 1 ? "process" : "processes",
-                   who.empty() ? "?" : who.c_str(), static_cast<int>(text.size()), text.data());
+      std::fprintf(stderr, "memtrack record: preload, %s %s: %s\n", m.pids.size() == 1 ? "process" : "processes",
+                   who.empty() ? "?" : who.c_str(), m.text.c_str());
     }
     if (python_note) {
       std::fprintf(stderr,
@@ -212,6 +234,9 @@ int run_record(int argc, char** argv) {
                    "(PYTHONMALLOC=malloc)\n",
                    python.c_str());
     }
+    if (r.status.is_ok())
+      std::fprintf(stderr, "memtrack record: next: memtrack top %s (the allocation sites), memtrack report %s (a page)\n",
+                   shell_word(r.output_path).c_str(), shell_word(r.output_path).c_str());
   }
   if (!r.status.is_ok()) {
     std::fprintf(stderr, "memtrack record: %s\n", r.status.message().c_str());

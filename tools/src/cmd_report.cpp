@@ -6,6 +6,7 @@
 #include "args.h"
 #include "artifact_command.h"
 #include "commands.h"
+#include "io.h"
 #include "file_symbolizer.h"
 #include "report_data.h"
 #include "report_html.h"
@@ -43,19 +44,28 @@ std::string default_output(const std::string& input) {
 int run_report(int argc, char** argv) {
   Args args(argc, argv, 2);
   if (args.flag("help", "h")) {
-    std::fputs(kHelp, stdout);
+    print_stdout(kHelp);
     return 0;
   }
   ReportOptions options;
-  options.region = args.value("region");  // before the shared arguments, which refuse unknown options
-  const ArtifactArgs a = parse_artifact_args(args, default_output);
+  const ArtifactArgs a = parse_artifact_args(args, {.pid = true, .region = true, .default_output = default_output});
   options.pid = a.pid;
+  options.region = a.region;
   OpenArtifact file(a);
   const ReportData data = build_report(file.bytes(), a.name, options, file.progress(), file_symbolizer());
   file.finish();
   if (options.region && data.region_occurrences == 0 && data.status.is_ok()) {
     std::fprintf(stderr, "memtrack report: %s has no region '%s'\n", a.name.c_str(), options.region->c_str());
     return 1;
+  }
+  if (const std::string missing = missing_process(a, data.processes); data.status.is_ok() && !missing.empty()) {
+    std::fprintf(stderr, "memtrack report: %s\n", missing.c_str());
+    return 2;
+  }
+  // Input that is no artifact at all (not one frame read) gives no page: an existing OUT stays as it was.
+  if (!data.status.is_ok() && data.pass.data_frames == 0 && data.pass.skippable_frames == 0) {
+    std::fprintf(stderr, "memtrack report: %s\n", data.status.message().c_str());
+    return exit_status(data.status);
   }
   if (const codec::Status written = write_output(a.output, render_report_html(report_json(data))); !written) {
     std::fprintf(stderr, "memtrack report: %s\n", written.message().c_str());

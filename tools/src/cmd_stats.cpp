@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "artifact_bytes.h"
+#include "artifact_command.h"
 #include "commands.h"
 #include "file_symbolizer.h"
 #include "io.h"
@@ -19,7 +20,7 @@
 #include "memtrack/pipeline/fd_io.h"
 #include "progress.h"
 #include "regions_format.h"
-#include "stats.h"
+#include "stats_format.h"
 
 namespace memtrack::tools {
 namespace {
@@ -102,27 +103,18 @@ std::optional<analysis::SitesResult> late_leak_sites(int fd, const std::string& 
   if (fd == 0) return std::nullopt;
   const ArtifactBytes file(fd, name);
   analysis::SiteAccumulator acc;
-  if (!analysis::read_sites(file.bytes(), name, acc).is_ok()) return std::nullopt;
+  analysis::ArtifactConsumer* consumers[] = {&acc};
+  analysis::PassSummary pass;
+  if (!analysis::read_artifact(file.bytes(), name, consumers, pass).is_ok()) return std::nullopt;
   return LeakSites::leaks_of(acc);
 }
-
-// Stats as one consumer of a pass (the region filter's downstream).
-class StatsConsumer final : public analysis::ArtifactConsumer {
- public:
-  explicit StatsConsumer(analysis::Stats& stats) : stats_(stats) {}
-  void add_context(const codec::ContextRecord& r) override { stats_.add_context(r); }
-  void add(std::span<const codec::Event> events) override { stats_.add(events); }
-
- private:
-  analysis::Stats& stats_;
-};
 
 // memtrack stats --region NAME: one pass through the region filter into the stats.
 int region_stats(int fd, const std::string& name, const std::string& region, bool json, ProgressMeter& meter) {
   const ArtifactBytes file(fd, name);
   close_fd(fd);
   analysis::Stats stats;
-  StatsConsumer consumer(stats);
+  analysis::StatsConsumer consumer(stats);
   analysis::Regions regions(region, &consumer);
   analysis::ArtifactConsumer* consumers[] = {&regions};
   analysis::PassSummary pass;
@@ -131,9 +123,7 @@ int region_stats(int fd, const std::string& name, const std::string& region, boo
   regions.finish();
   meter.finish();
   stats.status = status;
-  stats.file.frames = pass.data_frames;
-  stats.file.compressed_bytes = pass.compressed_bytes;
-  stats.file.decompressed_bytes = pass.decompressed_bytes;
+  stats.file = analysis::file_summary(pass);
   if (regions.selected_occurrences() == 0 && status.is_ok()) {
     std::fprintf(stderr, "memtrack stats: %s has no region '%s' (its regions: %s)\n", name.c_str(), region.c_str(),
                  region_names(regions).c_str());
@@ -149,8 +139,7 @@ int region_stats(int fd, const std::string& name, const std::string& region, boo
            " occurrence(s), summed (events inside them, and later frees of their blocks)\n" +
            format_stats_table(stats) + format_regions_table(regions, origin, &region);
   }
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  print_stdout(text);
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack stats: %s\n", status.message().c_str());
     return 1;
@@ -163,19 +152,17 @@ int region_stats(int fd, const std::string& name, const std::string& region, boo
 int run_stats(int argc, char** argv) {
   Args args(argc, argv, 2);
   if (args.flag("help", "h")) {
-    std::fputs(kHelp, stdout);
+    print_stdout(kHelp);
     return 0;
   }
   const bool json = args.flag("json");
-  const std::optional<std::string> region = args.value("region");
   const bool by_region = args.flag("regions");
-  const auto files = args.positionals();
-  if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
+  const ArtifactArgs a = parse_artifact_args(args, {.pid = false, .region = true, .default_output = {}});
+  const std::optional<std::string>& region = a.region;
+  const std::string& name = a.name;
   if (by_region && region) throw UsageError("--regions and --region: choose one");
-  if (by_region) return run_stats_regions(files[0], json);
-
-  const int fd = open_input(files[0]);
-  const std::string name = files[0] == "-" ? "stdin" : files[0];
+  if (by_region) return run_stats_regions(a.input, json);
+  const int fd = open_input(a.input);
   std::optional<codec::SeekTable> index;
   // A bad index does not make the data unreadable: read sequentially (a plain decoder skips the index's
   // skippable frame), then report the bad index with exit status 1.
@@ -217,8 +204,7 @@ int run_stats(int argc, char** argv) {
       text = json ? splice_json(std::move(text), format_regions_json_members(regions, origin))
                   : text + format_regions_table(regions, origin);
     }
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    print_stdout(text);
   }
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack stats: %s\n", status.message().c_str());

@@ -4,14 +4,13 @@
 #include <string>
 
 #include "args.h"
-#include "artifact_bytes.h"
+#include "artifact_command.h"
 #include "commands.h"
 #include "file_symbolizer.h"
 #include "io.h"
 #include "memtrack/analysis/artifact_pass.h"
 #include "memtrack/analysis/regions.h"
 #include "memtrack/analysis/sites.h"
-#include "progress.h"
 #include "top_format.h"
 
 namespace memtrack::tools {
@@ -37,23 +36,12 @@ constexpr const char* kHelp =
     "Frames are named from the artifact's own symbol table; when it has none for a module (the recorder was\n"
     "killed), from the module file if it still exists and is the recorded build, else module + offset.\n";
 
-// The sites as the downstream of the region filter.
-class SitesConsumer final : public analysis::ArtifactConsumer {
- public:
-  explicit SitesConsumer(analysis::SiteAccumulator& acc) : acc_(acc) {}
-  void add_context(const codec::ContextRecord& r) override { acc_.add_context(r); }
-  void add(std::span<const codec::Event> events) override { acc_.add(events); }
-
- private:
-  analysis::SiteAccumulator& acc_;
-};
-
 }  // namespace
 
 int run_top(int argc, char** argv) {
   Args args(argc, argv, 2);
   if (args.flag("help", "h")) {
-    std::fputs(kHelp, stdout);
+    print_stdout(kHelp);
     return 0;
   }
   const bool json = args.flag("json");
@@ -62,36 +50,31 @@ int run_top(int argc, char** argv) {
     throw UsageError("--by '" + *by + "': expected peak, allocated, count, leaked or temporary");
   std::size_t limit = 10;
   if (const auto n = args.value("n", "n")) limit = static_cast<std::size_t>(parse_int("-n", *n, 0, INT64_MAX));
-  std::optional<std::int32_t> pid;
-  if (const auto p = args.value("pid")) pid = static_cast<std::int32_t>(parse_int("--pid", *p, INT32_MIN, INT32_MAX));
-  const std::optional<std::string> region = args.value("region");
-  const auto files = args.positionals();
-  if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
+  const ArtifactArgs a = parse_artifact_args(args, {.pid = true, .region = true, .default_output = {}});
+  const std::optional<std::string>& region = a.region;
+  const std::string& name = a.name;
 
-  const int fd = open_input(files[0]);
-  const std::string name = files[0] == "-" ? "stdin" : files[0];
-  const ArtifactBytes file(fd, name);
-  close_fd(fd);
-  analysis::SiteAccumulator acc(pid);
-  ProgressMeter meter(file.bytes().size());
-  const auto on_progress = [&](std::uint64_t b, std::uint64_t e) { meter.update(b, e); };
-  codec::Status status;
-  if (region) {
-    SitesConsumer sites(acc);
-    analysis::Regions filter(*region, &sites);
-    analysis::ArtifactConsumer* consumers[] = {&filter};
-    analysis::PassSummary pass;
-    status = analysis::read_artifact(file.bytes(), name, consumers, pass, on_progress);
-    filter.finish();
-    if (status.is_ok() && filter.selected_occurrences() == 0) {
-      meter.finish();
+  OpenArtifact file(a);
+  analysis::SiteAccumulator acc(a.pid);
+  std::optional<analysis::Regions> filter;
+  if (region) filter.emplace(*region, &acc);
+  ProcessList processes;
+  analysis::ArtifactConsumer* consumers[] = {filter ? static_cast<analysis::ArtifactConsumer*>(&*filter) : &acc,
+                                             &processes};
+  analysis::PassSummary pass;
+  const codec::Status status = analysis::read_artifact(file.bytes(), name, consumers, pass, file.progress());
+  file.finish();
+  if (filter) {
+    filter->finish();
+    if (status.is_ok() && filter->selected_occurrences() == 0) {
       std::fprintf(stderr, "memtrack top: %s has no region '%s'\n", name.c_str(), region->c_str());
       return 1;
     }
-  } else {
-    status = analysis::read_sites(file.bytes(), name, acc, on_progress);
   }
-  meter.finish();
+  if (const std::string missing = missing_process(a, processes.pids()); status.is_ok() && !missing.empty()) {
+    std::fprintf(stderr, "memtrack top: %s\n", missing.c_str());
+    return 2;
+  }
   if (!acc.has_stacks()) {
     if (!status.is_ok()) {
       std::fprintf(stderr, "memtrack top: %s\n", status.message().c_str());
@@ -104,8 +87,7 @@ int run_top(int argc, char** argv) {
   }
   const analysis::SitesResult result = acc.result(order, limit, file_symbolizer());
   const std::string text = json ? format_top_json(result, order) : format_top_table(result, order);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  print_stdout(text);
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack top: %s\n", status.message().c_str());
     return exit_status(status);

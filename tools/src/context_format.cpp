@@ -5,64 +5,57 @@
 #include <type_traits>
 #include <vector>
 
-#include "stats.h"  // json_string
+#include "json_writer.h"
 
 namespace memtrack::tools {
 namespace {
 
-// Writes `"key":value` pairs after the opening of one object.
+// One record as one line: an object whose first member is "context", its members in the order called.
 class Line {
  public:
-  Line(std::string& out, const char* type) : out_(out) {
-    out_ += "{\"context\":\"";
-    out_ += type;
-    out_ += '"';
+  Line(std::string& out, const char* type) : out_(out), json_(out) { json_.begin_object().member("context", type); }
+  ~Line() {
+    json_.end_object();
+    out_ += '\n';
   }
-  ~Line() { out_ += "}\n"; }
   Line(const Line&) = delete;
   Line& operator=(const Line&) = delete;
 
-  Line& num(const char* key, std::uint64_t v) { return raw(key, std::to_string(v)); }
-  Line& num(const char* key, std::int64_t v) { return raw(key, std::to_string(v)); }
-  Line& opt(const char* key, const std::optional<std::int32_t>& v) {
-    return raw(key, v ? std::to_string(*v) : std::string("null"));
+  template <class T>
+  Line& num(const char* key, const T& v) {
+    json_.key(key).num(v);
+    return *this;
   }
-  Line& boolean(const char* key, bool v) { return raw(key, v ? "true" : "false"); }
-  Line& str(const char* key, const std::string& v) { return raw(key, json_string(v)); }
-  Line& strs(const char* key, const std::vector<std::string>& v) { return raw(key, json_strings(v)); }
+  Line& boolean(const char* key, bool v) {
+    json_.key(key).boolean(v);
+    return *this;
+  }
+  Line& str(const char* key, const std::string& v) {
+    json_.key(key).str(v);
+    return *this;
+  }
+  Line& strs(const char* key, const std::vector<std::string>& v) {
+    json_.key(key).raw(json_strings(v));
+    return *this;
+  }
   Line& hex(const char* key, const std::vector<std::uint8_t>& bytes) {
-    std::string h = "\"";
+    std::string h;
     for (const std::uint8_t b : bytes) {
       char buf[4];
       std::snprintf(buf, sizeof buf, "%02x", b);
       h += buf;
     }
-    return raw(key, h + "\"");
+    return str(key, h);
   }
   template <class T>
   Line& column(const char* key, const std::vector<T>& v) {
-    key_(key);
-    out_ += '[';
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (i) out_ += ',';
-      out_ += std::to_string(v[i]);
-    }
-    out_ += ']';
+    json_.key(key).array(v, [](JsonWriter& j, const T& x) { j.num(x); });
     return *this;
   }
 
  private:
-  void key_(const char* key) {
-    out_ += ",\"";
-    out_ += key;
-    out_ += "\":";
-  }
-  Line& raw(const char* key, const std::string& value) {
-    key_(key);
-    out_ += value;
-    return *this;
-  }
   std::string& out_;
+  JsonWriter json_;
 };
 
 }  // namespace
@@ -97,11 +90,11 @@ void append_context_json(std::string& out, const codec::ContextRecord& record) {
               .num("pid", std::int64_t{r.pid})
               .num("event", r.event)
               .num("timestamp", r.timestamp)
-              .opt("status", r.status)
-              .opt("signal", r.signal);
+              .num("status", r.status)
+              .num("signal", r.signal);
         } else if constexpr (std::is_same_v<T, codec::Untracked>) {
           Line(out, "Untracked")
-              .opt("pid", r.pid)
+              .num("pid", r.pid)
               .str("executable", r.executable)
               .str("reason", r.reason)
               .num("event", r.event);

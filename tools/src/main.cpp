@@ -2,10 +2,12 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
 #include <string_view>
 
 #include "args.h"
 #include "commands.h"
+#include "io.h"
 
 namespace {
 
@@ -28,16 +30,29 @@ constexpr Command kCommands[] = {
     {"ctl", memtrack::tools::run_ctl, "pause, resume or mark a running 'memtrack record' (from outside)"},
 };
 
-void print_usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: memtrack <command> [options]\n\n"
-               "memtrack records and converts allocation-event traces in CodSpeed's MemtrackArtifact format.\n\n"
-               "commands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
-  std::fprintf(out,
-               "\n'memtrack help <command>' or 'memtrack <command> --help' explains a command; 'memtrack --version'\n"
-               "prints the version. Exit status: 0 success, 1 bad data or I/O "
-               "error, 2 usage error.\n");
+std::string usage() {
+  std::string out =
+      "usage: memtrack <command> [options]\n\n"
+      "memtrack records and converts allocation-event traces in CodSpeed's MemtrackArtifact format.\n\n"
+      "commands:\n";
+  char line[160];
+  for (const Command& c : kCommands) {
+    std::snprintf(line, sizeof line, "  %-8s %s\n", c.name, c.summary);
+    out += line;
+  }
+  return out +
+         "\n'memtrack help <command>' or 'memtrack <command> --help' explains a command; 'memtrack --version'\n"
+         "prints the version. Exit status: 0 success, 1 bad data or I/O "
+         "error, 2 usage error.\n";
+}
+
+// What `memtrack --help` and `--version` print, checked as every command's output is.
+int print(const std::string& text) {
+  if (const memtrack::codec::Status s = memtrack::tools::write_stdout(text); !s) {
+    std::fprintf(stderr, "memtrack: %s\n", s.message().c_str());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -50,17 +65,15 @@ int exit_status(const codec::Status& status) { return status.code() == codec::Er
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    print_usage(stderr);
+    std::fputs(usage().c_str(), stderr);
     return 2;
   }
   std::string_view name = argv[1];
   if (name == "--help" || name == "-h" || (name == "help" && argc == 2)) {
-    print_usage(stdout);
-    return 0;
+    return print(usage());
   }
   if (name == "--version" || name == "-V" || name == "version") {
-    std::printf("memtrack %s\n", MEMTRACK_VERSION);
-    return 0;
+    return print(std::string("memtrack ") + MEMTRACK_VERSION + "\n");
   }
   // `memtrack help CMD` is `memtrack CMD --help`.
   char help_flag[] = "--help";
@@ -83,6 +96,6 @@ int main(int argc, char** argv) {
     }
   }
   std::fprintf(stderr, "memtrack: unknown command '%s'\n", argv[1]);
-  print_usage(stderr);
+  std::fputs(usage().c_str(), stderr);
   return 2;
 }

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <set>
 
-#include "stats.h"
+#include "json_writer.h"
 #include "units.h"
 
 namespace memtrack::tools {
@@ -39,8 +39,6 @@ std::string span(std::uint64_t a, std::uint64_t b) {
   std::snprintf(buf, sizeof buf, "%.6f s", b >= a ? static_cast<double>(b - a) / 1e9 : 0.0);
   return buf;
 }
-
-std::string u64(std::uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
@@ -90,38 +88,33 @@ std::string format_regions_table(const analysis::Regions& regions, std::uint64_t
 
 std::string format_regions_json_members(const analysis::Regions& regions, std::uint64_t origin,
                                         const std::string* only) {
-  std::string o = "\"regions\":[";
-  bool first = true;
+  std::string o;
+  JsonWriter j = JsonWriter::members(o);
+  const auto since = [&](std::uint64_t t) { return t >= origin ? t - origin : 0; };
+  const auto span = [](std::uint64_t begin, std::uint64_t end) { return end >= begin ? end - begin : 0; };
+  j.key("regions").begin_array();
   for (const RegionOccurrence& r : regions.occurrences()) {
     if (only != nullptr && r.name != *only) continue;
-    o += first ? "" : ",";
-    first = false;
-    o += "{\"name\":" + json_string(r.name) + ",\"occurrence\":" + u64(r.occurrence) +
-         ",\"pid\":" + std::to_string(r.pid) + ",\"tid\":" + std::to_string(r.tid) +
-         ",\"begin_event\":" + u64(r.begin_event) + ",\"end_event\":" + u64(r.end_event) +
-         ",\"begin_ns\":" + u64(r.begin_timestamp >= origin ? r.begin_timestamp - origin : 0) +
-         ",\"duration_ns\":" + u64(r.end_timestamp >= r.begin_timestamp ? r.end_timestamp - r.begin_timestamp : 0) +
-         ",\"ended\":" + json_string(ended_name(r.ended)) + ",\"events\":" + u64(r.events) +
-         ",\"allocations\":" + u64(r.allocations) + ",\"allocated_bytes\":" + u64(r.allocated_bytes) +
-         ",\"frees\":" + u64(r.frees) + ",\"freed_bytes\":" + u64(r.freed_bytes) +
-         ",\"frees_of_older\":" + u64(r.frees_of_older) + ",\"peak_bytes\":" + u64(r.peak_bytes) +
-         ",\"retained_bytes\":" + u64(r.retained_bytes) + ",\"retained_blocks\":" + u64(r.retained_blocks) + "}";
+    j.begin_object().member("name", r.name).member("occurrence", r.occurrence).member("pid", r.pid);
+    j.member("tid", r.tid).member("begin_event", r.begin_event).member("end_event", r.end_event);
+    j.member("begin_ns", since(r.begin_timestamp)).member("duration_ns", span(r.begin_timestamp, r.end_timestamp));
+    j.member("ended", ended_name(r.ended)).member("events", r.events).member("allocations", r.allocations);
+    j.member("allocated_bytes", r.allocated_bytes).member("frees", r.frees).member("freed_bytes", r.freed_bytes);
+    j.member("frees_of_older", r.frees_of_older).member("peak_bytes", r.peak_bytes);
+    j.member("retained_bytes", r.retained_bytes).member("retained_blocks", r.retained_blocks).end_object();
   }
-  o += "],\"paused\":[";
-  first = true;
-  for (const analysis::PausedSpan& p : regions.paused()) {
-    o += first ? "" : ",";
-    first = false;
-    o += "{\"begin_event\":" + u64(p.begin_event) + ",\"end_event\":" + u64(p.end_event) +
-         ",\"begin_ns\":" + u64(p.begin_timestamp >= origin ? p.begin_timestamp - origin : 0) +
-         ",\"duration_ns\":" + u64(p.end_timestamp >= p.begin_timestamp ? p.end_timestamp - p.begin_timestamp : 0) +
-         ",\"source\":" + json_string(p.source) + ",\"resumed\":" + (p.resumed ? "true" : "false") + "}";
-  }
-  return o + "]";
+  j.end_array().key("paused").array(regions.paused(), [&](JsonWriter& w, const analysis::PausedSpan& p) {
+    w.begin_object().member("begin_event", p.begin_event).member("end_event", p.end_event);
+    w.member("begin_ns", since(p.begin_timestamp)).member("duration_ns", span(p.begin_timestamp, p.end_timestamp));
+    w.member("source", p.source).member("resumed", p.resumed).end_object();
+  });
+  return o;
 }
 
 std::string format_region_json_member(const std::string& name, std::uint64_t occurrences) {
-  return "\"region\":{\"name\":" + json_string(name) + ",\"occurrences\":" + u64(occurrences) + "}";
+  std::string o;
+  JsonWriter::members(o).key("region").begin_object().member("name", name).member("occurrences", occurrences).end_object();
+  return o;
 }
 
 std::string splice_json(std::string document, const std::string& members) {

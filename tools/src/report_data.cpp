@@ -4,6 +4,10 @@
 #include <cstdio>
 #include <string_view>
 
+#include "artifact_command.h"
+#include "memtrack/analysis/event_kinds.h"
+#include "json_writer.h"
+#include "stats_format.h"
 #include "top_format.h"
 #include "units.h"
 
@@ -20,163 +24,28 @@ namespace {
 constexpr SiteOrder kOrders[] = {SiteOrder::peak, SiteOrder::allocated, SiteOrder::count, SiteOrder::leaked,
                                  SiteOrder::temporary};
 
-// Feeds the timeline (which drives the live heap), the counts and the sites from one pass.
-class ReportConsumer final : public analysis::ArtifactConsumer {
+// The first Module record of each path (pid aside), for pprof's mappings.
+class ModuleList final : public analysis::ArtifactConsumer {
  public:
-  ReportConsumer(analysis::Stats& stats, analysis::TimelineBuilder& timeline, analysis::SiteAccumulator& sites)
-      : stats_(stats), timeline_(timeline), sites_(sites) {}
-  void add_context(const codec::ContextRecord& r) override {
-    if (std::holds_alternative<codec::RecordingInfo>(r) || std::holds_alternative<codec::Untracked>(r) ||
-        std::holds_alternative<codec::StreamEnd>(r)) {
-      stats_.add_context(r);  // kept in stats.context; not the heap's
-    } else {
-      ++stats_.context.records;
-      timeline_.add_context(r);  // the lifecycle records reach the heap through the timeline
-    }
-    sites_.add_context(r);
-  }
-  void add(std::span<const codec::Event> events) override {
-    stats_.counts.add(events);
-    // The sites share the timeline's live heap (one model, fed once): each event reaches the heap through
-    // the timeline just before the sites see it, so the sites find the peak at the event that made it.
-    for (std::size_t i = 0; i < events.size(); ++i) {
-      timeline_.add(events.subspan(i, 1));
-      sites_.add(events.subspan(i, 1));
-    }
-  }
-
- private:
-  analysis::Stats& stats_;
-  analysis::TimelineBuilder& timeline_;
-  analysis::SiteAccumulator& sites_;
-};
-
-class SitesConsumer final : public analysis::ArtifactConsumer {
- public:
-  SitesConsumer(analysis::SiteAccumulator& sites, std::vector<codec::Module>& modules)
-      : sites_(sites), modules_(modules) {}
+  explicit ModuleList(std::vector<codec::Module>& modules) : modules_(modules) {}
   void add_context(const codec::ContextRecord& r) override {
     if (const auto* m = std::get_if<codec::Module>(&r); m && m->loaded) {
       bool known = false;
       for (const codec::Module& k : modules_) known = known || k.path == m->path;
       if (!known) modules_.push_back(*m);
     }
-    sites_.add_context(r);
   }
-  void add(std::span<const codec::Event> events) override { sites_.add(events); }
+  void add(std::span<const codec::Event>) override {}
 
  private:
-  analysis::SiteAccumulator& sites_;
   std::vector<codec::Module>& modules_;
 };
 
-// A small JSON writer: values appended in order, the caller places commas with sep().
-struct Json {
-  std::string out;
-  void str(std::string_view s) {
-    out += '"';
-    for (const char ch : s) {
-      const auto c = static_cast<unsigned char>(ch);
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += ch;
-      } else if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      } else {
-        out += ch;  // UTF-8 passes through; escape_json() replaces invalid bytes when the page is made
-      }
-    }
-    out += '"';
-  }
-  void str_or_null(const std::string& s) {
-    if (s.empty())
-      out += "null";
-    else
-      str(s);
-  }
-  void num(std::uint64_t v) { out += std::to_string(v); }
-  void key(std::string_view k) {
-    str(k);
-    out += ':';
-  }
-  template <class T>
-  void array(const std::vector<T>& v, auto&& each) {
-    out += '[';
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (i) out += ',';
-      each(v[i]);
-    }
-    out += ']';
-  }
-};
-
-// Milliseconds below a second (a short test program's whole run is a few), seconds above.
-std::string seconds(std::uint64_t ns) {
-  char buf[32];
-  if (ns < 1000000000u)
-    std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
-  return buf;
-}
-
-void flame_node(Json& j, const FlameNode& n) {
-  j.out += "{\"name\":";
-  j.str(n.name);
-  j.out += ",\"value\":";
-  j.num(n.value);
-  j.out += ",\"count\":";
-  j.num(n.count);
-  j.out += ",\"module\":";
-  j.str_or_null(n.module);
-  j.out += ",\"file\":";
-  j.str_or_null(n.file);
-  j.out += ",\"line\":";
-  if (n.line)
-    j.num(n.line);
-  else
-    j.out += "null";
-  if (!n.children.empty()) {
-    j.out += ",\"children\":";
-    j.array(n.children, [&](const FlameNode& c) { flame_node(j, c); });
-  }
-  j.out += '}';
-}
-
-void site_json(Json& j, const analysis::Site& s) {
-  j.out += "{\"stack\":";
-  j.array(s.stack, [&](const analysis::SiteFrame& f) {
-    j.out += "{\"function\":";
-    if (f.truncated_marker)
-      j.str("[truncated]");
-    else
-      j.str_or_null(f.function);
-    j.out += ",\"module\":";
-    j.str_or_null(f.module);
-    j.out += ",\"file\":";
-    j.str_or_null(f.file);
-    j.out += ",\"line\":";
-    if (f.line)
-      j.num(f.line);
-    else
-      j.out += "null";
-    j.out += ",\"address\":";
-    if (f.address) {
-      char buf[24];
-      std::snprintf(buf, sizeof buf, "0x%" PRIx64, *f.address);
-      j.str(buf);
-    } else {
-      j.out += "null";
-    }
-    j.out += '}';
-  });
-  const analysis::SiteTotals& t = s.totals;
-  j.out +=
-      ",\"peak_bytes\":" + std::to_string(t.peak_bytes) + ",\"allocated_bytes\":" + std::to_string(t.allocated_bytes) +
-      ",\"allocations\":" + std::to_string(t.allocations) + ",\"leaked_bytes\":" + std::to_string(t.leaked_bytes) +
-      ",\"leaked_blocks\":" + std::to_string(t.leaked_blocks) + ",\"temporary\":" + std::to_string(t.temporary) + "}";
+void flame_node(JsonWriter& j, const FlameNode& n) {
+  j.begin_object().member("name", n.name).member("value", n.value).member("count", n.count);
+  j.key("module").str_or_null(n.module).key("file").str_or_null(n.file).key("line").num_or_null(n.line);
+  if (!n.children.empty()) j.key("children").array(n.children, flame_node);
+  j.end_object();
 }
 
 // The summary table: what `memtrack stats` says first, as label/value pairs.
@@ -191,32 +60,29 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& 
     rows.emplace_back("command", cmd);
   }
   rows.emplace_back("events", std::to_string(c.events));
-  rows.emplace_back("duration", seconds(c.events ? c.last_timestamp - c.first_timestamp : 0));
-  const std::uint64_t allocations = kind(codec::EventKind::Malloc) + kind(codec::EventKind::Calloc) +
-                                    kind(codec::EventKind::Realloc) + kind(codec::EventKind::AlignedAlloc);
+  rows.emplace_back("duration", short_duration(c.events ? c.last_timestamp - c.first_timestamp : 0));
+  std::uint64_t allocations = 0;
+  for (std::size_t k = 1; k < analysis::kKinds; ++k)
+    if (analysis::allocates(static_cast<codec::EventKind>(k))) allocations += c.by_kind[k];
   rows.emplace_back("allocations", std::to_string(allocations));
   rows.emplace_back("frees", std::to_string(kind(codec::EventKind::Free)));
   rows.emplace_back("bytes allocated", human_bytes(c.bytes_allocated));
   rows.emplace_back("peak live heap", human_bytes(s.heap.total_peak_bytes()) + " at " +
-                                          seconds(s.heap.total_peak_timestamp() > c.first_timestamp
+                                          short_duration(s.heap.total_peak_timestamp() > c.first_timestamp
                                                       ? s.heap.total_peak_timestamp() - c.first_timestamp
                                                       : 0));
-  std::uint64_t leaked = 0, leaked_blocks = 0, by_exec = 0, unmatched = 0, peak_mapped = 0;
+  std::uint64_t unmatched = 0, peak_mapped = 0;
   for (const ProcessImage& img : s.heap.images()) {
-    if (img.end != ProcessImage::End::exec) {
-      leaked += img.heap.live_bytes;
-      leaked_blocks += img.heap.live_count;
-    }
-    by_exec += img.freed_by_exec_bytes;
     unmatched += img.heap.unmatched_frees;
     peak_mapped = std::max(peak_mapped, img.heap.peak_mapped_bytes);
   }
-  rows.emplace_back("leaked at end", human_bytes(leaked) + " in " + std::to_string(leaked_blocks) + " blocks");
-  if (s.heap.has_lifecycle()) rows.emplace_back("freed by exec", human_bytes(by_exec));
+  const BlockTotals leaked = still_live_at_end(s);
+  rows.emplace_back("leaked at end", human_bytes(leaked.bytes) + " in " + counted(leaked.count, "block"));
+  if (s.heap.has_lifecycle()) rows.emplace_back("freed by exec", human_bytes(freed_by_exec(s).bytes));
   rows.emplace_back("largest mapped (one process)", human_bytes(peak_mapped));
   rows.emplace_back("unmatched frees", std::to_string(unmatched));
   rows.emplace_back("processes",
-                    std::to_string(c.by_pid.size()) + " pids, " + std::to_string(s.heap.images().size()) + " images");
+                    counted(c.by_pid.size(), "pid") + ", " + counted(s.heap.images().size(), "image"));
   if (!s.context.untracked.empty())
     rows.emplace_back("untracked", std::to_string(s.context.untracked.size()) + " (see memtrack stats)");
   if (d.has_stacks) rows.emplace_back("allocation sites", std::to_string(d.sites));
@@ -235,28 +101,30 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& 
 }  // namespace
 
 ReportData build_report(std::span<const std::byte> file, const std::string& name, const ReportOptions& options,
-                        const analysis::PassProgressFn& progress, const analysis::ModuleSymbolizer& symbolizer) {
+                        const analysis::ProgressFn& progress, const analysis::ModuleSymbolizer& symbolizer) {
   ReportData d;
   d.artifact = name;
   d.options = options;
   analysis::TimelineBuilder timeline(d.stats.heap, options.max_points, options.max_images, options.pid);
+  // One live heap (d.stats.heap): the timeline drives it, the sites are its client.
   analysis::SiteAccumulator sites(options.pid, &d.stats.heap);
-  ReportConsumer consumer(d.stats, timeline, sites);
+  analysis::StatsConsumer stats(d.stats, analysis::StatsConsumer::Part::counts_and_context);
+  analysis::Fanout consumer({&stats, &timeline, &sites});
   // The regions for the time axis, in the same pass; with --region, also the filter in front of the rest.
   analysis::Regions regions(options.region, options.region ? &consumer : nullptr);
-  analysis::ArtifactConsumer* both[] = {&consumer, &regions};
-  analysis::ArtifactConsumer* filtered[] = {&regions};
+  ProcessList processes;
+  analysis::ArtifactConsumer* unfiltered[] = {&stats, &timeline, &sites, &regions, &processes};
+  analysis::ArtifactConsumer* filtered[] = {&regions, &processes};
   d.status = analysis::read_artifact(file, name,
                                      options.region ? std::span<analysis::ArtifactConsumer* const>(filtered)
-                                                    : std::span<analysis::ArtifactConsumer* const>(both),
+                                                    : std::span<analysis::ArtifactConsumer* const>(unfiltered),
                                      d.pass, progress);
   regions.finish();
   d.regions = regions.occurrences();
   d.region_occurrences = regions.selected_occurrences();
+  d.processes = processes.pids();
   d.stats.status = d.status;
-  d.stats.file.frames = d.pass.data_frames;
-  d.stats.file.compressed_bytes = d.pass.compressed_bytes;
-  d.stats.file.decompressed_bytes = d.pass.decompressed_bytes;
+  d.stats.file = analysis::file_summary(d.pass);
   d.timeline = timeline.result();
   d.has_stacks = sites.has_stacks();
   if (d.has_stacks) {
@@ -271,21 +139,17 @@ ReportData build_report(std::span<const std::byte> file, const std::string& name
 }
 
 std::string report_json(const ReportData& d) {
-  Json j;
+  std::string out;
+  JsonWriter j(out);
   const analysis::Stats& s = d.stats;
   const analysis::EventCounts& c = s.counts;
-  j.out += "{\"version\":1,\"meta\":{\"command\":";
+  j.begin_object().member("version", 1).key("meta").begin_object().key("command");
   const std::vector<std::string> none;
-  j.array(s.context.recording ? s.context.recording->command : none, [&](const std::string& a) { j.str(a); });
-  j.out += ",\"memtrack\":";
-  j.str(s.context.recording ? s.context.recording->memtrack_version : "");
-  j.out += ",\"events\":";
-  j.num(c.events);
-  j.out += ",\"duration_ns\":";
-  j.num(c.events ? c.last_timestamp - c.first_timestamp : 0);
-  j.out += ",\"artifact\":";
-  j.str(d.artifact);
-  j.out += '}';
+  j.array(s.context.recording ? s.context.recording->command : none,
+          [](JsonWriter& w, const std::string& a) { w.str(a); });
+  j.member("memtrack", s.context.recording ? s.context.recording->memtrack_version : std::string());
+  j.member("events", c.events).member("duration_ns", c.events ? c.last_timestamp - c.first_timestamp : 0);
+  j.member("artifact", d.artifact).end_object();
 
   std::vector<std::pair<std::string, std::string>> missing;
   if (!d.status.is_ok()) missing.emplace_back("summary", "the artifact is damaged: " + d.status.message());
@@ -309,117 +173,83 @@ std::string report_json(const ReportData& d) {
   if (d.has_stacks && d.flame_peak && d.flame_peak->root.value == 0)
     missing.emplace_back("flame.peak", "nothing was live at the peak");
   if (!missing.empty()) {
-    j.out += ",\"missing\":{";
-    for (std::size_t i = 0; i < missing.size(); ++i) {
-      if (i) j.out += ',';
-      j.key(missing[i].first);
-      j.str(missing[i].second);
-    }
-    j.out += '}';
+    j.key("missing").begin_object();
+    for (const auto& [key, why] : missing) j.member(key, why);
+    j.end_object();
   }
 
-  j.out += ",\"summary\":";
-  j.array(summary_rows(d), [&](const std::pair<std::string, std::string>& r) {
-    j.out += '[';
-    j.str(r.first);
-    j.out += ',';
-    j.str(r.second);
-    j.out += ']';
+  j.key("summary").array(summary_rows(d), [](JsonWriter& w, const std::pair<std::string, std::string>& r) {
+    w.begin_array().str(r.first).str(r.second).end_array();
   });
 
   if (c.events != 0) {
     const analysis::Timeline& t = d.timeline;
-    j.out += ",\"timeline\":{\"t_ns\":";
-    j.array(t.total, [&](const auto& p) { j.num(p.t); });
-    j.out += ",\"heap\":";
-    j.array(t.total, [&](const auto& p) { j.num(p.value); });
-    j.out += ",\"mapped\":";
-    j.array(t.total, [&](const auto& p) { j.num(p.value2); });
-    j.out += ",\"peak\":{\"t_ns\":" + std::to_string(t.peak_t_ns) + ",\"bytes\":" + std::to_string(t.peak_bytes) + "}";
-    j.out += ",\"processes\":";
-    j.array(t.images, [&](const analysis::ImageSeries& img) {
-      j.out += "{\"pid\":" + std::to_string(img.pid) + ",\"label\":";
-      j.str(img.label);
-      j.out += ",\"t_ns\":";
-      j.array(img.points, [&](const auto& p) { j.num(p.t); });
-      j.out += ",\"heap\":";
-      j.array(img.points, [&](const auto& p) { j.num(p.value); });
-      j.out += '}';
+    const auto times = [](JsonWriter& w, const auto& p) { w.num(p.t); };
+    const auto values = [](JsonWriter& w, const auto& p) { w.num(p.value); };
+    j.key("timeline").begin_object();
+    j.key("t_ns").array(t.total, times).key("heap").array(t.total, values);
+    j.key("mapped").array(t.total, [](JsonWriter& w, const auto& p) { w.num(p.value2); });
+    j.key("peak").begin_object().member("t_ns", t.peak_t_ns).member("bytes", t.peak_bytes).end_object();
+    j.key("processes").array(t.images, [&](JsonWriter& w, const analysis::ImageSeries& img) {
+      w.begin_object().member("pid", img.pid).member("label", img.label);
+      w.key("t_ns").array(img.points, times).key("heap").array(img.points, values).end_object();
     });
     if (t.has_lifecycle) {
-      j.out += ",\"markers\":";
-      j.array(t.markers, [&](const analysis::TimelineMarker& m) {
+      j.key("markers").array(t.markers, [](JsonWriter& w, const analysis::TimelineMarker& m) {
         static constexpr const char* kKinds[] = {"start", "exec", "exit"};
-        j.out += "{\"t_ns\":" + std::to_string(m.t_ns) + ",\"kind\":\"" + kKinds[static_cast<int>(m.kind)] +
-                 "\",\"pid\":" + std::to_string(m.pid) + ",\"label\":";
-        j.str(m.label);
-        j.out += '}';
+        w.begin_object().member("t_ns", m.t_ns).member("kind", kKinds[static_cast<int>(m.kind)]);
+        w.member("pid", m.pid).member("label", m.label).end_object();
       });
     }
     if (!d.regions.empty()) {
       // Times since the chart's origin (the first event it shows); a region that began before it starts there.
       const std::uint64_t origin = d.stats.counts.events != 0 ? d.stats.counts.first_timestamp : 0;
       const auto rel = [&](std::uint64_t ts) { return ts > origin ? ts - origin : 0; };
-      j.out += ",\"regions\":";
-      j.array(d.regions, [&](const analysis::RegionOccurrence& r) {
-        j.out += "{\"name\":";
-        j.str(r.occurrence > 1 ? r.name + " #" + std::to_string(r.occurrence) : r.name);
-        j.out += ",\"begin_ns\":" + std::to_string(rel(r.begin_timestamp)) +
-                 ",\"end_ns\":" + std::to_string(rel(r.end_timestamp)) + "}";
+      j.key("regions").array(d.regions, [&](JsonWriter& w, const analysis::RegionOccurrence& r) {
+        w.begin_object().member("name", r.occurrence > 1 ? r.name + " #" + std::to_string(r.occurrence) : r.name);
+        w.member("begin_ns", rel(r.begin_timestamp)).member("end_ns", rel(r.end_timestamp)).end_object();
       });
     }
-    j.out += ",\"downsampled_from\":";
-    j.num(t.samples);
-    j.out += '}';
+    j.member("downsampled_from", t.samples).end_object();
   }
 
   if (d.has_stacks) {
-    j.out += ",\"flame\":{";
+    j.key("flame").begin_object();
     const std::pair<const char*, const std::optional<FlameGraph>*> graphs[] = {
         {"peak", &d.flame_peak}, {"allocated", &d.flame_allocated}, {"leaked", &d.flame_leaked}};
-    bool first = true;
     for (const auto& [key, g] : graphs) {
       if (!*g || (*g)->root.value == 0) continue;
-      if (!first) j.out += ',';
-      first = false;
       j.key(key);
       flame_node(j, (*g)->root);
     }
-    if (!first) j.out += ',';
-    j.out += "\"pruned\":{";
-    first = true;
+    j.key("pruned").begin_object();
     for (const auto& [key, g] : graphs) {
       if (!*g) continue;
-      if (!first) j.out += ',';
-      first = false;
       char threshold[32];
       std::snprintf(threshold, sizeof threshold, "%g", (*g)->threshold);
-      j.key(key);
-      j.out += "{\"nodes\":" + std::to_string((*g)->pruned_nodes) + ",\"bytes\":" + std::to_string((*g)->pruned_value) +
-               ",\"threshold\":" + threshold + "}";
+      j.key(key).begin_object().member("nodes", (*g)->pruned_nodes).member("bytes", (*g)->pruned_value);
+      j.key("threshold").raw(threshold).end_object();
     }
-    j.out += "}}";
-    j.out += ",\"top\":{";
-    for (std::size_t i = 0; i < d.top.size(); ++i) {
-      if (i) j.out += ',';
-      j.key(order_name(d.top[i].first));
-      j.array(d.top[i].second.sites, [&](const analysis::Site& site) { site_json(j, site); });
-    }
-    j.out += '}';
+    j.end_object().end_object();
+    j.key("top").begin_object();
+    for (const auto& [order, result] : d.top) j.key(order_name(order)).array(result.sites, write_site_json);
+    j.end_object();
   }
-  j.out += '}';
-  return std::move(j.out);
+  j.end_object();
+  return out;
 }
 
 ExportSites read_export_sites(std::span<const std::byte> file, const std::string& name, SiteOrder order,
-                              std::optional<std::int32_t> pid, const analysis::PassProgressFn& progress,
+                              std::optional<std::int32_t> pid, const analysis::ProgressFn& progress,
                               const analysis::ModuleSymbolizer& symbolizer) {
   ExportSites out;
   analysis::SiteAccumulator sites(pid);
-  SitesConsumer consumer(sites, out.modules);
-  analysis::ArtifactConsumer* consumers[] = {&consumer};
+  ModuleList modules(out.modules);
+  ProcessList processes;
+  analysis::ArtifactConsumer* consumers[] = {&modules, &sites, &processes};
   analysis::PassSummary pass;
   out.status = analysis::read_artifact(file, name, consumers, pass, progress);
+  out.processes = processes.pids();
   out.has_stacks = sites.has_stacks();
   if (out.has_stacks) out.sites = sites.result(order, 0, symbolizer);
   return out;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -44,12 +45,13 @@ struct ReportData {
   codec::Status status;  // not ok: damaged input, the report covers what was read before the damage
   std::vector<analysis::RegionOccurrence> regions;  // every occurrence, drawn on the time axis
   std::uint64_t region_occurrences = 0;             // of options.region
+  std::set<std::int32_t> processes;                 // every pid of the artifact (ProcessList), for --pid
 };
 
 // Reads `file` and computes everything the page shows. `symbolizer` names frames of modules the artifact has
 // no Symbols for (tools/src/file_symbolizer.h; empty: module + offset).
 ReportData build_report(std::span<const std::byte> file, const std::string& name, const ReportOptions& options,
-                        const analysis::PassProgressFn& progress = {},
+                        const analysis::ProgressFn& progress = {},
                         const analysis::ModuleSymbolizer& symbolizer = {});
 
 // The page's JSON document (schema version 1, report_html.h).
@@ -62,9 +64,10 @@ struct ExportSites {
   std::vector<codec::Module> modules;
   bool has_stacks = false;
   codec::Status status;
+  std::set<std::int32_t> processes;  // every pid of the artifact (ProcessList), for --pid
 };
 ExportSites read_export_sites(std::span<const std::byte> file, const std::string& name, analysis::SiteOrder order,
-                              std::optional<std::int32_t> pid, const analysis::PassProgressFn& progress = {},
+                              std::optional<std::int32_t> pid, const analysis::ProgressFn& progress = {},
                               const analysis::ModuleSymbolizer& symbolizer = {});
 
 }  // namespace memtrack::tools

@@ -3,7 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "stats.h"
+#include "json_writer.h"
 #include "units.h"
 
 namespace memtrack::tools {
@@ -14,8 +14,6 @@ using analysis::SiteOrder;
 using analysis::SitesResult;
 
 namespace {
-
-std::string json_or_null(const std::string& s) { return s.empty() ? "null" : json_string(s); }
 
 std::string hex(std::uint64_t v) {
   char buf[24];
@@ -54,35 +52,51 @@ bool parse_order(std::string_view name, SiteOrder& out) {
   return false;
 }
 
+void write_stack_json(JsonWriter& j, const std::vector<SiteFrame>& stack) {
+  j.array(stack, [](JsonWriter& w, const SiteFrame& f) {
+    w.begin_object().key("function");
+    if (f.truncated_marker)
+      w.str("[truncated]");
+    else
+      w.str_or_null(f.function);
+    w.key("module").str_or_null(f.module).key("file").str_or_null(f.file).key("line").num_or_null(f.line);
+    w.key("address");
+    if (f.address)
+      w.str(hex(*f.address));
+    else
+      w.null();
+    w.end_object();
+  });
+}
+
 std::string format_stack_json(const std::vector<SiteFrame>& stack) {
-  std::string o = "[";
-  bool first = true;
-  for (const SiteFrame& f : stack) {
-    o += first ? "{" : ",{";
-    first = false;
-    if (f.truncated_marker) {
-      o += "\"function\":\"[truncated]\",\"module\":null,\"file\":null,\"line\":null,\"address\":null}";
-      continue;
-    }
-    o += "\"function\":" + json_or_null(f.function) + ",\"module\":" + json_or_null(f.module) +
-         ",\"file\":" + json_or_null(f.file) + ",\"line\":" + (f.line == 0 ? "null" : u64(f.line)) +
-         ",\"address\":" + (f.address ? json_string(hex(*f.address)) : "null") + "}";
-  }
-  return o + "]";
+  std::string out;
+  JsonWriter j(out);
+  write_stack_json(j, stack);
+  return out;
+}
+
+void write_site_json(JsonWriter& j, const Site& s) {
+  j.begin_object().key("stack");
+  write_stack_json(j, s.stack);
+  const analysis::SiteTotals& t = s.totals;
+  j.member("peak_bytes", t.peak_bytes).member("allocated_bytes", t.allocated_bytes).member("allocations", t.allocations);
+  j.member("leaked_bytes", t.leaked_bytes).member("leaked_blocks", t.leaked_blocks).member("temporary", t.temporary);
+  j.end_object();
 }
 
 std::string format_site_json(const Site& s) {
-  const analysis::SiteTotals& t = s.totals;
-  return "{\"stack\":" + format_stack_json(s.stack) + ",\"peak_bytes\":" + u64(t.peak_bytes) +
-         ",\"allocated_bytes\":" + u64(t.allocated_bytes) + ",\"allocations\":" + u64(t.allocations) +
-         ",\"leaked_bytes\":" + u64(t.leaked_bytes) + ",\"leaked_blocks\":" + u64(t.leaked_blocks) +
-         ",\"temporary\":" + u64(t.temporary) + "}";
+  std::string out;
+  JsonWriter j(out);
+  write_site_json(j, s);
+  return out;
 }
 
 std::string format_top_json(const SitesResult& result, SiteOrder order) {
-  std::string o = "{\"by\":" + json_string(std::string(order_name(order))) + ",\"sites\":[";
-  for (std::size_t i = 0; i < result.sites.size(); ++i) o += (i ? "," : "") + format_site_json(result.sites[i]);
-  return o + "]}\n";
+  std::string out;
+  JsonWriter j(out);
+  j.begin_object().member("by", order_name(order)).key("sites").array(result.sites, write_site_json).end_object();
+  return out + "\n";
 }
 
 std::string format_leak_sites_table(const SitesResult& leaks, std::size_t frames) {
@@ -90,9 +104,9 @@ std::string format_leak_sites_table(const SitesResult& leaks, std::size_t frames
   if (leaks.sites.empty()) return out + "  (none: every block with a stack was freed)\n";
   char line[256];
   for (const Site& s : leaks.sites) {
-    std::snprintf(line, sizeof line, "  %" PRIu64 " bytes in %" PRIu64 " blocks (%s), %" PRIu64 " allocations\n",
-                  s.totals.leaked_bytes, s.totals.leaked_blocks, human_bytes(s.totals.leaked_bytes).c_str(),
-                  s.totals.allocations);
+    std::snprintf(line, sizeof line, "  %" PRIu64 " bytes in %s (%s), %s\n", s.totals.leaked_bytes,
+                  counted(s.totals.leaked_blocks, "block").c_str(), human_bytes(s.totals.leaked_bytes).c_str(),
+                  counted(s.totals.allocations, "allocation").c_str());
     out += line;
     std::size_t shown = 0;
     for (const SiteFrame& f : s.stack) {
@@ -130,10 +144,10 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
   for (const Site& s : result.sites) {
     const analysis::SiteTotals& t = s.totals;
     std::snprintf(line, sizeof line,
-                  "\n#%zu  peak %s, allocated %s in %" PRIu64 " allocations, leaked %s in %" PRIu64 " blocks, %" PRIu64
-                  " temporary\n",
-                  ++rank, human_bytes(t.peak_bytes).c_str(), human_bytes(t.allocated_bytes).c_str(), t.allocations,
-                  human_bytes(t.leaked_bytes).c_str(), t.leaked_blocks, t.temporary);
+                  "\n#%zu  peak %s, allocated %s in %s, leaked %s in %s, %" PRIu64 " temporary\n", ++rank,
+                  human_bytes(t.peak_bytes).c_str(), human_bytes(t.allocated_bytes).c_str(),
+                  counted(t.allocations, "allocation").c_str(), human_bytes(t.leaked_bytes).c_str(),
+                  counted(t.leaked_blocks, "block").c_str(), t.temporary);
     out += line;
     std::size_t shown = 0;
     for (const SiteFrame& f : s.stack) {
@@ -147,8 +161,8 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
   }
   if (result.unknown.allocations > 0) {
     std::snprintf(line, sizeof line,
-                  "\nwithout a stack: %" PRIu64 " allocations, %s allocated, %s leaked, %s at the peak\n",
-                  result.unknown.allocations, human_bytes(result.unknown.allocated_bytes).c_str(),
+                  "\nwithout a stack: %s, %s allocated, %s leaked, %s at the peak\n",
+                  counted(result.unknown.allocations, "allocation").c_str(), human_bytes(result.unknown.allocated_bytes).c_str(),
                   human_bytes(result.unknown.leaked_bytes).c_str(), human_bytes(result.unknown.peak_bytes).c_str());
     out += line;
   }

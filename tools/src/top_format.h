@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "json_writer.h"
 #include "memtrack/analysis/sites.h"
 
 namespace memtrack::tools {
@@ -24,9 +25,12 @@ std::string format_top_json(const analysis::SitesResult& result, analysis::SiteO
 
 // A stack as format_top_json's "stack" array.
 std::string format_stack_json(const std::vector<analysis::SiteFrame>& stack);
+void write_stack_json(JsonWriter& j, const std::vector<analysis::SiteFrame>& stack);
 
 // One site's JSON object, as in format_top_json's "sites" (and `stats --json`'s "top_leaks").
 std::string format_site_json(const analysis::Site& site);
+// The same into a document being written (the report's sites).
+void write_site_json(JsonWriter& j, const analysis::Site& site);
 
 // `memtrack stats`' short section: the sites that leaked most, one line of numbers and `frames` frames each.
 std::string format_leak_sites_table(const analysis::SitesResult& leaks, std::size_t frames = 4);

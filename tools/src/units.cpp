@@ -22,4 +22,23 @@ std::string human_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+std::string seconds(std::uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+std::string short_duration(std::uint64_t ns) {
+  char buf[32];
+  if (ns < 1000000000u)
+    std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+std::string counted(std::uint64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 }  // namespace memtrack::tools

@@ -66,6 +66,7 @@ void Lifecycle::finish_note() {
       if (const auto parent = alive_.find(p.ppid); parent != alive_.end()) p.executable = parent->second.executable;
       add(codec::ProcessStart{h.pid, p.ppid, note_.position, ts});
       alive_[h.pid] = std::move(p);
+      if (on_new_process_) on_new_process_(h.pid);
       break;
     }
     case RingEventKind::NoteExec: {
@@ -86,6 +87,7 @@ void Lifecycle::finish_note() {
         // The command itself, or a child started by posix_spawn or vfork (no fork note): it starts here.
         add(codec::ProcessStart{h.pid, static_cast<std::int32_t>(h.addr), note_.position, ts});
         it = alive_.emplace(h.pid, TrackedProcess{h.pid, static_cast<std::int32_t>(h.addr), {}}).first;
+        if (on_new_process_) on_new_process_(h.pid);
       }
       it->second.executable = exec.executable;
       add(std::move(exec));

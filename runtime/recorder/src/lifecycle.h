@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -43,6 +44,10 @@ class Lifecycle {
   // `memtrack stats`, so the summary's peak is stats' peak).
   Lifecycle(pipeline::ContextChannel& channel, TscClock* tsc, analysis::LiveHeap* heap = nullptr)
       : channel_(channel), tsc_(tsc), heap_(heap) {}
+
+  // `fn` (set before the first slot) is called on the reader thread, under the books' lock, with the pid of
+  // every process that starts (a fork child, or an image started by exec without a fork note).
+  void on_new_process(std::function<void(std::int32_t)> fn) { on_new_process_ = std::move(fn); }
 
   // Reader thread: a committed slot whose kind is a note (RingEventKind::Note*), at event position
   // `position`.
@@ -79,6 +84,7 @@ class Lifecycle {
   std::map<std::int32_t, TrackedProcess> alive_;
   std::vector<UntrackedProcess> untracked_;
   ControlBooks control_;
+  std::function<void(std::int32_t)> on_new_process_;
   std::uint64_t records_ = 0;
 };
 

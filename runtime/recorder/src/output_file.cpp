@@ -33,7 +33,33 @@ int create_partial(const std::string& base, std::string& path) {
   return -1;
 }
 
+// `<stem>.<pid><extension>` beside `target` (the extension: from the last '.' of the file name, if any),
+// `<stem>.<pid>-N<extension>` for N = 2, 3, ... when that exists too.
+std::string beside(const std::string& target, int n) {
+  const std::size_t name = target.find_last_of('/') + 1;  // npos + 1 == 0
+  std::size_t dot = target.find_last_of('.');
+  if (dot == std::string::npos || dot <= name) dot = target.size();
+  return target.substr(0, dot) + "." + std::to_string(::getpid()) + (n == 1 ? "" : "-" + std::to_string(n)) +
+         target.substr(dot);
+}
+
+// rename(from, to) unless `to` exists. Filesystems without RENAME_NOREPLACE: link + unlink, also exclusive.
+int rename_noreplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL) return -1;
+  if (::link(from.c_str(), to.c_str()) != 0) return -1;
+  ::unlink(from.c_str());
+  return 0;
+}
+
 }  // namespace
+
+void OutputFile::remember_target() {
+  struct stat st {};
+  had_target_ = ::stat(target_.c_str(), &st) == 0;
+  dev_ = had_target_ ? st.st_dev : 0;
+  ino_ = had_target_ ? st.st_ino : 0;
+}
 
 OutputFile::OutputFile(const std::string& target) : target_(target) {
   if (target_.empty()) {
@@ -66,6 +92,7 @@ OutputFile::OutputFile(const std::string& target) : target_(target) {
   fd_ = create_partial(target_, partial_);
   if (fd_ < 0) throw sys_error(partial_ + ": cannot create (the artifact is written beside " + target + ")");
   if (exists) ::fchmod(fd_, st.st_mode & 07777);
+  remember_target();
 }
 
 OutputFile::~OutputFile() {
@@ -74,6 +101,7 @@ OutputFile::~OutputFile() {
 
 void OutputFile::name_default(const std::string& target) {
   target_ = target;
+  remember_target();
   const std::string base = directory_of(partial_) + target;
   std::string path = base + "." + std::to_string(::getpid()) + ".partial";
   // RENAME_NOREPLACE: never replace another recorder's (or a dead one's) partial artifact.
@@ -86,9 +114,25 @@ codec::Status OutputFile::finish() {
   if (fd >= 0 && ::close(fd) != 0) {
     return {codec::Errc::io, (partial_.empty() ? target_ : partial_) + ": close failed: " + std::strerror(errno)};
   }
+  final_ = target_;
   if (partial_.empty()) return {};
-  if (::rename(partial_.c_str(), target_.c_str()) != 0) {
-    return {codec::Errc::io, "cannot rename " + partial_ + " to " + target_ + ": " + std::strerror(errno) +
+  struct stat now {};
+  const bool exists = ::stat(target_.c_str(), &now) == 0;
+  int r = -1;
+  if (exists && had_target_ && now.st_dev == dev_ && now.st_ino == ino_)
+    r = ::rename(partial_.c_str(), target_.c_str());  // the file the user named at the start: replaced
+  else if (!exists)
+    r = rename_noreplace(partial_, target_);
+  if (r != 0 && (exists || errno == EEXIST)) {
+    // Someone else's file under the target's name: ours goes beside it.
+    for (int n = 1; n < 100 && r != 0; ++n) {
+      final_ = beside(target_, n);
+      r = rename_noreplace(partial_, final_);
+      if (r != 0 && errno != EEXIST) break;
+    }
+  }
+  if (r != 0) {
+    return {codec::Errc::io, "cannot rename " + partial_ + " to " + final_ + ": " + std::strerror(errno) +
                                  "; the artifact is in " + partial_};
   }
   return {};

@@ -2,9 +2,11 @@
 // the end, so that nobody ever reads a mix of two writers or a half-written file under the target's name.
 //
 // A regular-file target (new, or existing and writable) is written as `<target>.<recorder pid>.partial`
-// in the target's directory, created exclusively, and renamed onto the target by finish(). Two recorders
-// given the same target write two different .partial files; each rename replaces the target whole, so the
-// target is always one complete artifact (the last to finish wins). A recorder killed before finish()
+// in the target's directory, created exclusively, and renamed onto the target by finish(). The rename
+// replaces only the file that was the target when the recording started (or none): a file that appeared
+// under the target's name since (another recorder's, given the same target) is left alone, and the artifact
+// is kept beside it as `<stem>.<recorder pid><extension>` (final_path() says; `same.mt` -> `same.4242.mt`).
+// So two recorders given the same target both keep their recording. A recorder killed before finish()
 // (SIGKILL, a crash) leaves its .partial file: its whole frames are a valid artifact, the events up to the
 // last frame written. Anything else (a device such as /dev/null or /dev/full, a FIFO) is written in place.
 #pragma once
@@ -31,16 +33,25 @@ class OutputFile {
   // The default target is known: renames the provisional file to `<target>.<recorder pid>.partial`.
   // Best effort: on failure the provisional name stays and finish() renames from it.
   void name_default(const std::string& target);
-  // Closes the file and renames it onto the target. The status names both paths on failure (the artifact
-  // is then still in the .partial file).
+  // Closes the file and renames it onto the target, or beside it (above). The status names both paths on
+  // failure (the artifact is then still in the .partial file).
   codec::Status finish();
+  // Where the artifact is after finish(): the target, or the name beside it.
+  [[nodiscard]] const std::string& final_path() const { return final_; }
+  // finish() found another file under the target's name and kept the artifact beside it.
+  [[nodiscard]] bool kept_beside() const { return final_ != target_; }
   // The command could not be started: closes and removes the file (no artifact rather than an empty one).
   void abandon();
 
  private:
+  void remember_target();
+
   std::string target_;
   std::string partial_;
+  std::string final_;
   int fd_ = -1;
+  bool had_target_ = false;  // the target existed when the recording started: (dev_, ino_)
+  unsigned long dev_ = 0, ino_ = 0;
 };
 
 }  // namespace memtrack::runtime

@@ -11,6 +11,8 @@
 #include <thread>
 #include <utility>
 
+#include "proc.h"
+
 namespace memtrack::runtime {
 namespace {
 
@@ -53,20 +55,8 @@ inline codec::Event to_event(const RingEvent& r) {
   return e;
 }
 
-// True when thread (or process) `tid` no longer runs: gone, or a zombie (killed, not yet reaped). /proc/<tid>
-// exists for every thread id, not only for process ids.
-bool thread_gone(int tid) {
-  const std::string path = "/proc/" + std::to_string(tid) + "/stat";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT || errno == ESRCH;
-  char buf[512];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return n == 0 || errno == ESRCH;
-  buf[n] = '\0';
-  const char* paren = std::strrchr(buf, ')');  // the command name may contain spaces and parentheses
-  return paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
-}
+// True when thread (or process) `tid` no longer runs: gone, or a zombie (killed, not yet reaped).
+bool thread_gone(int tid) { return !running(proc_stat(tid)); }
 
 // True when `tid` is the pid of an image that started (exec) after `ticket` was taken: the ticket was held
 // by the main thread of the image exec replaced.

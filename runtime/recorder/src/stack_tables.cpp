@@ -1,6 +1,7 @@
 #include "stack_tables.h"
 
 #include <cstring>
+#include <iterator>
 #include <utility>
 
 namespace memtrack::runtime {
@@ -16,16 +17,34 @@ T load_le(const char* p) {
 
 }  // namespace
 
+void ImageTables::add_module(ModuleEntry module) {
+  const std::uint64_t start = module.start, end = module.end;
+  modules.push_back(std::move(module));
+  if (start >= end || modules.back().path.empty()) return;
+  // Cut the ranges the new module covers out of the spans before it; the pieces outside stay theirs.
+  auto it = spans.lower_bound(start);
+  if (it != spans.begin() && std::prev(it)->second.end > start) --it;
+  while (it != spans.end() && it->first < end) {
+    const std::uint64_t s = it->first;
+    const Span span = it->second;
+    it = spans.erase(it);
+    if (s < start) spans.emplace(s, Span{start, span.module});
+    if (span.end > end) it = spans.emplace(end, Span{span.end, span.module}).first;
+  }
+  spans.emplace(start, Span{end, modules.size() - 1});
+}
+
 const ModuleEntry* ImageTables::module_of(std::uint64_t address) const {
-  for (auto it = modules.rbegin(); it != modules.rend(); ++it)
-    if (address >= it->start && address < it->end && !it->path.empty()) return &*it;
-  return nullptr;
+  auto it = spans.upper_bound(address);
+  if (it == spans.begin()) return nullptr;
+  --it;
+  return address < it->second.end ? &modules[it->second.module] : nullptr;
 }
 
 ImageTables& StackTables::current(std::int32_t pid) {
   auto it = current_.find(pid);
   if (it == current_.end()) {
-    images_.push_back(ImageTables{pid, {}, {}});
+    images_.push_back(ImageTables{pid, {}, {}, {}});
     it = current_.emplace(pid, images_.size() - 1).first;
   }
   return images_[it->second];
@@ -40,7 +59,7 @@ void StackTables::on_fork(std::int32_t pid, std::int32_t ppid) {
 }
 
 void StackTables::on_exec(std::int32_t pid) {
-  images_.push_back(ImageTables{pid, {}, {}});
+  images_.push_back(ImageTables{pid, {}, {}, {}});
   current_[pid] = images_.size() - 1;
 }
 
@@ -105,7 +124,7 @@ void StackTables::finish_note() {
     if (id_end > p.size()) return;
     e.build_id.assign(p.begin() + sizeof m, p.begin() + static_cast<std::ptrdiff_t>(id_end));
     e.path = p.substr(id_end);
-    image.modules.push_back(e);
+    image.add_module(e);
   } else {
     // The unload names the range of a module noted before: its path and build-id come from there.
     for (auto it = image.modules.rbegin(); it != image.modules.rend(); ++it) {

@@ -37,10 +37,18 @@ struct ImageTables {
   std::map<std::uint32_t, std::uint64_t> addresses;  // node id -> return address
   std::vector<ModuleEntry> modules;                  // in note order; unloaded ones stay (loaded = false)
 
-  // The module of `address`: the last noted one whose range holds it (a range reused after a dlclose
-  // belongs to the later module; stacks of the earlier one are rare and resolved as the later). Null when
-  // no noted module holds it.
+  // Notes a loaded module (appended to `modules`).
+  void add_module(ModuleEntry module);
+  // The module of `address`: the last noted one with a path whose range holds it (a range reused after a
+  // dlclose belongs to the later module; stacks of the earlier one are rare and resolved as the later). Null
+  // when no noted module holds it. O(log modules).
   [[nodiscard]] const ModuleEntry* module_of(std::uint64_t address) const;
+
+  struct Span {
+    std::uint64_t end;
+    std::size_t module;  // index in `modules`
+  };
+  std::map<std::uint64_t, Span> spans;  // add_module's: start -> disjoint ranges, each the last module's over it
 };
 
 struct StackSummary {

@@ -1,11 +1,10 @@
 // One sequential pass over a whole artifact, data frames and context frames together, handing each consumer
-// the context records and events in stream order (frame_reader.h: StreamFrameReader + StreamOrder): a record
+// the context records and events in stream order (StreamFrameReader + stream_order.h: StreamOrder): a record
 // before the events at and after its position. What `memtrack report`, `export` and `top` read with, feeding
 // the sites, the timeline and the stats from one pass.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <string>
 
@@ -25,19 +24,16 @@ struct PassSummary {
   std::uint64_t events = 0;
 };
 
-// Progress: file bytes consumed so far, events so far (after each data frame).
-using PassProgressFn = std::function<void(std::uint64_t bytes, std::uint64_t events)>;
-
 // Reads `source` (named `name` in errors) into every consumer. Errors: StreamFrameReader's
 // ("<name>: frame <i> at byte <offset>: <what>", or the context decoder's message); everything valid before
 // the damage has been delivered. The frame index (seek table) is a skippable frame and is stepped over.
 codec::Status read_artifact(codec::ByteSource& source, const std::string& name,
                             std::span<ArtifactConsumer* const> consumers, PassSummary& summary,
-                            const PassProgressFn& progress = {});
+                            const ProgressFn& progress = {});
 
 // The same over an artifact in memory.
 codec::Status read_artifact(std::span<const std::byte> file, const std::string& name,
                             std::span<ArtifactConsumer* const> consumers, PassSummary& summary,
-                            const PassProgressFn& progress = {});
+                            const ProgressFn& progress = {});
 
 }  // namespace memtrack::analysis

@@ -1,11 +1,11 @@
-// The artifact's frame readers, the one place that walks an artifact's frames: both deliver each data frame
-// with the context records of the context frames that follow it (docs/FORMAT.md, "Context section"), so
-// every command reads events and context in one pass, whatever the input.
+// The artifact's frame readers: both deliver each data frame with the context records of the context frames
+// that follow it (docs/FORMAT.md, "Context section"), so every command reads events and context in one pass,
+// whatever the input.
 //   - IndexedFrameReader: through the frame index (seek table) of a file: frames read in order, decoded in
 //     parallel on the current TBB arena, handed to the caller in frame order (`stats`, `decode --frames`).
-//   - StreamFrameReader: any artifact from any byte source (a pipe, stdin, a file without an index, bytes in
-//     memory), sequentially, memory bounded by one frame.
-// StreamOrder turns what they deliver into the stream order consumers want (records among the events).
+//   - StreamFrameReader (stream_frame_reader.h): any artifact from any byte source (a pipe, stdin, a file
+//     without an index, bytes in memory), sequentially, memory bounded by one frame.
+// StreamOrder (stream_order.h) turns what they deliver into the stream order consumers want.
 //
 // Errors: the first frame that cannot be read or decoded ends the run; every frame before it has been
 // delivered, none after it (a data frame whose following context frame is damaged is delivered with the
@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "memtrack/analysis/stream_order.h"
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
@@ -56,37 +57,6 @@ struct DecodedFrame {
   // callback returns, which may move them away.
   std::span<codec::ContextRecord> context;
   std::uint64_t context_frames = 0, context_bytes = 0;  // how many context frames those were, their file bytes
-};
-
-// Receives an artifact in stream order: every context record before the events at and after its position
-// (its `event`, EventStacks' `first_event`; the Recording first; records without a position, End and
-// Symbols, after the events of the data frame they follow). Called from one thread at a time.
-class ArtifactConsumer {
- public:
-  virtual ~ArtifactConsumer() = default;
-  virtual void add_context(const codec::ContextRecord& record) = 0;
-  virtual void add(std::span<const codec::Event> events) = 0;
-};
-
-// The position a record applies at: the number of events before it (docs/FORMAT.md, "Context section:
-// positions"); nullopt for the records without one (Recording, End, Symbols).
-[[nodiscard]] std::optional<std::uint64_t> position_of(const codec::ContextRecord& record);
-
-// From frames (events + the records read after them) to stream order: records wait until the events before
-// their position have been delivered. Feed it every frame in order with add(); finish() at the end delivers
-// the records positioned after the last event. `first_event`: the stream index of the first event it gets.
-class StreamOrder {
- public:
-  explicit StreamOrder(std::span<ArtifactConsumer* const> consumers, std::uint64_t first_event = 0);
-  // The frame's records (moved from), then its events, interleaved.
-  void add(std::span<codec::ContextRecord> records, std::span<const codec::Event> events);
-  void finish();
-  [[nodiscard]] std::uint64_t events() const { return next_event_; }
-
- private:
-  std::span<ArtifactConsumer* const> consumers_;
-  std::uint64_t next_event_;
-  std::vector<std::pair<std::uint64_t, codec::ContextRecord>> waiting_;  // by position, after each add()
 };
 
 class IndexedFrameReader {
@@ -126,39 +96,6 @@ class IndexedFrameReader {
   std::uint64_t skippable_bytes_ = 0;
   std::size_t first_, last_;  // positions in data_
   std::size_t slots_;
-};
-
-struct StreamProgress {
-  std::uint64_t data_frames = 0;         // data frames completed
-  std::uint64_t context_frames = 0;      // context frames read
-  std::uint64_t skippable_frames = 0;    // every skippable frame passed (context frames and the index too)
-  std::uint64_t compressed_bytes = 0;    // input consumed: the end of the last whole frame
-  std::uint64_t decompressed_bytes = 0;  // msgpack bytes of the data frames
-  std::uint64_t events = 0;              // events delivered
-};
-
-// Sequential reading of any artifact from `source` (not owned; read once, in order). Data frames are
-// decompressed with a reused zstd context into a reused buffer and delivered to `in_order` with the records
-// of the context frames after them; the frame index and other skippable frames are stepped over.
-// A frame that declares a content size of at most 16 MiB (every frame our writer puts) is verified whole
-// (size, checksum) before any of its events is delivered. A frame that declares none (the older single-stream
-// layout, possibly gigabytes) or a larger one is delivered in pieces of at most 65,536 events as they are
-// decompressed, several DecodedFrames of the same index, the records after it with the last one. An event
-// may straddle two frames (older writers). The message forms are those of codec::ArtifactDecoder.
-class StreamFrameReader {
- public:
-  StreamFrameReader(codec::ByteSource& source, std::string name);
-  ~StreamFrameReader();
-  StreamFrameReader(const StreamFrameReader&) = delete;
-  StreamFrameReader& operator=(const StreamFrameReader&) = delete;
-
-  // Reads to the end of the source. DecodedFrame::slot is 0.
-  codec::Status run(const IndexedFrameReader::InOrderFn& in_order);
-  [[nodiscard]] const StreamProgress& progress() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace memtrack::analysis

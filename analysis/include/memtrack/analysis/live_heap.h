@@ -61,7 +61,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "memtrack/codec/address_map.h"
+#include "memtrack/analysis/address_map.h"
+#include "memtrack/analysis/stream_order.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
 
@@ -98,11 +99,33 @@ struct ProcessImage {
 // "setuid", pid known): the lifecycle rule above, shared with the sites' books (sites.h).
 [[nodiscard]] bool untracked_exec(const codec::Untracked& record);
 
+// A client of a LiveHeap: attributes the live heap (to sites, and later to resident memory) from the heap's
+// own books, without a second copy of the blocks. Each block carries a 32-bit payload the client chose at its
+// allocation. Called from inside LiveHeap::add() and add_context(), in stream order.
+class HeapClient {
+ public:
+  enum class Release : std::uint8_t {
+    freed,     // by a Free, or a Realloc's old address
+    replaced,  // a new block at its address (a missed free)
+    exec,      // its image exec'd (or exec'd an untracked image): gone with the address space
+    exit,      // its image exited (or its pid was reused): a leak of that image
+  };
+  virtual ~HeapClient() = default;
+  // Event `index` (counting the events given to add() from 0) allocates: the payload of its block.
+  virtual std::uint32_t allocated(const codec::Event& e, std::uint64_t index) = 0;
+  // A block left its image's books. `inherited`: a fork child's copy of its parent's block, never freed nor
+  // reallocated by the child (its payload is the parent's; for exit, the heap does not count it a leak).
+  virtual void released(std::int32_t pid, std::uint64_t addr, std::uint64_t size, std::uint32_t payload,
+                        bool inherited, Release how) = 0;
+  // The global live heap (total_live_bytes) reached a new peak, after the changes that made it.
+  virtual void new_peak() = 0;
+};
+
 class LiveHeap {
  public:
   LiveHeap() = default;
   // Copies and moves keep the books consistent (they hold pointers into the results, between images, and a
-  // cache of the last pid's books); a moved-from LiveHeap is empty.
+  // cache of the last pid's books); a moved-from LiveHeap is empty. A copy has no client; a move keeps it.
   LiveHeap(const LiveHeap& other);
   LiveHeap(LiveHeap&& other) noexcept;
   LiveHeap& operator=(const LiveHeap& other);
@@ -110,6 +133,17 @@ class LiveHeap {
   ~LiveHeap() = default;
 
   void add(std::span<const codec::Event> events);  // in artifact order
+
+  // Tells `client` (not owned; null: none) of every block change from now on. Before the first event.
+  void set_client(HeapClient* client) { client_ = client; }
+  // Calls f(pid, size, payload, inherited) on every block of the images still running.
+  template <typename F>
+  void for_each_live_block(F&& f) const {
+    for (const auto& [pid, b] : books_)
+      b.live.for_each([&](std::uint64_t, std::uint64_t stored, std::uint32_t payload) {
+        f(pid, stored & kSizeMask, payload, (stored & kInherited) != 0);
+      });
+  }
 
   // A context record: ProcessStart, Exec, ProcessExit and an image's Untracked take effect before the event
   // at their position (`event`, counting the events given to add() from 0); other records are ignored here
@@ -138,7 +172,7 @@ class LiveHeap {
   struct Books {
     std::size_t image = 0;                            // index in images_
     PidHeap* heap = nullptr;                          // &images_[image].heap
-    codec::AddressMap live;                           // addr -> size, tagged (live_heap.cpp: kInherited, kShared)
+    AddressMap live;                                  // addr -> size, tagged (live_heap.cpp: kInherited, kShared)
     std::map<std::uint64_t, std::uint64_t> mappings;  // start -> length, non-overlapping
     // Inherited blocks still held unchanged (tagged kInherited); of those, the ones the parent image still
     // counts (tagged kShared), and that parent's books (null once it ended: kShared tags are stale then).
@@ -152,6 +186,8 @@ class LiveHeap {
   void add_span(std::span<const codec::Event> events);
   void apply(const codec::ContextRecord& record);
   void release(Books& b, std::uint64_t addr, std::uint64_t size, std::uint64_t& total_live);
+  void tell_release(std::int32_t pid, std::uint64_t addr, std::uint64_t stored, std::uint32_t payload,
+                    HeapClient::Release how);
   void unshare_children(Books& b, std::uint64_t addr, std::uint64_t& total_live);
   void end_image(std::int32_t pid, ProcessImage::End how, std::uint64_t event, std::uint64_t ts);
   void sample_peak(std::uint64_t ts);
@@ -159,6 +195,12 @@ class LiveHeap {
   void map(Books& b, std::uint64_t addr, std::uint64_t size, std::uint64_t ts);
   void unmap(Books& b, std::uint64_t addr, std::uint64_t size);
 
+  // A block's stored size carries two tags in its top bits (live_heap.cpp).
+  static constexpr std::uint64_t kInherited = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t kShared = std::uint64_t{1} << 62;
+  static constexpr std::uint64_t kSizeMask = kShared - 1;
+
+  HeapClient* client_ = nullptr;
   std::deque<ProcessImage> images_;  // the results, in the order images began
   // The current image of each pid. Node-based: references stay valid as pids are added, so the last pid's
   // books can be cached, and children can point at their parent's.
@@ -169,7 +211,7 @@ class LiveHeap {
   std::uint64_t last_ts_ = 0;  // the last event's timestamp: when an Untracked record (which has none) applies
   std::uint64_t events_seen_ = 0, late_ = 0;
   bool lifecycle_ = false;
-  std::vector<codec::ContextRecord> pending_;  // sorted by position, stable
+  PositionQueue pending_;  // lifecycle records given before their position
   mutable std::map<std::int32_t, PidHeap> pids_;
   mutable bool pids_dirty_ = true;
 };

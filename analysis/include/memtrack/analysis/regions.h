@@ -108,6 +108,7 @@ class Regions final : public ArtifactConsumer {
   void close(std::uint64_t id, RegionOccurrence::Ended how, std::uint64_t position, std::uint64_t ts);
   void forward(codec::ContextRecord record);
   void flush_batch();
+  void add_run(std::span<const codec::Event> events);
   bool in_selected(std::int32_t pid) const;
 
   std::optional<std::string> select_;
@@ -117,7 +118,7 @@ class Regions final : public ArtifactConsumer {
   std::uint64_t passed_ = 0;  // events passed downstream
   std::uint64_t selected_seen_ = 0;
   std::uint64_t last_ts_ = 0;
-  std::vector<codec::ContextRecord> pending_;  // sorted by position, stable
+  PositionQueue pending_;  // records given before their position
   std::map<std::int32_t, std::int32_t> parent_;
   std::map<std::uint64_t, Open> open_;  // by id, in the order they began
   std::uint64_t next_id_ = 0;

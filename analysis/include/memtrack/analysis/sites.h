@@ -20,11 +20,14 @@
 //
 // Lifecycle: ProcessStart with a parent that has a trace tree copies the parent's tree and module list
 // into the child (the child numbers its new nodes on from there); Exec, and an Untracked record of an exec
-// (live_heap.h: untracked_exec), start an empty one. Blocks a fork child inherits are not in its books (its
-// frees of them are unmatched here): they count at the parent's site, as the parent's leaks if the parent
-// never frees them, and never as the child's (live_heap.h: inherited_at_exit_*).
+// (live_heap.h: untracked_exec), start an empty one. The blocks are the live heap's (the accumulator is its
+// HeapClient: each block carries its site), so an image's blocks end with it as the heap says (live_heap.h,
+// "Lifecycle"). Blocks a fork child inherits count at the parent's site, as the parent's leaks if the parent
+// never frees them, and never as the child's (live_heap.h: inherited_at_exit_*): the child's frees of them
+// change no site.
 //
-// Not thread-safe. Memory: the trace trees, one entry per live block, and one per distinct stack.
+// Not thread-safe. Memory: the trace trees, the heap's blocks (4 bytes more each), one entry per distinct
+// stack and per thread.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +41,9 @@
 #include <vector>
 
 #include "memtrack/analysis/live_heap.h"
+#include "memtrack/analysis/stream_order.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
-#include "memtrack/codec/status.h"
 
 namespace memtrack::analysis {
 
@@ -86,21 +89,20 @@ struct SitesResult {
   std::uint64_t events = 0;
 };
 
-class SiteAccumulator {
+class SiteAccumulator final : public ArtifactConsumer {
  public:
-  // `pid`: only that pid's events count (peak: its own peak).
+  // `pid`: only that pid's events count (peak: its own peak, from a heap of its events and lifecycle alone).
   // `heap`: a live heap the caller drives instead of the accumulator's own, so that one model serves several
-  // consumers (`memtrack report`'s timeline and sites): the caller gives it every lifecycle record and adds
-  // every event to it just before this accumulator's add() of that event (one event per add() call, or the
-  // peak is seen late). It must outlive the accumulator. Ignored with `pid` (that peak is the pid's own, from
-  // a heap that sees only its events).
-  explicit SiteAccumulator(std::optional<std::int32_t> pid = std::nullopt, const LiveHeap* heap = nullptr);
-  ~SiteAccumulator();
+  // consumers (`memtrack report`'s timeline and sites): the caller gives it every lifecycle record and event
+  // of the stream this accumulator gets (in any order among the consumers of one pass); the accumulator is
+  // its client (HeapClient) until destroyed, and it must outlive the accumulator. Ignored with `pid`.
+  explicit SiteAccumulator(std::optional<std::int32_t> pid = std::nullopt, LiveHeap* heap = nullptr);
+  ~SiteAccumulator() override;
   SiteAccumulator(const SiteAccumulator&) = delete;
   SiteAccumulator& operator=(const SiteAccumulator&) = delete;
 
-  void add_context(const codec::ContextRecord& record);  // before the events at its position
-  void add(std::span<const codec::Event> events);        // in artifact order
+  void add_context(const codec::ContextRecord& record) override;  // before the events at its position
+  void add(std::span<const codec::Event> events) override;        // in artifact order
 
   [[nodiscard]] bool has_stacks() const;
   [[nodiscard]] std::uint64_t events() const;
@@ -114,15 +116,6 @@ class SiteAccumulator {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Progress over the file: bytes consumed so far.
-using SitesProgressFn = std::function<void(std::uint64_t bytes, std::uint64_t events)>;
-
-// read_artifact (artifact_pass.h) of a whole artifact held in memory into `acc` alone. Errors:
-// "<name>: frame <i> at byte <offset>: <what>", or the context decoder's message; everything before the damage
-// has been added.
-codec::Status read_sites(std::span<const std::byte> file, const std::string& name, SiteAccumulator& acc,
-                         const SitesProgressFn& progress = {});
 
 // Whether a context record says its artifact has call stacks: a Recording listing "stacks" (even a run in
 // which no allocation needed a node), or any StackNodes or EventStacks record.

@@ -6,12 +6,12 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "memtrack/analysis/artifact_pass.h"
 #include "memtrack/analysis/counts.h"
 #include "memtrack/analysis/frame_reader.h"
 #include "memtrack/analysis/live_heap.h"
@@ -42,6 +42,9 @@ struct ContextSummary {
   std::optional<codec::StreamEnd> end;
 };
 
+// What a pass read (artifact_pass.h) as the stats report it.
+[[nodiscard]] FileSummary file_summary(const PassSummary& pass);
+
 struct Stats {
   EventCounts counts;
   LiveHeap heap;
@@ -59,6 +62,8 @@ struct Stats {
   // A context record, in the order of the artifact's context frames; lifecycle records go to the live heap
   // (which applies them at their position), the others are kept above.
   void add_context(const codec::ContextRecord& record);
+  // The same without the live heap's part: the record kept above, counted (the heap is fed by its driver).
+  void keep_context(const codec::ContextRecord& record);
 
   // Whether the artifact has a context section: without one, the numbers are the version-1 model's
   // (every pid alive to the end, no exec, no fork inheritance) and the table says so.
@@ -72,8 +77,29 @@ struct Stats {
   [[nodiscard]] std::optional<bool> complete() const;
 };
 
-// Progress callback: bytes of the file consumed so far, events so far. Called from the thread that merges.
-using ProgressFn = std::function<void(std::uint64_t bytes, std::uint64_t events)>;
+// Stats fed by a pass (read_artifact, a region filter's downstream), whole or in part:
+//   all                 counts, live heap, context
+//   heap_and_context    the counts are made apart (compute_stats_indexed: per frame, in parallel)
+//   counts_and_context  the live heap is driven by another consumer (`memtrack report`'s timeline)
+class StatsConsumer final : public ArtifactConsumer {
+ public:
+  enum class Part : std::uint8_t { all, heap_and_context, counts_and_context };
+  explicit StatsConsumer(Stats& stats, Part part = Part::all) : stats_(stats), part_(part) {}
+  void add_context(const codec::ContextRecord& record) override {
+    if (part_ == Part::counts_and_context)
+      stats_.keep_context(record);
+    else
+      stats_.add_context(record);
+  }
+  void add(std::span<const codec::Event> events) override {
+    if (part_ != Part::heap_and_context) stats_.counts.add(events);
+    if (part_ != Part::counts_and_context) stats_.heap.add(events);
+  }
+
+ private:
+  Stats& stats_;
+  Part part_;
+};
 
 // Both read the context records in the same pass as the events (frame_reader.h), so the numbers are the same
 // whether the artifact comes from a file or a pipe. `also`: more consumers fed in the same pass, in stream

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "memtrack/analysis/live_heap.h"
+#include "memtrack/analysis/stream_order.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
 
@@ -76,15 +77,15 @@ struct Timeline {
   bool has_lifecycle = false;
 };
 
-class TimelineBuilder {
+class TimelineBuilder final : public ArtifactConsumer {
  public:
   // `heap` outlives the builder. `pid`: only that pid's images make the global series (its peak is then the
   // highest sample). At most `max_images` per-image series are kept in the result.
   explicit TimelineBuilder(LiveHeap& heap, std::size_t max_points = 2000, std::size_t max_images = 32,
                            std::optional<std::int32_t> pid = std::nullopt);
 
-  void add_context(const codec::ContextRecord& record);  // at its position (before the events after it)
-  void add(std::span<const codec::Event> events);
+  void add_context(const codec::ContextRecord& record) override;  // at its position (before the events after it)
+  void add(std::span<const codec::Event> events) override;
 
   [[nodiscard]] Timeline result() const;
 

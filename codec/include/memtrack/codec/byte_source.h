@@ -32,11 +32,11 @@ class MemorySource final : public ByteSource {
 // How much a sequential artifact reader asks its source for at once (the size of its InputWindow).
 inline constexpr std::size_t kInputChunk = 128u << 10;
 
-// The input window of a reader that walks a source once, in order (ArtifactDecoder; analysis's
-// StreamFrameReader): bytes[pos, end) were read and not consumed yet, bytes[0] is at source offset `base`.
-// The reader consumes by advancing `pos` (never past `end`; it may also move `pos` back to a byte still
-// held, to search again). The buffer never grows: a reader that needs more than its size at once holds
-// those bytes itself. Not thread-safe; the source must outlive the window.
+// The input window of a reader that walks a source once, in order (FrameWalker): bytes[pos, end) were read
+// and not consumed yet, bytes[0] is at source offset `base`. The reader consumes by advancing `pos` (never
+// past `end`; it may also move `pos` back to a byte still held, to search again). The buffer never grows:
+// a reader that needs more than its size at once holds those bytes itself. Not thread-safe; the source must
+// outlive the window.
 struct InputWindow {
   explicit InputWindow(ByteSource& s, std::size_t capacity = kInputChunk) : source(s), bytes(capacity) {}
 

@@ -2,9 +2,8 @@
 //
 // Event is the in-memory form only. Its wire forms convert to and from it explicitly: the raw record
 // (memtrack/codec/raw_record.h: pack_raw_record, unpack_raw_record) and the msgpack map of the artifact
-// (the msgpack encoder and decoder). Its layout is not a format, so fields may be added without changing
-// either. (The recorder's shared ring still stores Event in its slots until it has its own POD; until then
-// runtime/ depends on this layout staying trivially copyable.)
+// (the msgpack encoder and decoder); the recorder's shared ring has its own record (runtime/ring.h:
+// RingEvent). Its layout is not a format, so fields may be added without changing any of them.
 #pragma once
 
 #include <cstddef>

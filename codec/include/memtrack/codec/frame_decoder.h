@@ -1,7 +1,7 @@
 // Decodes one complete zstd frame of msgpack events, for random access through the frame index and for
 // decoding frames in parallel (one FrameDecoder per in-flight frame; each owns a ZSTD_DCtx and a buffer).
 //
-// Every frame is held whole, whatever its header declares (ArtifactDecoder streams frames without a declared
+// Every frame is held whole, whatever its header declares (FrameWalker streams frames without a declared
 // size instead): it is decompressed completely and its checksum, if it has one, verified before any event is
 // appended, so a damaged frame appends nothing. The window is capped (a window above window_log_max is
 // too_large); the buffer grows with the bytes actually decompressed, never from the declared content size,

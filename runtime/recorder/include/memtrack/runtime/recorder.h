@@ -51,7 +51,7 @@ struct ProcessNote {
 };
 
 // A diagnostic the preload wrote to the recorder instead of the program's stderr (docs/RUNTIME.md,
-// "Diagnostics"): its text ("memtrack: ..."), the pids that wrote it (in order of first line) and how many
+// "Diagnostics"): its text, the pids that wrote it (in order of first line) and how many
 // lines said it.
 struct PreloadMessage {
   std::string text;
@@ -61,11 +61,15 @@ struct PreloadMessage {
 
 struct RecordResult {
   int exit_status = 0;  // the command's exit status, or 128 + signal number when a signal killed it
-  std::string output_path;
+  int command_signal = 0;  // the signal that killed the command, or 0
+  std::string output_path;  // where the artifact is
+  // Not empty: the target, which another file took while recording (another recorder's, given the same
+  // target); output_path is then beside it (runtime/recorder/src/output_file.h) and the other file untouched.
+  std::string target_taken;
   std::uint64_t events = 0;
   std::uint64_t artifact_bytes = 0;
   std::uint64_t peak_heap_bytes = 0;      // peak of live malloc-family bytes across all recorded processes
-  std::uint64_t processes = 0;            // distinct pids in the recorded events
+  std::uint64_t processes = 0;            // processes recorded (with events or lifecycle records), as in stats
   std::uint64_t abandoned_slots = 0;      // tickets whose thread died (killed, or replaced by exec) unfilled
   codec::Status status;                   // artifact write failures
   std::vector<ProcessNote> left_running;  // still running when the recording ended (not waited for)
@@ -91,6 +95,10 @@ struct SpawnError : std::runtime_error {
         exit_status(error == ENOENT || error == ENOTDIR ? 127 : 126) {}
   int exit_status;
 };
+
+// The file posix_spawnp and execvp run for `file`: `file` itself when it contains a '/', else the first
+// executable one of PATH's directories (PATH unset: /bin:/usr/bin, glibc's default); empty when none is.
+std::string find_command(const std::string& file);
 
 // Throws std::runtime_error when recording cannot start (no preload library, the output cannot be created,
 // ring creation failure), SpawnError when the command cannot be started; in both cases the command has not

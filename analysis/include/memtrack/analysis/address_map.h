@@ -1,34 +1,52 @@
-// A map from address to block size for live-heap accounting (`memtrack stats`, and the recorder's peak-heap
-// summary): open addressing with linear probing and backward-shift deletion, one flat array, no node per
-// block. std::unordered_map's node allocation and pointer chasing made the (serial, in-order) live-heap stage
-// the bottleneck of parallel `stats`. Here, in codec, because both the tools and the runtime use it.
+// A map from address to block size (and optionally a 32-bit payload per block), LiveHeap's table of live
+// blocks (live_heap.h): open addressing with linear probing and backward-shift deletion, one flat array, no
+// node per block. std::unordered_map's node allocation and pointer chasing made the (serial, in-order)
+// live-heap stage the bottleneck of parallel `stats`.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
-namespace memtrack::codec {
+namespace memtrack::analysis {
 
 class AddressMap {
  public:
   AddressMap() : slots_(kInitialSlots) {}
 
-  // Inserts or overwrites; returns the previous size through `old_size` when the address was present.
+  // Gives every entry a 32-bit payload (0 unless set), kept in a table beside the slots so that a map
+  // without payloads stays as small and fast as before. Only on an empty map.
+  void enable_payload() { payload_.assign(slots_.size(), 0); }
+  [[nodiscard]] bool has_payload() const { return !payload_.empty(); }
+
+  // Inserts or overwrites; returns the previous size (and payload) through `old_size` when the address was
+  // present.
   bool insert(std::uint64_t addr, std::uint64_t size, std::uint64_t& old_size) {
-    if (addr == kEmpty) return put_special(size, old_size);
+    std::uint32_t ignored = 0;
+    return insert(addr, size, 0, old_size, ignored);
+  }
+  bool insert(std::uint64_t addr, std::uint64_t size, std::uint32_t payload, std::uint64_t& old_size,
+              std::uint32_t& old_payload) {
+    if (addr == kEmpty) {
+      old_payload = special_payload_;
+      special_payload_ = payload;
+      return put_special(size, old_size);
+    }
     if ((count_ + 1) * max_load_divisor() > slots_.size()) grow();
     std::size_t i = home(addr);
     for (;; i = next(i)) {
       Slot& s = slots_[i];
       if (s.addr == kEmpty) {
         s = {addr, size};
+        if (!payload_.empty()) payload_[i] = payload;
         ++count_;
         return false;
       }
       if (s.addr == addr) {
         old_size = s.size;
         s.size = size;
+        if (!payload_.empty()) old_payload = std::exchange(payload_[i], payload);
         return true;
       }
     }
@@ -36,10 +54,15 @@ class AddressMap {
 
   // Removes the address; returns false if it was not there.
   bool erase(std::uint64_t addr, std::uint64_t& size) {
+    std::uint32_t ignored = 0;
+    return erase(addr, size, ignored);
+  }
+  bool erase(std::uint64_t addr, std::uint64_t& size, std::uint32_t& payload) {
     if (addr == kEmpty) {
       if (!has_special_) return false;
       has_special_ = false;
       size = special_size_;
+      payload = special_payload_;
       return true;
     }
     std::size_t i = home(addr);
@@ -48,6 +71,8 @@ class AddressMap {
       if (slots_[i].addr == addr) break;
     }
     size = slots_[i].size;
+    const bool with_payload = !payload_.empty();
+    if (with_payload) payload = payload_[i];
     // Backward shift: pull later entries of the probe run into the hole, so lookups never need tombstones.
     std::size_t hole = i;
     for (std::size_t j = next(hole);; j = next(j)) {
@@ -57,6 +82,7 @@ class AddressMap {
       const bool stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
       if (!stays) {
         slots_[hole] = slots_[j];
+        if (with_payload) payload_[hole] = payload_[j];
         hole = j;
       }
     }
@@ -80,6 +106,14 @@ class AddressMap {
     for (Slot& s : slots_)
       if (s.addr != kEmpty) f(s.size);
     if (has_special_) f(special_size_);
+  }
+
+  // Calls f(addr, size, payload) on every entry, in no particular order.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i].addr != kEmpty) f(slots_[i].addr, slots_[i].size, payload_.empty() ? 0u : payload_[i]);
+    if (has_special_) f(kEmpty, special_size_, special_payload_);
   }
 
   [[nodiscard]] std::size_t size() const { return count_ + (has_special_ ? 1 : 0); }
@@ -112,11 +146,18 @@ class AddressMap {
   void grow() {
     std::vector<Slot> old(slots_.size() * 2);
     old.swap(slots_);
+    std::vector<std::uint32_t> old_payload;
+    if (!payload_.empty()) {
+      old_payload.swap(payload_);
+      payload_.assign(slots_.size(), 0);
+    }
     --shift_;
     count_ = 0;
     std::uint64_t ignored = 0;
-    for (const Slot& s : old) {
-      if (s.addr != kEmpty) insert(s.addr, s.size, ignored);
+    std::uint32_t ignored_payload = 0;
+    for (std::size_t i = 0; i < old.size(); ++i) {
+      if (old[i].addr != kEmpty)
+        insert(old[i].addr, old[i].size, old_payload.empty() ? 0u : old_payload[i], ignored, ignored_payload);
     }
   }
 
@@ -130,10 +171,12 @@ class AddressMap {
   }
 
   std::vector<Slot> slots_;
+  std::vector<std::uint32_t> payload_;  // beside slots_, when enabled
+  std::uint32_t special_payload_ = 0;
   int shift_ = 64 - 10;  // log2(kInitialSlots) = 10
   std::size_t count_ = 0;
   bool has_special_ = false;
   std::uint64_t special_size_ = 0;
 };
 
-}  // namespace memtrack::codec
+}  // namespace memtrack::analysis

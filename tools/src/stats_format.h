@@ -2,6 +2,7 @@
 // one JSON document. Both list every pid of the counts, in pid order, and skip empty size buckets.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,15 @@ namespace memtrack::tools {
 std::string format_stats_table(const analysis::Stats& stats, const analysis::SitesResult* leaks = nullptr);
 std::string format_stats_json(const analysis::Stats& stats, const analysis::SitesResult* leaks = nullptr);
 
-// JSON strings (and arrays of them) of bytes that need not be UTF-8: invalid sequences become U+FFFD, so a
-// document always parses (also `decode --context`'s records).
-std::string json_string(const std::string& in);
-std::string json_strings(const std::vector<std::string>& v);
+// Block totals both the stats table and the report's summary print.
+struct BlockTotals {
+  std::uint64_t count = 0, bytes = 0;
+};
+// What every pid still holds at the end (the leaks).
+BlockTotals still_live_at_end(const analysis::Stats& s);
+// What exec'd images held when they were replaced (not leaks).
+BlockTotals freed_by_exec(const analysis::Stats& s);
+// Fork children's copies of their parents' blocks, held unchanged when they exited: not leaks (live_heap.h).
+BlockTotals inherited_at_exit(const analysis::Stats& s);
 
 }  // namespace memtrack::tools

@@ -1,13 +1,13 @@
 // AddressMap against std::map under random inserts, overwrites and erases, with the table growing and
 // probe runs wrapping around its end (backward-shift deletion is where such maps go wrong).
-#include "memtrack/codec/address_map.h"
+#include "memtrack/analysis/address_map.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
 
-namespace memtrack::codec {
+namespace memtrack::analysis {
 namespace {
 
 TEST(AddressMap, MatchesStdMapUnderRandomOperations) {
@@ -49,4 +49,4 @@ TEST(AddressMap, MatchesStdMapUnderRandomOperations) {
 }
 
 }  // namespace
-}  // namespace memtrack::codec
+}  // namespace memtrack::analysis

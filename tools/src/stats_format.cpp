@@ -1,9 +1,10 @@
-#include "stats.h"
+#include "stats_format.h"
 
 #include <cinttypes>
 #include <cstdio>
 #include <set>
 
+#include "json_writer.h"
 #include "top_format.h"
 #include "units.h"
 
@@ -21,12 +22,6 @@ using codec::EventKind;
 namespace {
 
 std::string u64(std::uint64_t v) { return std::to_string(v); }
-
-std::string seconds(std::uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6f s", static_cast<double>(ns) / 1e9);
-  return buf;
-}
 
 std::uint64_t duration(const EventCounts& c) { return c.events == 0 ? 0 : c.last_timestamp - c.first_timestamp; }
 
@@ -52,62 +47,7 @@ std::string bucket_label(std::size_t k) {
 
 }  // namespace
 
-// A JSON string. Command lines and paths are bytes, not necessarily UTF-8: bytes that are not part of a valid
-// UTF-8 sequence become U+FFFD, so the document always parses.
-std::string json_string(const std::string& in) {
-  std::string o = "\"";
-  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
-  const std::size_t n = in.size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-      ++i;
-    } else if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-      ++i;
-    } else if (c < 0x80) {
-      o += static_cast<char>(c);
-      ++i;
-    } else {
-      // Length and range of a well-formed sequence (RFC 3629: no overlongs, no surrogates, <= U+10FFFF).
-      std::size_t len = 0;
-      unsigned char lo = 0x80, hi = 0xBF;
-      if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-      else if (c >= 0xE0 && c <= 0xEF)
-        len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-      else if (c >= 0xF0 && c <= 0xF4)
-        len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-      bool ok = len != 0 && i + len <= n && p[i + 1] >= lo && p[i + 1] <= hi;
-      for (std::size_t k = 2; ok && k < len; ++k) ok = p[i + k] >= 0x80 && p[i + k] <= 0xBF;
-      if (ok) {
-        o.append(in, i, len);
-        i += len;
-      } else {
-        o += "\xEF\xBF\xBD";
-        ++i;
-      }
-    }
-  }
-  return o + "\"";
-}
-
-std::string json_strings(const std::vector<std::string>& v) {
-  std::string o = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + json_string(v[i]);
-  return o + "]";
-}
-
 namespace {
-
-template <class T>
-std::string json_optional(const std::optional<T>& v) {
-  return v ? std::to_string(*v) : "null";
-}
 
 // A command line as a person reads it, the way a shell would take it back: words joined by spaces, a word
 // with a space, a quote or nothing in single quotes (double quotes if it holds a single quote), and control
@@ -152,29 +92,6 @@ std::string end_cell(const ProcessImage& img) {
   return "-";
 }
 
-struct BlockTotals {
-  std::uint64_t count = 0, bytes = 0;
-};
-
-// One of ProcessImage's block counters summed over every image.
-BlockTotals sum_images(const Stats& s, std::uint64_t ProcessImage::*count, std::uint64_t ProcessImage::*bytes) {
-  BlockTotals t;
-  for (const ProcessImage& img : s.heap.images()) {
-    t.count += img.*count;
-    t.bytes += img.*bytes;
-  }
-  return t;
-}
-
-BlockTotals freed_by_exec(const Stats& s) {
-  return sum_images(s, &ProcessImage::freed_by_exec_count, &ProcessImage::freed_by_exec_bytes);
-}
-
-// Fork children's copies of their parents' blocks, held unchanged when they exited: not leaks (live_heap.h).
-BlockTotals inherited_at_exit(const Stats& s) {
-  return sum_images(s, &ProcessImage::inherited_at_exit_count, &ProcessImage::inherited_at_exit_bytes);
-}
-
 // An image's command in the table: a fork child that did not exec runs its parent's, an untracked image has
 // only its executable.
 std::string image_command(const ProcessImage& img) {
@@ -204,6 +121,37 @@ std::string notes(const Stats& s) {
 
 }  // namespace
 
+namespace {
+
+// One of ProcessImage's block counters summed over every image.
+BlockTotals sum_images(const Stats& s, std::uint64_t ProcessImage::*count, std::uint64_t ProcessImage::*bytes) {
+  BlockTotals t;
+  for (const ProcessImage& img : s.heap.images()) {
+    t.count += img.*count;
+    t.bytes += img.*bytes;
+  }
+  return t;
+}
+
+}  // namespace
+
+BlockTotals still_live_at_end(const Stats& s) {
+  BlockTotals t;
+  for (const auto& [pid, h] : s.heap.pids()) {
+    t.count += h.live_count;
+    t.bytes += h.live_bytes;
+  }
+  return t;
+}
+
+BlockTotals freed_by_exec(const Stats& s) {
+  return sum_images(s, &ProcessImage::freed_by_exec_count, &ProcessImage::freed_by_exec_bytes);
+}
+
+BlockTotals inherited_at_exit(const Stats& s) {
+  return sum_images(s, &ProcessImage::inherited_at_exit_count, &ProcessImage::inherited_at_exit_bytes);
+}
+
 std::string format_stats_table(const Stats& s, const analysis::SitesResult* leaks) {
   const EventCounts& c = s.counts;
   std::string out;
@@ -217,19 +165,15 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
   add("bytes allocated", u64(c.bytes_allocated) + " (" + human_bytes(c.bytes_allocated) + ")");
   add("peak live heap", u64(s.heap.total_peak_bytes()) + " (" + human_bytes(s.heap.total_peak_bytes()) + ") at " +
                             since_start(c, s.heap.total_peak_timestamp()));
-  std::uint64_t leak_count = 0, leak_bytes = 0;
-  for (const auto& [pid, h] : s.heap.pids()) {
-    leak_count += h.live_count;
-    leak_bytes += h.live_bytes;
-  }
+  const BlockTotals live = still_live_at_end(s);
   add("still live at end",
-      u64(leak_count) + " blocks, " + u64(leak_bytes) + " bytes (" + human_bytes(leak_bytes) + ")");
+      counted(live.count, "block") + ", " + u64(live.bytes) + " bytes (" + human_bytes(live.bytes) + ")");
   if (s.has_context()) {
     const BlockTotals ex = freed_by_exec(s);
-    add("freed by exec", u64(ex.count) + " blocks, " + u64(ex.bytes) + " bytes (" + human_bytes(ex.bytes) + ")");
+    add("freed by exec", counted(ex.count, "block") + ", " + u64(ex.bytes) + " bytes (" + human_bytes(ex.bytes) + ")");
     // Only when there are some: the table of an artifact without fork children that exited is unchanged.
     if (const BlockTotals inh = inherited_at_exit(s); inh.count != 0)
-      add("inherited at exit", u64(inh.count) + " blocks, " + u64(inh.bytes) + " bytes (" + human_bytes(inh.bytes) +
+      add("inherited at exit", counted(inh.count, "block") + ", " + u64(inh.bytes) + " bytes (" + human_bytes(inh.bytes) +
                                    "): fork children's copies of their parents' blocks, not leaks");
     std::uint64_t exited = 0;
     for (const ProcessImage& img : s.heap.images()) exited += img.end == ProcessImage::End::exit ? 1 : 0;
@@ -308,55 +252,48 @@ namespace {
 
 // A pid's images in JSON (the keys a pid entry adds with context): its last image's command, and every
 // image with its own numbers.
-std::string image_json(const Stats& s, std::int32_t pid) {
-  std::string o;
+void image_json(JsonWriter& j, const Stats& s, std::int32_t pid) {
   const ProcessImage* last = nullptr;
-  std::string images;
+  for (const ProcessImage& img : s.heap.images())
+    if (img.pid == pid) last = &img;
+  j.key("command");
+  if (last)
+    j.strs(last->argv);
+  else
+    j.null();
+  j.key("images").begin_array();
   for (const ProcessImage& img : s.heap.images()) {
     if (img.pid != pid) continue;
-    last = &img;
     const PidHeap& h = img.heap;
-    images += images.empty() ? "{" : ",{";
-    images += "\"image\":" + u64(img.image) + ",\"ppid\":" + json_optional(img.ppid) +
-              ",\"forked\":" + (img.forked ? "true" : "false") + ",\"executable\":" + json_string(img.executable) +
-              ",\"argv\":" + json_strings(img.argv) + ",\"end\":\"" + end_name(img.end) + "\"" +
-              ",\"exit_status\":" + json_optional(img.exit_status) +
-              ",\"exit_signal\":" + json_optional(img.exit_signal) + ",\"events\":" + u64(h.events) +
-              ",\"peak_live_bytes\":" + u64(h.peak_bytes) + ",\"peak_live_timestamp\":" + u64(h.peak_timestamp) +
-              ",\"leaked_count\":" + u64(h.live_count) + ",\"leaked_bytes\":" + u64(h.live_bytes) +
-              ",\"peak_mapped_bytes\":" + u64(h.peak_mapped_bytes) + ",\"unmatched_frees\":" + u64(h.unmatched_frees) +
-              ",\"inherited_count\":" + u64(img.inherited_count) + ",\"inherited_bytes\":" + u64(img.inherited_bytes) +
-              ",\"inherited_at_exit_count\":" + u64(img.inherited_at_exit_count) +
-              ",\"inherited_at_exit_bytes\":" + u64(img.inherited_at_exit_bytes) +
-              ",\"untracked\":" + (img.untracked.empty() ? std::string("null") : json_string(img.untracked)) +
-              ",\"freed_by_exec_count\":" + u64(img.freed_by_exec_count) +
-              ",\"freed_by_exec_bytes\":" + u64(img.freed_by_exec_bytes) + "}";
+    j.begin_object().member("image", img.image).key("ppid").num(img.ppid).member("forked", img.forked);
+    j.member("executable", img.executable).key("argv").strs(img.argv).member("end", end_name(img.end));
+    j.key("exit_status").num(img.exit_status).key("exit_signal").num(img.exit_signal).member("events", h.events);
+    j.member("peak_live_bytes", h.peak_bytes).member("peak_live_timestamp", h.peak_timestamp);
+    j.member("leaked_count", h.live_count).member("leaked_bytes", h.live_bytes);
+    j.member("peak_mapped_bytes", h.peak_mapped_bytes).member("unmatched_frees", h.unmatched_frees);
+    j.member("inherited_count", img.inherited_count).member("inherited_bytes", img.inherited_bytes);
+    j.member("inherited_at_exit_count", img.inherited_at_exit_count);
+    j.member("inherited_at_exit_bytes", img.inherited_at_exit_bytes);
+    j.key("untracked").str_or_null(img.untracked);
+    j.member("freed_by_exec_count", img.freed_by_exec_count).member("freed_by_exec_bytes", img.freed_by_exec_bytes);
+    j.end_object();
   }
-  o += ",\"command\":" + (last ? json_strings(last->argv) : std::string("null"));
-  o += ",\"images\":[" + images + "]";
-  return o;
+  j.end_array();
 }
 
 }  // namespace
 
 std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks) {
   const EventCounts& c = s.counts;
-  std::string o = "{";
-  o += "\"events\":" + u64(c.events);
-  o += ",\"first_timestamp\":" + u64(c.events == 0 ? 0 : c.first_timestamp);
-  o += ",\"last_timestamp\":" + u64(c.last_timestamp);
-  o += ",\"duration_ns\":" + u64(duration(c));
-  o += ",\"bytes_allocated\":" + u64(c.bytes_allocated);
-  o += ",\"brk_bytes\":" + u64(c.brk_bytes);
-  o += ",\"peak_live_bytes\":" + u64(s.heap.total_peak_bytes());
-  o += ",\"peak_live_timestamp\":" + u64(s.heap.total_peak_timestamp());
-  o += ",\"by_kind\":{";
-  for (std::size_t k = 1; k < kKinds; ++k) {
-    if (k > 1) o += ",";
-    o += "\"" + std::string(codec::kind_name(static_cast<EventKind>(k))) + "\":" + u64(c.by_kind[k]);
-  }
-  o += "},\"pids\":[";
-  bool first = true;
+  std::string o;
+  JsonWriter j(o);
+  j.begin_object().member("events", c.events).member("first_timestamp", c.events == 0 ? 0 : c.first_timestamp);
+  j.member("last_timestamp", c.last_timestamp).member("duration_ns", duration(c));
+  j.member("bytes_allocated", c.bytes_allocated).member("brk_bytes", c.brk_bytes);
+  j.member("peak_live_bytes", s.heap.total_peak_bytes()).member("peak_live_timestamp", s.heap.total_peak_timestamp());
+  j.key("by_kind").begin_object();
+  for (std::size_t k = 1; k < kKinds; ++k) j.member(codec::kind_name(static_cast<EventKind>(k)), c.by_kind[k]);
+  j.end_object().key("pids").begin_array();
   std::uint64_t leak_count = 0, leak_bytes = 0;
   // With context, pids known only from records (a process without events) are listed too.
   std::set<std::int32_t> pids;
@@ -370,65 +307,57 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
     const PidHeap h = it == s.heap.pids().end() ? PidHeap{} : it->second;
     leak_count += h.live_count;
     leak_bytes += h.live_bytes;
-    o += first ? "{" : ",{";
-    first = false;
-    o += "\"pid\":" + std::to_string(pid) + ",\"events\":" + u64(n) + ",\"peak_live_bytes\":" + u64(h.peak_bytes) +
-         ",\"peak_live_timestamp\":" + u64(h.peak_timestamp) + ",\"leaked_count\":" + u64(h.live_count) +
-         ",\"leaked_bytes\":" + u64(h.live_bytes) + ",\"mapped_bytes\":" + u64(h.mapped_bytes) +
-         ",\"peak_mapped_bytes\":" + u64(h.peak_mapped_bytes) +
-         ",\"peak_mapped_timestamp\":" + u64(h.peak_mapped_timestamp) +
-         ",\"unmatched_frees\":" + u64(h.unmatched_frees) + ",\"unmatched_munmaps\":" + u64(h.unmatched_munmaps);
-    if (s.has_context()) o += image_json(s, pid);
-    o += "}";
+    j.begin_object().member("pid", pid).member("events", n).member("peak_live_bytes", h.peak_bytes);
+    j.member("peak_live_timestamp", h.peak_timestamp).member("leaked_count", h.live_count);
+    j.member("leaked_bytes", h.live_bytes).member("mapped_bytes", h.mapped_bytes);
+    j.member("peak_mapped_bytes", h.peak_mapped_bytes).member("peak_mapped_timestamp", h.peak_mapped_timestamp);
+    j.member("unmatched_frees", h.unmatched_frees).member("unmatched_munmaps", h.unmatched_munmaps);
+    if (s.has_context()) image_json(j, s, pid);
+    j.end_object();
   }
-  o += "],\"leaked_count\":" + u64(leak_count) + ",\"leaked_bytes\":" + u64(leak_bytes);
-  o += ",\"size_histogram\":[";
-  first = true;
+  j.end_array().member("leaked_count", leak_count).member("leaked_bytes", leak_bytes);
+  j.key("size_histogram").begin_array();
   for (std::size_t k = 0; k < kSizeBuckets; ++k) {
     if (c.size_histogram[k] == 0) continue;
-    const std::uint64_t lo = analysis::SizeHistogram::bucket_min(k), hi = analysis::SizeHistogram::bucket_max(k);
-    o += first ? "{" : ",{";
-    first = false;
-    o += "\"min\":" + u64(lo) + ",\"max\":" + u64(hi) + ",\"count\":" + u64(c.size_histogram[k]) + "}";
+    j.begin_object().member("min", analysis::SizeHistogram::bucket_min(k));
+    j.member("max", analysis::SizeHistogram::bucket_max(k)).member("count", c.size_histogram[k]).end_object();
   }
   char r[64];
   std::snprintf(r, sizeof r, "%.4f", ratio(s.file));
-  o += "],\"file\":{\"frames\":" + u64(s.file.frames) + ",\"indexed\":" + (s.file.indexed ? "true" : "false") +
-       ",\"compressed_bytes\":" + u64(s.file.compressed_bytes) +
-       ",\"msgpack_bytes\":" + u64(s.file.decompressed_bytes) + ",\"compression_ratio\":" + r + "}";
+  j.end_array().key("file").begin_object().member("frames", s.file.frames).member("indexed", s.file.indexed);
+  j.member("compressed_bytes", s.file.compressed_bytes).member("msgpack_bytes", s.file.decompressed_bytes);
+  j.key("compression_ratio").raw(r).end_object();
   if (s.has_context()) {
     const BlockTotals ex = freed_by_exec(s);
-    o += ",\"freed_by_exec_count\":" + u64(ex.count) + ",\"freed_by_exec_bytes\":" + u64(ex.bytes);
+    j.member("freed_by_exec_count", ex.count).member("freed_by_exec_bytes", ex.bytes);
     const BlockTotals inh = inherited_at_exit(s);
-    o += ",\"inherited_at_exit_count\":" + u64(inh.count) + ",\"inherited_at_exit_bytes\":" + u64(inh.bytes);
-    o += ",\"recording\":";
+    j.member("inherited_at_exit_count", inh.count).member("inherited_at_exit_bytes", inh.bytes);
+    j.key("recording");
     if (const auto& rec = s.context.recording) {
-      o += "{\"memtrack\":" + json_string(rec->memtrack_version) + ",\"command\":" + json_strings(rec->command) +
-           ",\"start_realtime_ns\":" + u64(rec->start_realtime_ns) + ",\"sections\":" + json_strings(rec->sections) +
-           ",\"pid\":" + std::to_string(rec->pid) + "}";
+      j.begin_object().member("memtrack", rec->memtrack_version).key("command").strs(rec->command);
+      j.member("start_realtime_ns", rec->start_realtime_ns).key("sections").strs(rec->sections);
+      j.member("pid", rec->pid).end_object();
     } else {
-      o += "null";
+      j.null();
     }
-    o += ",\"untracked\":[";
-    for (std::size_t i = 0; i < s.context.untracked.size(); ++i) {
-      const codec::Untracked& u = s.context.untracked[i];
-      o += std::string(i ? "," : "") + "{\"pid\":" + json_optional(u.pid) +
-           ",\"executable\":" + json_string(u.executable) + ",\"reason\":" + json_string(u.reason) + "}";
-    }
-    o += "],\"context_records_out_of_order\":" + u64(s.heap.late_records()) +
-         ",\"context_records_after_the_end\":" + u64(s.heap.pending_records());
+    j.key("untracked").array(s.context.untracked, [](JsonWriter& w, const codec::Untracked& u) {
+      w.begin_object().key("pid").num(u.pid).member("executable", u.executable).member("reason", u.reason);
+      w.end_object();
+    });
+    j.member("context_records_out_of_order", s.heap.late_records());
+    j.member("context_records_after_the_end", s.heap.pending_records());
   }
   // Whether the numbers are the lifecycle-aware ones (false: a version-1 artifact, numbers as before).
-  o += ",\"context\":" + std::string(s.has_context() ? "true" : "false");
+  j.member("context", s.has_context());
   const std::optional<bool> complete = s.complete();
-  o += ",\"complete\":" + std::string(!complete ? "null" : *complete ? "true" : "false");
-  if (leaks != nullptr) {
-    o += ",\"top_leaks\":[";
-    for (std::size_t i = 0; i < leaks->sites.size(); ++i) o += (i ? "," : "") + format_site_json(leaks->sites[i]);
-    o += "]";
-  }
-  o += "}\n";
-  return o;
+  j.key("complete");
+  if (complete)
+    j.boolean(*complete);
+  else
+    j.null();
+  if (leaks != nullptr) j.key("top_leaks").array(leaks->sites, write_site_json);
+  j.end_object();
+  return o + "\n";
 }
 
 }  // namespace memtrack::tools
