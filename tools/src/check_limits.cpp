@@ -4,7 +4,8 @@
 #include <cstdio>
 #include <limits>
 
-#include "stats.h"
+#include "json_writer.h"
+#include "stats_format.h"
 #include "units.h"
 
 namespace memtrack::tools {

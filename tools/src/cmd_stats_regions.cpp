@@ -8,7 +8,8 @@
 #include "io.h"
 #include "memtrack/analysis/run_compare.h"
 #include "recording.h"
-#include "stats.h"
+#include "json_writer.h"
+#include "stats_format.h"
 #include "units.h"
 
 namespace memtrack::tools {

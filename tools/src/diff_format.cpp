@@ -3,7 +3,8 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "stats.h"
+#include "json_writer.h"
+#include "stats_format.h"
 #include "top_format.h"
 #include "units.h"
 

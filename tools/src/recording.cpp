@@ -174,7 +174,7 @@ const analysis::ProcessImage& find_image(const analysis::Stats& stats, const std
 // One image of the file: a first pass finds it, a second reads only it.
 // Progress is shown for the second pass only.
 codec::Status read_image(int fd, const RecordingOptions& options, analysis::SiteAccumulator* sites,
-                         const analysis::PassProgressFn& progress, Recording& out) {
+                         const analysis::ProgressFn& progress, Recording& out) {
   const ArtifactBytes file(fd, out.name);
   close_fd(fd);
   analysis::Stats all;
