@@ -284,5 +284,42 @@ TEST_F(DiffTest, RegionFiguresCheckAndDiff) {
   EXPECT_EQ(diff, "first 3 5050 0 [('first', 'same')]\n");
 }
 
+// --pid-image: a recording of `sh -c 'control; diff_prog'` (three images), one image of it against the
+// recording of diff_prog alone, and check on one image.
+TEST_F(DiffTest, PidImageSelectsOneProcess) {
+  const std::string two = *dir_ + "/two.mt";
+  const auto rec = run(mt() + " record -q -o " + two + " -- /bin/sh -c '" MEMTRACK_PROGRAMS_DIR "/control; " +
+                       kPrograms + "/base/diff_prog'");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  const std::string totals = "import json,sys\nd=json.load(sys.stdin)\nt=d['totals']['delta']\n"
+                             "print([t[k] for k in ('allocations','allocated_bytes','peak_bytes','leaked_bytes')],"
+                             " sorted(s['status'] for s in d['sites']))\n";
+  // The whole recording has control's and the shell's allocations too.
+  EXPECT_NE(py(mt() + " diff --json -n 0 " + base() + " " + two, totals).substr(0, 13), "[0, 0, 0, 0] ");
+  EXPECT_EQ(py(mt() + " diff --json -n 0 --pid-image diff_prog " + base() + " " + two, totals),
+            "[0, 0, 0, 0] ['same', 'same', 'same']\n");
+
+  const Figures f = figures(base());
+  const std::string check = mt() + " check " + two + " --pid-image diff_prog --max-allocations ";
+  EXPECT_EQ(run(check + std::to_string(f.allocations)).status, 0);
+  const auto breaks = run(check + std::to_string(f.allocations - 1));
+  EXPECT_EQ(breaks.status, 1);
+  EXPECT_EQ(breaks.out, "process diff_prog: allocations " + std::to_string(f.allocations) + " > --max-allocations " +
+                            std::to_string(f.allocations - 1) + "\n");
+  // control's regions, without its forked child's events: as control recorded alone.
+  const auto region = run(mt() + " check " + two + " --pid-image control --region first --max-peak 4KiB");
+  EXPECT_EQ(region.status, 1);
+  EXPECT_EQ(region.out, "process control, region first (occurrence 1 of 2): peak heap 4.9 KiB > --max-peak 4 KiB\n");
+
+  for (const std::string& command : {"check " + two + " --max-peak 1", "diff " + two + " " + two}) {
+    const auto unknown = run(mt() + " " + command + " --pid-image nope");
+    EXPECT_EQ(unknown.status, 2) << command;
+    const std::string prefix = "memtrack " + command.substr(0, command.find(' ')) + ": no process running nope in " +
+                               two + " (images: ";
+    EXPECT_EQ(unknown.err.substr(0, prefix.size()), prefix) << unknown.err;
+    EXPECT_NE(unknown.err.find(", control, diff_prog)\n"), std::string::npos) << unknown.err;
+  }
+}
+
 }  // namespace
 }  // namespace memtrack::testing

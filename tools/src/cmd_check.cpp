@@ -17,7 +17,8 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: memtrack check FILE [--max-peak SIZE] [--max-allocated SIZE] [--max-allocations N]\n"
-    "                      [--max-leaked SIZE] [--baseline BASE --max-growth PCT] [--region NAME] [--json]\n\n"
+    "                      [--max-leaked SIZE] [--baseline BASE --max-growth PCT] [--region NAME] [--pid-image IMAGE]\n"
+    "                      [--json]\n\n"
     "Exits 0 when every limit holds; 1 with one line per limit broken (\"peak heap 3.0 MiB > --max-peak\n"
     "2 MiB\"), or when a file cannot be read; 2 for a usage error. SIZE: 24MB (10^6), 24MiB (2^20), 1.5GiB,\n"
     "or plain bytes; units B, kB, MB, GB, TB, KiB, MiB, GiB, TiB.\n\n"
@@ -31,6 +32,8 @@ constexpr const char* kHelp =
     "  --region NAME           the limits hold for every occurrence of region NAME (memtrack/control.h):\n"
     "                          its own blocks' peak, allocations, and what of them is live at its end;\n"
     "                          against a baseline, the largest occurrence of each side\n"
+    "  --pid-image IMAGE       the limits hold for the first process image of executable IMAGE (its\n"
+    "                          basename) of FILE (and of BASE): its events only, read in a second pass\n"
     "  --json                  {\"file\", \"baseline\", \"region\", \"ok\", \"limits\": [{\"option\", \"measure\",\n"
     "                          \"limit\", \"value\", \"base\", \"growth_percent\", \"where\", \"ok\"}...]}\n";
 
@@ -41,10 +44,18 @@ struct Side {
 };
 
 // 0, or the exit status after one line on stderr.
-int load(const std::string& path, const std::optional<std::string>& region, Side& side) {
-  if (const codec::Status s = read_recording(path, RecordingOptions{}, side.recording); !s.is_ok()) {
-    std::fprintf(stderr, "memtrack check: %s\n", s.message().c_str());
-    return 1;
+int load(const std::string& path, const std::optional<std::string>& region,
+         const std::optional<std::string>& pid_image, Side& side) {
+  RecordingOptions options;
+  options.pid_image = pid_image;
+  try {
+    if (const codec::Status s = read_recording(path, options, side.recording); !s.is_ok()) {
+      std::fprintf(stderr, "memtrack check: %s\n", s.message().c_str());
+      return 1;
+    }
+  } catch (const NoSuchImage& e) {
+    std::fprintf(stderr, "memtrack check: %s\n", e.what());
+    return 2;
   }
   const Recording& r = side.recording;
   if (!region) {
@@ -124,6 +135,7 @@ int run_check(int argc, char** argv) {
     }
   }
   const std::optional<std::string> region = args.value("region");
+  const std::optional<std::string> pid_image = args.value("pid-image");
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
   if (limits.empty())
@@ -131,9 +143,9 @@ int run_check(int argc, char** argv) {
   if (baseline && *baseline == "-" && files[0] == "-") throw UsageError("FILE and BASE cannot both be stdin");
 
   Side head, base;
-  if (const int rc = load(files[0], region, head); rc != 0) return rc;
+  if (const int rc = load(files[0], region, pid_image, head); rc != 0) return rc;
   if (baseline)
-    if (const int rc = load(*baseline, region, base); rc != 0) return rc;
+    if (const int rc = load(*baseline, region, pid_image, base); rc != 0) return rc;
 
   std::vector<LimitResult> results;
   for (const Limit& l : limits) {
@@ -141,8 +153,9 @@ int run_check(int argc, char** argv) {
     std::optional<std::uint64_t> b;
     if (l.growth) b = base.runs[worst(base, l.measure)].of(l.measure);
     LimitResult r = evaluate(l, head.runs[w].of(l.measure), b);
+    if (pid_image) r.where = "process " + *pid_image;
     if (region) {
-      r.where = "region " + *region;
+      r.where += (r.where.empty() ? "" : ", ") + std::string("region ") + *region;
       if (head.runs.size() > 1 || !r.ok)
         r.where +=
             " (occurrence " + std::to_string(head.occurrence[w]) + " of " + std::to_string(head.runs.size()) + ")";

@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: memtrack diff BASE HEAD [--json | --markdown] [-n N] [--by peak|allocated|count|leaked|temporary]\n"
-    "                     [--region NAME]\n\n"
+    "                     [--region NAME] [--pid-image IMAGE]\n\n"
     "Compares two recordings (one of them may be - for stdin): the totals side by side with the change\n"
     "(allocations, bytes allocated, peak heap and when, leaked, temporary allocations, processes), then the\n"
     "allocation sites whose figures changed most, then the processes and the regions.\n\n"
@@ -25,6 +25,8 @@ constexpr const char* kHelp =
     "                  allocated, count, leaked or temporary (top --help)\n"
     "  -n N            the first N sites (default 10; 0: all)\n"
     "  --region NAME   compare only region NAME of each recording (stats --help: its occurrences summed)\n"
+    "  --pid-image IMAGE  compare only the first process image of executable IMAGE (its basename) of each\n"
+    "                  recording: its events (read in a second pass), its regions\n"
     "  --json          {\"totals\": {\"base\", \"head\", \"delta\", \"percent\"}, \"sites\": [{\"stack\", \"base\",\n"
     "                  \"head\", \"delta\", \"status\"}...], \"site_counts\", \"processes\": [...], \"regions\": "
     "[...]}\n"
@@ -54,6 +56,7 @@ int run_diff(int argc, char** argv) {
   std::size_t limit = 10;
   if (const auto n = args.value("n", "n")) limit = static_cast<std::size_t>(parse_int("-n", *n, 0, INT64_MAX));
   options.region = args.value("region");
+  options.pid_image = args.value("pid-image");
   const auto files = args.positionals();
   if (files.size() != 2) throw UsageError(files.size() < 2 ? "expected BASE and HEAD" : "more than two files");
   if (files[0] == "-" && files[1] == "-") throw UsageError("BASE and HEAD cannot both be stdin");
@@ -61,9 +64,14 @@ int run_diff(int argc, char** argv) {
   Recording base, head;
   for (Recording* r : {&base, &head}) {
     const std::string& path = r == &base ? files[0] : files[1];
-    if (const codec::Status s = read_recording(path, options, *r); !s.is_ok()) {
-      std::fprintf(stderr, "memtrack diff: %s\n", s.message().c_str());
-      return 1;
+    try {
+      if (const codec::Status s = read_recording(path, options, *r); !s.is_ok()) {
+        std::fprintf(stderr, "memtrack diff: %s\n", s.message().c_str());
+        return 1;
+      }
+    } catch (const NoSuchImage& e) {
+      std::fprintf(stderr, "memtrack diff: %s\n", e.what());
+      return 2;
     }
     if (options.region && r->region_occurrences == 0) {
       std::fprintf(stderr, "memtrack diff: %s has no region '%s'\n", r->name.c_str(), options.region->c_str());

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,21 @@ struct Recording {
 
 struct RecordingOptions {
   std::optional<std::string> region;  // only the region's part (regions.h's filter); missing: an error
+  // Only the first process image whose executable's basename is this (a second pass, after a first one finds
+  // the image): its events, and the context records but other pids' lifecycle and region records.
+  std::optional<std::string> pid_image;
   bool sites = false;
   analysis::SiteOrder order = analysis::SiteOrder::peak;
 };
 
+// No image of RecordingOptions::pid_image: a usage error of the command (exit status 2).
+struct NoSuchImage : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Reads `path` ("-": stdin). Not ok: the file is damaged (nothing is kept: a prefix would read as the
-// recording); the message says what and where. Throws std::runtime_error when it cannot be opened.
+// recording); the message says what and where. Throws std::runtime_error when it cannot be opened, NoSuchImage
+// ("no process running IMAGE in FILE (images: ...)") when it has no image of options.pid_image.
 codec::Status read_recording(const std::string& path, const RecordingOptions& options, Recording& out);
 
 }  // namespace memtrack::tools
