@@ -178,7 +178,7 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
     std::uint64_t exited = 0;
     for (const ProcessImage& img : s.heap.images()) exited += img.end == ProcessImage::End::exit ? 1 : 0;
     add("processes",
-        u64(s.heap.pids().size()) + " (" + u64(s.heap.images().size()) + " images, " + u64(exited) + " exited)");
+        u64(s.heap.pids().size()) + " (" + counted(s.heap.images().size(), "image") + ", " + u64(exited) + " exited)");
     if (s.context.recording) add("command", command_line(s.context.recording->command, ""));
     for (const codec::Untracked& u : s.context.untracked)
       add("untracked", (u.pid ? "pid " + std::to_string(*u.pid) + " " : std::string()) +
