@@ -64,8 +64,7 @@ void index_children(CuIndex& cu, Dwarf_Die* parent_die, std::uint32_t parent, st
     } else if (tag == DW_TAG_lexical_block || tag == DW_TAG_namespace || tag == DW_TAG_module ||
                tag == DW_TAG_try_block || tag == DW_TAG_catch_block) {
       index_children(cu, &child, parent, depth, in_function, scope);
-    } else if (in_function &&
-               (tag == DW_TAG_structure_type || tag == DW_TAG_class_type || tag == DW_TAG_union_type)) {
+    } else if (in_function && (tag == DW_TAG_structure_type || tag == DW_TAG_class_type || tag == DW_TAG_union_type)) {
       // A local class or a lambda's closure type: GCC nests its member functions' definitions (a lambda's
       // operator()) in it. At namespace level, classes hold only declarations (definitions refer to them
       // with DW_AT_specification), and skipping them spares most of a C++ unit's DIEs.
