@@ -1,46 +1,7 @@
-// The live-heap model: which heap blocks and mappings each process holds, event by event, and the peaks.
-// The one model behind the recorder's summary line and `memtrack stats`.
-//
-// Rules (docs/FORMAT.md "Meaning"; which kinds allocate is event_kinds.h):
-// - The live heap of a process image is the bytes of its allocating events not yet released. Free releases
-//   its address; Realloc releases old_addr (when present) and then adds addr. Addresses are per process
-//   (separate address spaces). An allocation at an address already live (a missed free) replaces it; a
-//   release of an unknown address counts as an unmatched free.
-// - Mmap/Munmap are tracked separately as mapped bytes, by address range (a munmap may cut part of a
-//   mapping; a mapping over an old one replaces the overlap, as the kernel does).
-// - Brk is not heap; its pid still appears in pids().
-// - Peaks are sampled after every event (and every lifecycle record), per image and for the global sum.
-// - Live and mapped bytes are exact while they stay below 2^64 and every block below 2^62 bytes (a larger
-//   block counts as 2^62 - 1): only hostile input exceeds either.
-//
-// Lifecycle (docs/FORMAT.md "Context section"), from the records given to add_context():
-// - Without any record (version 1 artifacts), every pid is one image, alive from its first event to the end
-//   of the trace: the numbers of the first release of this model, exactly.
-// - ProcessStart: a new image for the pid (a pid reused after an exit gets a new row). If its parent has a
-//   current image, the child is a fork: it starts with a copy of the parent's live blocks and mappings
-//   (inherited_*; its frees of them match) and runs the parent's image (forked = true, the parent's command).
-// - Exec: the pid's image ends (end = exec): its live blocks and mappings are gone with its address space,
-//   not leaked; they are counted in freed_by_exec_* and its live_* drop to 0. A new image row follows. An
-//   Exec on an image that has neither events nor inherited blocks yet (the first image, right after its
-//   ProcessStart) only names that image.
-// - ProcessExit: the image ends (end = exit); what it still holds is its leaks (live_* stay), except the
-//   blocks it inherited at its fork and still holds unchanged (never freed nor reallocated by it): the parent
-//   allocated those (they are the parent's leaks if the parent never frees them) and they vanish with the
-//   child's address space. They are counted in inherited_at_exit_* and left out of live_*. A block the child
-//   allocated, or reallocated from an inherited one, is its own. (An image still running keeps its inherited
-//   copies in live_*: more events could free them. A pid reused without an exit ends its image as an exit.)
-// - Untracked (reason "static", "setuid" or "no-access", with a pid that has a current image): the pid execs an image
-//   memtrack cannot track (the recorder notes it just before the execve). Like an Exec: the image ends
-//   (end = exec, freed_by_exec_*) and the next row is the untracked image (executable from the record, no
-//   argv, untracked = the reason, no events), which ends at the pid's ProcessExit. On an image that has
-//   neither events nor inherited blocks, it only names that image. If that execve failed, the process's
-//   later events land in the untracked row (its frees of older blocks unmatched): the record cannot tell.
-//   Other Untracked records (no pid, "left-running") are ignored here (Stats lists them all).
-// - The global live heap (total_*) is the sum over images that are alive (not ended). A block a fork child
-//   inherited is counted once, by the parent that still holds it, until the parent releases that address or
-//   its image ends; then the child's copy counts (copy-on-write pages are one page until one side lets go;
-//   after the parent is gone, each child holding the copy counts it, an overestimate only for several
-//   children sharing what a dead parent left them).
+// The live-heap model: which heap blocks and mappings each process image holds, event by event, and the
+// peaks; the one model behind every command's heap figures and the recorder's summary line. Its rules (what
+// a free, a realloc, a fork, an exec and an exit do to the books, what counts as leaked) are in
+// docs/ACCOUNTING.md; which kinds allocate is event_kinds.h.
 //
 // Memory: one table entry per live block per image; a fork child copies its parent's table once (its tags
 // are two bits of each stored size, no second table), its mappings too.

@@ -48,8 +48,8 @@ inline constexpr std::size_t kContextHeaderBytes = 16;
 // A reader refuses a context payload that declares more than this (a decompressed size is allocated once).
 inline constexpr std::size_t kMaxContextPayloadBytes = std::size_t{64} << 20;
 
-// The position of a record in the event stream: the global index of the first event after the point the
-// record describes (every later event of the pid has an index >= event).
+// What was recorded, by whom, when: once per artifact, in the first context frame, without a position
+// (docs/FORMAT.md, the `Recording` row).
 struct RecordingInfo {
   std::string memtrack_version;
   std::vector<std::string> command;
@@ -60,6 +60,8 @@ struct RecordingInfo {
   friend bool operator==(const RecordingInfo&, const RecordingInfo&) = default;
 };
 
+// The lifecycle records below carry a position, `event`: the global index of the first event after the point
+// the record describes (every later event of the pid has an index >= event).
 struct ProcessStart {
   std::int32_t pid = 0;
   std::int32_t ppid = 0;
@@ -89,7 +91,7 @@ struct ProcessExit {
 struct Untracked {
   std::optional<std::int32_t> pid;
   std::string executable;
-  std::string reason;  // "setuid", "static", "environment-cleared", "left-running", ...
+  std::string reason;  // "setuid", "static", "no-access" (an image) or "left-running" (a process)
   std::uint64_t event = 0;
   friend bool operator==(const Untracked&, const Untracked&) = default;
 };
