@@ -223,12 +223,8 @@
     return {px: px, py: py, max: max};
   }
 
-  function renderTimeline(sec) {
-    const tl = data.timeline;
-    if (!tl || typeof tl !== 'object') {
-      sec.appendChild(missingBox(reason('timeline', 'No memory timeline in this report: the report was generated without one (the recording may have no heap events).'), 'timeline'));
-      return;
-    }
+  // The timeline's series, markers, regions and peak, and the time range they span.
+  function timelineModel(tl) {
     const whole = [makeSeries('live heap', '#2f6fdf', tl.t_ns, tl.heap, true), makeSeries('mapped', '#d9822b', tl.t_ns, tl.mapped, false)].filter(Boolean);
     const procs = Array.isArray(tl.processes) ? tl.processes : [];
     const perProcess = procs.map((p, i) => makeSeries((p.label ? p.label + ' ' : '') + '(pid ' + p.pid + ')',
@@ -253,215 +249,248 @@
     for (const s of whole.concat(perProcess)) if (s.n) fullLo = Math.min(fullLo, s.t[0]);
     fullLo = Math.min(isFinite(fullLo) ? fullLo : 0, 0);
     if (!(fullHi > fullLo)) fullHi = fullLo + 1;
+    return {tl: tl, whole: whole, perProcess: perProcess, markers: markers, regions: regions, peak: peak,
+            fullLo: fullLo, fullHi: fullHi};
+  }
 
-    if (!whole.length && !perProcess.length) {
-      sec.appendChild(missingBox(reason('timeline', 'The timeline has no samples (no t_ns/heap arrays).'), 'timeline'));
-      return;
-    }
-    const state = {view: whole.length ? 'whole' : 'process', x0: fullLo, x1: fullHi, mapped: true};
+  // The view buttons, the mapped-bytes toggle and the reset button above the chart.
+  function timelineControls(sec, c) {
     const controls = bar(sec);
-    const viewButtons = {
-      whole: button(controls, 'Whole recording', () => setView('whole'), {'aria-pressed': 'false'}),
-      process: button(controls, 'Per process', () => setView('process'), {'aria-pressed': 'false'}),
+    c.viewButtons = {
+      whole: button(controls, 'Whole recording', () => timelineSetView(c, 'whole'), {'aria-pressed': 'false'}),
+      process: button(controls, 'Per process', () => timelineSetView(c, 'process'), {'aria-pressed': 'false'}),
     };
-    if (!whole.length) { viewButtons.whole.disabled = true; viewButtons.whole.title = 'No whole-recording series in this report'; }
-    if (!perProcess.length) {
-      viewButtons.process.disabled = true;
-      viewButtons.process.title = reason('timeline.processes', 'No per-process series in this report');
+    if (!c.whole.length) { c.viewButtons.whole.disabled = true; c.viewButtons.whole.title = 'No whole-recording series in this report'; }
+    if (!c.perProcess.length) {
+      c.viewButtons.process.disabled = true;
+      c.viewButtons.process.title = reason('timeline.processes', 'No per-process series in this report');
     }
     // Mapped bytes can dwarf the heap (a big arena, a mapped file): hiding them rescales the chart to the heap.
-    const mappedToggle = el('label', {class: 'mt-note'});
+    c.mappedToggle = el('label', {class: 'mt-note'});
     const mappedBox = el('input', {type: 'checkbox', id: 'mt-show-mapped'});
     mappedBox.checked = true;
-    mappedBox.addEventListener('change', () => { state.mapped = mappedBox.checked; draw(); });
-    mappedToggle.appendChild(mappedBox);
-    mappedToggle.appendChild(document.createTextNode(' mapped bytes'));
-    if (whole.some((s) => s.name === 'mapped')) controls.appendChild(mappedToggle);
+    mappedBox.addEventListener('change', () => { c.state.mapped = mappedBox.checked; timelineDraw(c); });
+    c.mappedToggle.appendChild(mappedBox);
+    c.mappedToggle.appendChild(document.createTextNode(' mapped bytes'));
+    if (c.whole.some((s) => s.name === 'mapped')) controls.appendChild(c.mappedToggle);
     controls.appendChild(el('span', {class: 'mt-spacer'}));
-    const resetButton = button(controls, 'Reset zoom', () => zoom(fullLo, fullHi));
-    resetButton.disabled = true;
+    c.resetButton = button(controls, 'Reset zoom', () => timelineZoom(c, c.fullLo, c.fullHi));
+    c.resetButton.disabled = true;
+  }
 
-    const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
-    svg.setAttribute('class', 'mt-chart');
-    svg.setAttribute('id', 'mt-chart');
-    svg.setAttribute('role', 'img');
-    svg.setAttribute('aria-label', 'Memory over time');
-    sec.appendChild(svg);
-    const legend = el('div', {class: 'mt-legend'});
-    sec.appendChild(legend);
-    const notes = el('p', {class: 'mt-note'});
-    sec.appendChild(notes);
+  const TIMELINE_MARGIN = {l: 74, r: 18, t: 20, b: 26};
 
-    const M = {l: 74, r: 18, t: 20, b: 26};
-    const laneH = regions.length ? 18 : 0;
-    let geo = null;  // the last drawing's scales, for hover and brushing
+  function timelineShown(c) {
+    return c.state.view === 'whole' ? c.whole.filter((s) => c.state.mapped || s.name !== 'mapped') : c.perProcess;
+  }
 
-    function shown() { return state.view === 'whole' ? whole.filter((s) => state.mapped || s.name !== 'mapped') : perProcess; }
+  // The geometry of one drawing: the plot box, the x and y scales, the y ticks in one byte unit, and the points
+  // of each shown series in view.
+  function timelineScales(c) {
+    const M = TIMELINE_MARGIN, laneH = c.laneH;
+    const W = Math.max(480, c.sec.clientWidth - 34), H = 320;
+    const plotW = W - M.l - M.r, plotB = H - M.b - laneH, plotH = plotB - M.t;
+    const x0 = c.state.x0, x1 = c.state.x1;
+    const sx = (t) => M.l + ((t - x0) / (x1 - x0)) * plotW;
+    const series = timelineShown(c);
+    const pts = series.map((s) => seriesPoints(s, x0, x1, sx, plotW));
+    let ymax = 0;
+    for (const p of pts) ymax = Math.max(ymax, p.max);
+    if (c.state.view === 'whole' && c.peak && c.peak.t_ns >= x0 && c.peak.t_ns <= x1) ymax = Math.max(ymax, c.peak.bytes);
+    if (!(ymax > 0)) ymax = 1;
+    let unit = 1, u = 0;
+    while (ymax / unit >= 1024 && u < BYTE_UNITS.length - 1) { unit *= 1024; ++u; }
+    const yt = ticks(0, (ymax * 1.08) / unit, 5);
+    const ytop = Math.max(yt[yt.length - 1] * unit, ymax * 1.08);
+    const sy = (b) => plotB - (b / ytop) * plotH;
+    return {W: W, H: H, plotW: plotW, plotB: plotB, plotH: plotH, laneH: laneH, x0: x0, x1: x1, sx: sx, sy: sy,
+            series: series, pts: pts, yt: yt, unit: unit, u: u, inv: (px) => x0 + ((px - M.l) / plotW) * (x1 - x0)};
+  }
 
-    function draw() {
-      const W = Math.max(480, sec.clientWidth - 34), H = 320;
-      const plotW = W - M.l - M.r, plotB = H - M.b - laneH, plotH = plotB - M.t;
-      const x0 = state.x0, x1 = state.x1;
-      const sx = (t) => M.l + ((t - x0) / (x1 - x0)) * plotW;
-      const series = shown();
-      const pts = series.map((s) => seriesPoints(s, x0, x1, sx, plotW));
-      let ymax = 0;
-      for (const p of pts) ymax = Math.max(ymax, p.max);
-      if (state.view === 'whole' && peak && peak.t_ns >= x0 && peak.t_ns <= x1) ymax = Math.max(ymax, peak.bytes);
-      if (!(ymax > 0)) ymax = 1;
-      let unit = 1, u = 0;
-      while (ymax / unit >= 1024 && u < BYTE_UNITS.length - 1) { unit *= 1024; ++u; }
-      const yt = ticks(0, (ymax * 1.08) / unit, 5);
-      const ytop = Math.max(yt[yt.length - 1] * unit, ymax * 1.08);
-      const sy = (b) => plotB - (b / ytop) * plotH;
-      const parts = [];
-      parts.push('<defs><clipPath id="mt-plot-clip"><rect x="' + M.l + '" y="' + (M.t - 6) + '" width="' + plotW + '" height="' + (plotH + 6) + '"/></clipPath></defs>');
-      // grid and y axis
-      parts.push('<g class="mt-grid">');
-      for (const v of yt) parts.push('<line x1="' + M.l + '" x2="' + (W - M.r) + '" y1="' + sy(v * unit).toFixed(1) + '" y2="' + sy(v * unit).toFixed(1) + '"/>');
-      parts.push('</g><g class="mt-axis mt-y-axis">');
-      for (const v of yt) parts.push('<text x="' + (M.l - 6) + '" y="' + (sy(v * unit) + 4).toFixed(1) + '" text-anchor="end">' + (v === 0 ? '0' : trim(v) + ' ' + BYTE_UNITS[u]) + '</text>');
-      parts.push('<line x1="' + M.l + '" x2="' + M.l + '" y1="' + M.t + '" y2="' + plotB + '"/></g>');
-      // x axis
-      const tu = timeUnit(x1 - x0);
-      const xt = ticks(x0 / tu[0], x1 / tu[0], Math.max(2, Math.floor(plotW / 110)));
-      parts.push('<g class="mt-axis mt-x-axis"><line x1="' + M.l + '" x2="' + (W - M.r) + '" y1="' + plotB + '" y2="' + plotB + '"/>');
-      for (const v of xt) {
-        const x = sx(v * tu[0]);
-        parts.push('<line x1="' + x.toFixed(1) + '" x2="' + x.toFixed(1) + '" y1="' + (plotB + laneH) + '" y2="' + (plotB + laneH + 4) + '"/>');
-        parts.push('<text x="' + x.toFixed(1) + '" y="' + (plotB + laneH + 16) + '" text-anchor="middle">' + trim(v) + ' ' + tu[1] + '</text>');
+  function timelineAxes(parts, g) {
+    const M = TIMELINE_MARGIN, sy = g.sy, unit = g.unit;
+    parts.push('<defs><clipPath id="mt-plot-clip"><rect x="' + M.l + '" y="' + (M.t - 6) + '" width="' + g.plotW + '" height="' + (g.plotH + 6) + '"/></clipPath></defs>');
+    // grid and y axis
+    parts.push('<g class="mt-grid">');
+    for (const v of g.yt) parts.push('<line x1="' + M.l + '" x2="' + (g.W - M.r) + '" y1="' + sy(v * unit).toFixed(1) + '" y2="' + sy(v * unit).toFixed(1) + '"/>');
+    parts.push('</g><g class="mt-axis mt-y-axis">');
+    for (const v of g.yt) parts.push('<text x="' + (M.l - 6) + '" y="' + (sy(v * unit) + 4).toFixed(1) + '" text-anchor="end">' + (v === 0 ? '0' : trim(v) + ' ' + BYTE_UNITS[g.u]) + '</text>');
+    parts.push('<line x1="' + M.l + '" x2="' + M.l + '" y1="' + M.t + '" y2="' + g.plotB + '"/></g>');
+    // x axis
+    const tu = timeUnit(g.x1 - g.x0);
+    const xt = ticks(g.x0 / tu[0], g.x1 / tu[0], Math.max(2, Math.floor(g.plotW / 110)));
+    parts.push('<g class="mt-axis mt-x-axis"><line x1="' + M.l + '" x2="' + (g.W - M.r) + '" y1="' + g.plotB + '" y2="' + g.plotB + '"/>');
+    for (const v of xt) {
+      const x = g.sx(v * tu[0]);
+      parts.push('<line x1="' + x.toFixed(1) + '" x2="' + x.toFixed(1) + '" y1="' + (g.plotB + g.laneH) + '" y2="' + (g.plotB + g.laneH + 4) + '"/>');
+      parts.push('<text x="' + x.toFixed(1) + '" y="' + (g.plotB + g.laneH + 16) + '" text-anchor="middle">' + trim(v) + ' ' + tu[1] + '</text>');
+    }
+    parts.push('</g>');
+  }
+
+  // Each region: a faint band over the plot and a named bar in the lane under it.
+  function timelineRegions(parts, regions, g) {
+    const M = TIMELINE_MARGIN, plotB = g.plotB, laneH = g.laneH;
+    parts.push('<g class="mt-regions">');
+    regions.forEach((r, i) => {
+      const a = Math.max(M.l, g.sx(r.begin_ns)), b = Math.min(g.W - M.r, g.sx(r.end_ns));
+      if (b <= a - 0.5) return;
+      const w = Math.max(1, b - a), hue = Math.round(hashHue(String(r.name)) * 360);
+      parts.push('<rect x="' + a.toFixed(1) + '" y="' + M.t + '" width="' + w.toFixed(1) + '" height="' + g.plotH + '" fill="hsla(' + hue + ',60%,55%,0.08)"/>');
+      parts.push('<rect class="mt-region" data-region="' + i + '" x="' + a.toFixed(1) + '" y="' + (plotB + 2) + '" width="' + w.toFixed(1) + '" height="' + (laneH - 4) + '" rx="2" fill="hsla(' + hue + ',60%,55%,0.45)"/>');
+      const chars = Math.floor((w - 6) / 6.2);
+      if (chars >= 2) {
+        const name = String(r.name);
+        parts.push('<text x="' + (a + 3).toFixed(1) + '" y="' + (plotB + laneH - 5) + '">' + esc(name.length > chars ? name.slice(0, chars - 1) + '\u2026' : name) + '</text>');
       }
-      parts.push('</g>');
-      // regions: a faint band over the plot and a named bar in the lane under it
-      parts.push('<g class="mt-regions">');
-      regions.forEach((r, i) => {
-        const a = Math.max(M.l, sx(r.begin_ns)), b = Math.min(W - M.r, sx(r.end_ns));
-        if (b <= a - 0.5) return;
-        const w = Math.max(1, b - a), hue = Math.round(hashHue(String(r.name)) * 360);
-        parts.push('<rect x="' + a.toFixed(1) + '" y="' + M.t + '" width="' + w.toFixed(1) + '" height="' + plotH + '" fill="hsla(' + hue + ',60%,55%,0.08)"/>');
-        parts.push('<rect class="mt-region" data-region="' + i + '" x="' + a.toFixed(1) + '" y="' + (plotB + 2) + '" width="' + w.toFixed(1) + '" height="' + (laneH - 4) + '" rx="2" fill="hsla(' + hue + ',60%,55%,0.45)"/>');
-        const chars = Math.floor((w - 6) / 6.2);
-        if (chars >= 2) {
-          const name = String(r.name);
-          parts.push('<text x="' + (a + 3).toFixed(1) + '" y="' + (plotB + laneH - 5) + '">' + esc(name.length > chars ? name.slice(0, chars - 1) + '\u2026' : name) + '</text>');
-        }
+    });
+    parts.push('</g>');
+  }
+
+  function timelineSeriesPaths(parts, g) {
+    const plotB = g.plotB;
+    parts.push('<g class="mt-series" clip-path="url(#mt-plot-clip)">');
+    g.series.forEach((s, k) => {
+      const p = g.pts[k];
+      if (!p.px.length) return;
+      const coords = new Array(p.px.length);
+      for (let i = 0; i < p.px.length; ++i) coords[i] = p.px[i].toFixed(1) + ',' + g.sy(p.py[i]).toFixed(1);
+      const line = 'M' + coords.join('L');
+      if (s.area) {
+        parts.push('<path d="' + line + 'L' + p.px[p.px.length - 1].toFixed(1) + ',' + plotB + 'L' + p.px[0].toFixed(1) + ',' + plotB + 'Z" fill="' + s.color + '" fill-opacity="0.13" stroke="none"/>');
+      }
+      parts.push('<path class="mt-line" data-series="' + esc(s.name) + '" data-points="' + p.px.length + '" d="' + line + '" fill="none" stroke="' + s.color + '" stroke-width="1.5" stroke-linejoin="round"/>');
+    });
+    parts.push('</g>');
+  }
+
+  // Process start, exec and exit lines; the peak (whole view) or each process's highest sample in view.
+  function timelineMarkers(parts, c, g) {
+    const M = TIMELINE_MARGIN, peak = c.peak;
+    parts.push('<g class="mt-markers">');
+    for (const m of c.markers) {
+      if (m.t_ns < g.x0 || m.t_ns > g.x1) continue;
+      const x = g.sx(m.t_ns).toFixed(1), col = MARKER_COLORS[m.kind] || '#5d6678';
+      parts.push('<line class="mt-marker" data-kind="' + esc(m.kind) + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 4) + '" y2="' + g.plotB + '" stroke="' + col + '" stroke-dasharray="3,3" stroke-width="1"/>');
+      parts.push('<path d="M' + (x - 4) + ',' + (M.t - 10) + 'l8,0l-4,6z" fill="' + col + '"/>');
+    }
+    parts.push('</g>');
+    if (c.state.view === 'whole' && peak && peak.t_ns >= g.x0 && peak.t_ns <= g.x1) {
+      const x = g.sx(peak.t_ns), y = g.sy(peak.bytes);
+      const label = (peak.derived ? 'highest sample ' : 'peak ') + fmtBytes(peak.bytes) + ' at ' + fmtTime(peak.t_ns);
+      const right = x > M.l + g.plotW * 0.7;
+      parts.push('<g class="mt-peak"><circle cx="' + x.toFixed(1) + '" cy="' + y.toFixed(1) + '" r="4" fill="#c0392b"/>' +
+        '<text x="' + (right ? x - 8 : x + 8).toFixed(1) + '" y="' + Math.max(M.t + 10, y - 6).toFixed(1) + '" text-anchor="' + (right ? 'end' : 'start') + '" font-weight="600" fill="#c0392b">' + esc(label) + '</text></g>');
+    }
+    if (c.state.view === 'process') {
+      g.series.forEach((s, k) => {
+        const p = g.pts[k];
+        let best = -1;
+        for (let i = 0; i < p.px.length; ++i) if (p.px[i] >= M.l && p.px[i] <= M.l + g.plotW && (best < 0 || p.py[i] > p.py[best])) best = i;
+        if (best >= 0) parts.push('<circle class="mt-process-peak" cx="' + p.px[best].toFixed(1) + '" cy="' + g.sy(p.py[best]).toFixed(1) + '" r="3.5" fill="' + s.color + '" stroke="#fff"/>');
       });
-      parts.push('</g>');
-      // series
-      parts.push('<g class="mt-series" clip-path="url(#mt-plot-clip)">');
-      series.forEach((s, k) => {
-        const p = pts[k];
-        if (!p.px.length) return;
-        const coords = new Array(p.px.length);
-        for (let i = 0; i < p.px.length; ++i) coords[i] = p.px[i].toFixed(1) + ',' + sy(p.py[i]).toFixed(1);
-        const line = 'M' + coords.join('L');
-        if (s.area) {
-          parts.push('<path d="' + line + 'L' + p.px[p.px.length - 1].toFixed(1) + ',' + plotB + 'L' + p.px[0].toFixed(1) + ',' + plotB + 'Z" fill="' + s.color + '" fill-opacity="0.13" stroke="none"/>');
-        }
-        parts.push('<path class="mt-line" data-series="' + esc(s.name) + '" data-points="' + p.px.length + '" d="' + line + '" fill="none" stroke="' + s.color + '" stroke-width="1.5" stroke-linejoin="round"/>');
-      });
-      parts.push('</g>');
-      // markers: process start, exec, exit
-      parts.push('<g class="mt-markers">');
-      for (const m of markers) {
-        if (m.t_ns < x0 || m.t_ns > x1) continue;
-        const x = sx(m.t_ns).toFixed(1), c = MARKER_COLORS[m.kind] || '#5d6678';
-        parts.push('<line class="mt-marker" data-kind="' + esc(m.kind) + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 4) + '" y2="' + plotB + '" stroke="' + c + '" stroke-dasharray="3,3" stroke-width="1"/>');
-        parts.push('<path d="M' + (x - 4) + ',' + (M.t - 10) + 'l8,0l-4,6z" fill="' + c + '"/>');
-      }
-      parts.push('</g>');
-      // the peak
-      if (state.view === 'whole' && peak && peak.t_ns >= x0 && peak.t_ns <= x1) {
-        const x = sx(peak.t_ns), y = sy(peak.bytes);
-        const label = (peak.derived ? 'highest sample ' : 'peak ') + fmtBytes(peak.bytes) + ' at ' + fmtTime(peak.t_ns);
-        const right = x > M.l + plotW * 0.7;
-        parts.push('<g class="mt-peak"><circle cx="' + x.toFixed(1) + '" cy="' + y.toFixed(1) + '" r="4" fill="#c0392b"/>' +
-          '<text x="' + (right ? x - 8 : x + 8).toFixed(1) + '" y="' + Math.max(M.t + 10, y - 6).toFixed(1) + '" text-anchor="' + (right ? 'end' : 'start') + '" font-weight="600" fill="#c0392b">' + esc(label) + '</text></g>');
-      }
-      // per process, each one's highest sample in view
-      if (state.view === 'process') {
-        series.forEach((s, k) => {
-          const p = pts[k];
-          let best = -1;
-          for (let i = 0; i < p.px.length; ++i) if (p.px[i] >= M.l && p.px[i] <= M.l + plotW && (best < 0 || p.py[i] > p.py[best])) best = i;
-          if (best >= 0) parts.push('<circle class="mt-process-peak" cx="' + p.px[best].toFixed(1) + '" cy="' + sy(p.py[best]).toFixed(1) + '" r="3.5" fill="' + s.color + '" stroke="#fff"/>');
-        });
-      }
-      // hover and brush layer, on top
-      parts.push('<line id="mt-crosshair" x1="0" x2="0" y1="' + M.t + '" y2="' + plotB + '" stroke="#5d6678" stroke-width="1" visibility="hidden" pointer-events="none"/>');
-      parts.push('<g id="mt-hover-dots" pointer-events="none"></g>');
-      parts.push('<rect id="mt-brush" x="0" y="' + M.t + '" width="0" height="' + plotH + '" fill="#2f6fdf" fill-opacity="0.15" visibility="hidden" pointer-events="none"/>');
-      parts.push('<rect id="mt-overlay" x="' + M.l + '" y="' + M.t + '" width="' + plotW + '" height="' + (plotH + laneH) + '" fill="transparent" style="cursor:crosshair"/>');
-      svg.setAttribute('width', W);
-      svg.setAttribute('height', H);
-      svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
-      svg.innerHTML = parts.join('');
-      geo = {W: W, plotW: plotW, plotB: plotB, sx: sx, sy: sy, inv: (px) => x0 + ((px - M.l) / plotW) * (x1 - x0)};
+    }
+  }
 
-      legend.innerHTML = series.map((s) => {
-        let max = 0;
-        for (let i = 0; i < s.n; ++i) if (s.v[i] > max) max = s.v[i];
-        return '<span style="--swatch:' + s.color + '">' + esc(s.name) + ' (max ' + fmtBytes(max) + ')</span>';
-      }).join('') + (markers.length ? Object.keys(MARKER_COLORS).map((k) => '<span style="--swatch:' + MARKER_COLORS[k] + '">' + k + '</span>').join('') : '');
-      const n = [];
-      const total = series.reduce((a, s) => a + s.n, 0);
-      n.push(fmtInt(total) + ' samples' + (isNum(tl.downsampled_from) && tl.downsampled_from > total ? ' (downsampled from ' + fmtInt(tl.downsampled_from) + ')' : '') + '.');
-      if (!Array.isArray(tl.markers)) n.push(reason('timeline.markers', 'No process start/exec/exit markers: the artifact has no context section (recorded by an older memtrack).'));
-      if (peak && peak.derived && state.view === 'whole') n.push(reason('timeline.peak', 'The report gives no exact peak; the highest sample is marked.'));
-      if (state.view === 'process') n.push('Dots mark each process\u2019s highest sample in view.');
-      n.push('Hover for values; drag across the chart to zoom into a time range, double-click to reset.');
-      notes.textContent = n.join(' ');
-    }
+  // The hover and brush layer, on top of everything else.
+  function timelineOverlay(parts, g) {
+    const M = TIMELINE_MARGIN;
+    parts.push('<line id="mt-crosshair" x1="0" x2="0" y1="' + M.t + '" y2="' + g.plotB + '" stroke="#5d6678" stroke-width="1" visibility="hidden" pointer-events="none"/>');
+    parts.push('<g id="mt-hover-dots" pointer-events="none"></g>');
+    parts.push('<rect id="mt-brush" x="0" y="' + M.t + '" width="0" height="' + g.plotH + '" fill="#2f6fdf" fill-opacity="0.15" visibility="hidden" pointer-events="none"/>');
+    parts.push('<rect id="mt-overlay" x="' + M.l + '" y="' + M.t + '" width="' + g.plotW + '" height="' + (g.plotH + g.laneH) + '" fill="transparent" style="cursor:crosshair"/>');
+  }
 
-    function setView(v) {
-      if (viewButtons[v].disabled) return false;
-      state.view = v;
-      for (const k in viewButtons) viewButtons[k].setAttribute('aria-pressed', String(k === v));
-      mappedToggle.hidden = v !== 'whole';
-      draw();
-      return true;
-    }
-    function zoom(a, b) {
-      if (!(b > a)) return;
-      state.x0 = Math.max(fullLo, a);
-      state.x1 = Math.min(fullHi, b);
-      resetButton.disabled = state.x0 === fullLo && state.x1 === fullHi;
-      draw();
-    }
+  function timelineLegend(c, series) {
+    const tl = c.tl, peak = c.peak;
+    c.legend.innerHTML = series.map((s) => {
+      let max = 0;
+      for (let i = 0; i < s.n; ++i) if (s.v[i] > max) max = s.v[i];
+      return '<span style="--swatch:' + s.color + '">' + esc(s.name) + ' (max ' + fmtBytes(max) + ')</span>';
+    }).join('') + (c.markers.length ? Object.keys(MARKER_COLORS).map((k) => '<span style="--swatch:' + MARKER_COLORS[k] + '">' + k + '</span>').join('') : '');
+    const n = [];
+    const total = series.reduce((a, s) => a + s.n, 0);
+    n.push(fmtInt(total) + ' samples' + (isNum(tl.downsampled_from) && tl.downsampled_from > total ? ' (downsampled from ' + fmtInt(tl.downsampled_from) + ')' : '') + '.');
+    if (!Array.isArray(tl.markers)) n.push(reason('timeline.markers', 'No process start/exec/exit markers: the artifact has no context section (recorded by an older memtrack).'));
+    if (peak && peak.derived && c.state.view === 'whole') n.push(reason('timeline.peak', 'The report gives no exact peak; the highest sample is marked.'));
+    if (c.state.view === 'process') n.push('Dots mark each process\u2019s highest sample in view.');
+    n.push('Hover for values; drag across the chart to zoom into a time range, double-click to reset.');
+    c.notes.textContent = n.join(' ');
+  }
 
-    // The tooltip at time t: each shown series' last sample at or before t, nearby markers, enclosing regions.
-    function describe(t) {
-      const lines = ['<b>' + esc(fmtTime(t)) + '</b>'];
-      const dots = [];
-      for (const s of shown()) {
-        const i = lowerBound(s.t, t + 0.5, s.n) - 1;
-        if (i < 0) continue;
-        lines.push('<span style="color:' + s.color + '">\u25cf</span> ' + esc(s.name) + ': <b>' + fmtBytes(s.v[i]) + '</b> (' + fmtInt(s.v[i]) + ' B)');
-        dots.push('<circle cx="' + geo.sx(s.t[i]).toFixed(1) + '" cy="' + geo.sy(s.v[i]).toFixed(1) + '" r="3.5" fill="' + s.color + '"/>');
-      }
-      const slack = (6 * (state.x1 - state.x0)) / geo.plotW;
-      for (const m of markers) {
-        if (Math.abs(m.t_ns - t) <= slack) lines.push(esc(m.kind + ' pid ' + m.pid + (m.label ? ': ' + m.label : '') + ' at ' + fmtTime(m.t_ns)));
-      }
-      for (const r of regions) if (t >= r.begin_ns && t <= r.end_ns) lines.push('region ' + esc(r.name) + ' (' + esc(fmtTime(r.end_ns - r.begin_ns)) + ')');
-      return {html: lines.join('<br>'), dots: dots.join('')};
+  function timelineDraw(c) {
+    const g = timelineScales(c);
+    const parts = [];
+    timelineAxes(parts, g);
+    timelineRegions(parts, c.regions, g);
+    timelineSeriesPaths(parts, g);
+    timelineMarkers(parts, c, g);
+    timelineOverlay(parts, g);
+    c.svg.setAttribute('width', g.W);
+    c.svg.setAttribute('height', g.H);
+    c.svg.setAttribute('viewBox', '0 0 ' + g.W + ' ' + g.H);
+    c.svg.innerHTML = parts.join('');
+    c.geo = g;
+    timelineLegend(c, g.series);
+  }
+
+  function timelineSetView(c, v) {
+    if (c.viewButtons[v].disabled) return false;
+    c.state.view = v;
+    for (const k in c.viewButtons) c.viewButtons[k].setAttribute('aria-pressed', String(k === v));
+    c.mappedToggle.hidden = v !== 'whole';
+    timelineDraw(c);
+    return true;
+  }
+
+  function timelineZoom(c, a, b) {
+    if (!(b > a)) return;
+    c.state.x0 = Math.max(c.fullLo, a);
+    c.state.x1 = Math.min(c.fullHi, b);
+    c.resetButton.disabled = c.state.x0 === c.fullLo && c.state.x1 === c.fullHi;
+    timelineDraw(c);
+  }
+
+  // The tooltip at time t: each shown series' last sample at or before t, nearby markers, enclosing regions.
+  function timelineDescribe(c, t) {
+    const geo = c.geo;
+    const lines = ['<b>' + esc(fmtTime(t)) + '</b>'];
+    const dots = [];
+    for (const s of timelineShown(c)) {
+      const i = lowerBound(s.t, t + 0.5, s.n) - 1;
+      if (i < 0) continue;
+      lines.push('<span style="color:' + s.color + '">\u25cf</span> ' + esc(s.name) + ': <b>' + fmtBytes(s.v[i]) + '</b> (' + fmtInt(s.v[i]) + ' B)');
+      dots.push('<circle cx="' + geo.sx(s.t[i]).toFixed(1) + '" cy="' + geo.sy(s.v[i]).toFixed(1) + '" r="3.5" fill="' + s.color + '"/>');
     }
-    function hover(t, clientX, clientY) {
-      const d = describe(t);
-      const x = geo.sx(t).toFixed(1);
-      const cross = svg.querySelector('#mt-crosshair');
-      cross.setAttribute('x1', x); cross.setAttribute('x2', x); cross.setAttribute('visibility', 'visible');
-      svg.querySelector('#mt-hover-dots').innerHTML = d.dots;
-      showTip(d.html, clientX, clientY);
-      return tip.textContent;
+    const slack = (6 * (c.state.x1 - c.state.x0)) / geo.plotW;
+    for (const m of c.markers) {
+      if (Math.abs(m.t_ns - t) <= slack) lines.push(esc(m.kind + ' pid ' + m.pid + (m.label ? ': ' + m.label : '') + ' at ' + fmtTime(m.t_ns)));
     }
-    function unhover() {
-      const cross = svg.querySelector('#mt-crosshair');
-      if (cross) cross.setAttribute('visibility', 'hidden');
-      const dots = svg.querySelector('#mt-hover-dots');
-      if (dots) dots.innerHTML = '';
-      hideTip();
-    }
+    for (const r of c.regions) if (t >= r.begin_ns && t <= r.end_ns) lines.push('region ' + esc(r.name) + ' (' + esc(fmtTime(r.end_ns - r.begin_ns)) + ')');
+    return {html: lines.join('<br>'), dots: dots.join('')};
+  }
+
+  function timelineHover(c, t, clientX, clientY) {
+    const d = timelineDescribe(c, t);
+    const x = c.geo.sx(t).toFixed(1);
+    const cross = c.svg.querySelector('#mt-crosshair');
+    cross.setAttribute('x1', x); cross.setAttribute('x2', x); cross.setAttribute('visibility', 'visible');
+    c.svg.querySelector('#mt-hover-dots').innerHTML = d.dots;
+    showTip(d.html, clientX, clientY);
+    return tip.textContent;
+  }
+
+  function timelineUnhover(c) {
+    const cross = c.svg.querySelector('#mt-crosshair');
+    if (cross) cross.setAttribute('visibility', 'hidden');
+    const dots = c.svg.querySelector('#mt-hover-dots');
+    if (dots) dots.innerHTML = '';
+    hideTip();
+  }
+
+  // Hovering shows values; dragging across the plot zooms into that time range, double-click resets.
+  function timelineInteraction(c) {
+    const M = TIMELINE_MARGIN, svg = c.svg;
     let brushFrom = null;
     const localX = (e) => e.clientX - svg.getBoundingClientRect().left;
     svg.addEventListener('mousedown', (e) => {
@@ -470,33 +499,63 @@
       e.preventDefault();
     });
     svg.addEventListener('mousemove', (e) => {
-      if (!geo) return;
-      const x = Math.min(Math.max(localX(e), M.l), M.l + geo.plotW);
+      if (!c.geo) return;
+      const x = Math.min(Math.max(localX(e), M.l), M.l + c.geo.plotW);
       if (brushFrom !== null) {
         const b = svg.querySelector('#mt-brush');
         b.setAttribute('x', Math.min(brushFrom, x)); b.setAttribute('width', Math.abs(x - brushFrom)); b.setAttribute('visibility', 'visible');
       }
-      if (e.target.id === 'mt-overlay' || brushFrom !== null) hover(geo.inv(x), e.clientX, e.clientY);
-      else unhover();
+      if (e.target.id === 'mt-overlay' || brushFrom !== null) timelineHover(c, c.geo.inv(x), e.clientX, e.clientY);
+      else timelineUnhover(c);
     });
     window.addEventListener('mouseup', (e) => {
       if (brushFrom === null) return;
-      const a = brushFrom, b = Math.min(Math.max(localX(e), M.l), M.l + geo.plotW);
+      const a = brushFrom, b = Math.min(Math.max(localX(e), M.l), M.l + c.geo.plotW);
       brushFrom = null;
       svg.querySelector('#mt-brush').setAttribute('visibility', 'hidden');
-      if (Math.abs(b - a) >= 5) zoom(geo.inv(Math.min(a, b)), geo.inv(Math.max(a, b)));
+      if (Math.abs(b - a) >= 5) timelineZoom(c, c.geo.inv(Math.min(a, b)), c.geo.inv(Math.max(a, b)));
     });
-    svg.addEventListener('mouseleave', () => { if (brushFrom === null) unhover(); });
-    svg.addEventListener('dblclick', () => zoom(fullLo, fullHi));
+    svg.addEventListener('mouseleave', () => { if (brushFrom === null) timelineUnhover(c); });
+    svg.addEventListener('dblclick', () => timelineZoom(c, c.fullLo, c.fullHi));
+  }
 
-    setView(state.view);
+  function renderTimeline(sec) {
+    const tl = data.timeline;
+    if (!tl || typeof tl !== 'object') {
+      sec.appendChild(missingBox(reason('timeline', 'No memory timeline in this report: the report was generated without one (the recording may have no heap events).'), 'timeline'));
+      return;
+    }
+    const c = timelineModel(tl);
+    if (!c.whole.length && !c.perProcess.length) {
+      sec.appendChild(missingBox(reason('timeline', 'The timeline has no samples (no t_ns/heap arrays).'), 'timeline'));
+      return;
+    }
+    c.sec = sec;
+    c.state = {view: c.whole.length ? 'whole' : 'process', x0: c.fullLo, x1: c.fullHi, mapped: true};
+    c.laneH = c.regions.length ? 18 : 0;
+    c.geo = null;  // the last drawing's scales, for hover and brushing
+    timelineControls(sec, c);
+    c.svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+    c.svg.setAttribute('class', 'mt-chart');
+    c.svg.setAttribute('id', 'mt-chart');
+    c.svg.setAttribute('role', 'img');
+    c.svg.setAttribute('aria-label', 'Memory over time');
+    sec.appendChild(c.svg);
+    c.legend = el('div', {class: 'mt-legend'});
+    sec.appendChild(c.legend);
+    c.notes = el('p', {class: 'mt-note'});
+    sec.appendChild(c.notes);
+    timelineInteraction(c);
+
+    timelineSetView(c, c.state.view);
+    const svg = c.svg;
     api.timeline = {
-      setView: setView,
-      zoom: zoom,
-      reset: () => zoom(fullLo, fullHi),
-      hoverAt: (t) => { const r = svg.getBoundingClientRect(); return hover(t, r.left + geo.sx(t), r.top + 40); },
-      unhover: unhover,
-      redraw: draw,
+      setView: (v) => timelineSetView(c, v),
+      zoom: (a, b) => timelineZoom(c, a, b),
+      reset: () => timelineZoom(c, c.fullLo, c.fullHi),
+      hoverAt: (t) => { const r = svg.getBoundingClientRect(); return timelineHover(c, t, r.left + c.geo.sx(t), r.top + 40); },
+      unhover: () => timelineUnhover(c),
+      redraw: () => timelineDraw(c),
       pointsDrawn: () => Array.from(svg.querySelectorAll('.mt-line')).map((p) => +p.getAttribute('data-points')),
     };
   }
@@ -547,229 +606,255 @@
             x: x, end: end, maxDepth: maxDepth, focus: 0, matched: null};
   }
 
+  function flameKindInfo(key) { return FLAME_KINDS.find((k) => k.key === key); }
+
+  function flameGraph(c, key) {
+    if (!c.graphs[key]) c.graphs[key] = flatten(c.fl[key]);
+    return c.graphs[key];
+  }
+
+  function flamePrunedText(c, key) {
+    const p = c.fl.pruned;
+    if (!p || typeof p !== 'object') return reason('flame.pruned', 'The report does not say whether small frames were pruned.');
+    const e = p[key] && typeof p[key] === 'object' ? p[key] : isNum(p.nodes) || isNum(p.bytes) ? p : null;
+    if (!e) return 'The report does not say whether small frames of this graph were pruned.';
+    if (!e.nodes) return 'No frames were pruned: every frame is in the graph.';
+    const g = flameGraph(c, key), root = g.value[0];
+    const below = isNum(e.threshold) ? ' below ' + trim(e.threshold * 100) + '% of the total' : '';
+    return 'Pruned to keep the page small: ' + fmtInt(e.nodes) + ' frames' + below +
+      (isNum(e.bytes) ? ', ' + fmtBytes(e.bytes) + ' (' + fmtPct(e.bytes, root) + ' of this graph)' : '') +
+      '; their bytes stay in their callers\u2019 totals.';
+  }
+
+  function flameColor(g, i) {
+    if (g.matched && g.matched[i]) return '#d63fd6';
+    const h = hashHue(g.name[i]);
+    return 'hsl(' + Math.round(8 + h * 42) + ',' + Math.round(72 + h * 18) + '%,' + Math.round(58 + (1 - h) * 8) + '%)';
+  }
+
+  // The frames to draw at width W, as [index, left, width, class]: the focus's ancestors spanning the whole
+  // width (dimmed; click one to zoom out to it), then the focus's subtree without frames under half a pixel.
+  function flameLayout(g, W) {
+    const f = g.focus, scale = W / g.value[f], x0 = g.x[f];
+    const boxes = [];
+    let maxD = g.depth[f], hidden = 0;
+    for (let a = g.parent[f]; a >= 0; a = g.parent[a]) boxes.push([a, 0, W, 'mt-ancestor']);
+    for (let i = f; i < g.end[f];) {
+      const width = g.value[i] * scale;
+      if (width < 0.5) { hidden += g.end[i] - i; i = g.end[i]; continue; }
+      boxes.push([i, (g.x[i] - x0) * scale, width, '']);
+      if (g.depth[i] > maxD) maxD = g.depth[i];
+      ++i;
+    }
+    return {boxes: boxes, hidden: hidden, height: (maxD + 1) * ROW};
+  }
+
+  // One frame's rectangle and, when it fits, its (truncated) name.
+  function flameFrameSvg(parts, g, box) {
+    const i = box[0], left = box[1], width = box[2], cls = box[3];
+    const y = g.depth[i] * ROW;
+    parts.push('<rect data-i="' + i + '"' + (cls ? ' class="' + cls + '"' : '') + ' x="' + left.toFixed(1) + '" y="' + y + '" width="' + width.toFixed(1) + '" height="' + (ROW - 1) + '" fill="' + flameColor(g, i) + '"/>');
+    const chars = Math.floor((width - 6) / 6.7);
+    if (chars >= 3) {
+      const nm = g.name[i];
+      parts.push('<text x="' + (left + 3).toFixed(1) + '" y="' + (y + 12.5) + '"' + (cls ? ' class="' + cls + '"' : '') + '>' + esc(nm.length > chars ? nm.slice(0, chars - 1) + '\u2026' : nm) + '</text>');
+    }
+  }
+
+  function flameDraw(c) {
+    const g = c.current;
+    if (!g) return;
+    const info = flameKindInfo(g.key);
+    const f = g.focus, svg = c.svg;
+    c.resetButton.disabled = f === 0;
+    if (!(g.value[0] > 0)) {
+      svg.setAttribute('height', 0);
+      svg.innerHTML = '';
+      c.wrap.hidden = true;
+      c.empty.hidden = false;
+      c.empty.textContent = g.key === 'leaked' ? 'No leaks: every block was freed before the program ended.' : 'This graph is empty: no bytes ' + info.bytes + '.';
+      c.status.textContent = '';
+      return;
+    }
+    c.wrap.hidden = false;
+    c.empty.hidden = true;
+    const W = Math.max(480, c.wrap.clientWidth || c.sec.clientWidth - 34);
+    const layout = flameLayout(g, W);
+    c.hidden = layout.hidden;
+    const parts = [];
+    for (const box of layout.boxes) flameFrameSvg(parts, g, box);
+    const H = layout.height;
+    svg.setAttribute('width', W);
+    svg.setAttribute('height', H);
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    svg.setAttribute('data-kind', g.key);
+    svg.setAttribute('data-focus', g.name[f]);
+    svg.setAttribute('data-frames-drawn', String(layout.boxes.length));
+    svg.innerHTML = parts.join('');
+    flameStatus(c);
+  }
+
+  function flameStatus(c) {
+    const g = c.current;
+    if (!g || !(g.value[0] > 0)) return;
+    const info = flameKindInfo(g.key), f = g.focus, s = [];
+    s.push(fmtBytes(g.value[0]) + ' ' + info.bytes + ' in ' + fmtInt(g.n) + ' frames (icicle: callers above callees, width = bytes).');
+    if (f !== 0) {
+      const path = [];
+      for (let a = f; a > 0; a = g.parent[a]) path.unshift(g.name[a]);
+      s.push('Zoomed into ' + path.join(' \u203a ') + ': ' + fmtBytes(g.value[f]) + ' (' + fmtPct(g.value[f], g.value[0]) + ').');
+    }
+    if (g.matched) {
+      s.push(g.matchCount ? 'Search "' + c.query + '": ' + fmtInt(g.matchCount) + ' frames, ' + fmtBytes(g.matchBytes) + ' = ' + fmtPct(g.matchBytes, g.value[0]) + ' of the graph.'
+                          : 'Search "' + c.query + '": no frame matches.');
+    }
+    if (c.hidden) s.push(fmtInt(c.hidden) + ' frames are too narrow to draw at this zoom; click a frame to zoom in.');
+    else s.push('Click a frame to zoom into it.');
+    c.status.textContent = s.join(' ');
+    c.status.setAttribute('data-match-share', g.matched ? String(g.value[0] > 0 ? g.matchBytes / g.value[0] : 0) : '');
+  }
+
+  // Marks the frames whose name matches query; the share counts each matched subtree once (a match inside a
+  // matched frame is already in its bytes).
+  function flameApplySearch(g, query) {
+    if (!query) { g.matched = null; return; }
+    let test;
+    const re = /^\/(.+)\/(i?)$/.exec(query);
+    if (re) {
+      try { const r = new RegExp(re[1], re[2]); test = (i) => r.test(g.name[i]); } catch (e) { test = () => false; }
+    } else {
+      const q = query.toLowerCase();
+      test = (i) => g.lower[i].indexOf(q) !== -1;
+    }
+    const m = new Uint8Array(g.n);
+    let count = 0, bytes = 0, coveredUntil = 0;
+    for (let i = 0; i < g.n; ++i) {
+      if (test(i)) {
+        m[i] = 1; ++count;
+        if (i >= coveredUntil) { bytes += g.value[i]; coveredUntil = g.end[i]; }
+      }
+    }
+    g.matched = m; g.matchCount = count; g.matchBytes = bytes;
+  }
+
+  function flameShow(c, key) {
+    c.current = flameGraph(c, key);
+    c.current.key = key;
+    flameApplySearch(c.current, c.query);
+    c.pruned.textContent = flamePrunedText(c, key);
+    flameDraw(c);
+  }
+
+  function flameZoomTo(c, target) {
+    const g = c.current;
+    if (!g) return false;
+    let i = target;
+    if (typeof target === 'string') i = g.name.indexOf(target);
+    if (!(i >= 0 && i < g.n)) return false;
+    g.focus = i;
+    flameDraw(c);
+    return true;
+  }
+
+  function flameSetQuery(c, q) {
+    c.query = String(q || '').trim();
+    if (c.current) { flameApplySearch(c.current, c.query); flameDraw(c); }
+    const g = c.current;
+    return g && g.matched ? {frames: g.matchCount, bytes: g.matchBytes, share: g.value[0] > 0 ? g.matchBytes / g.value[0] : 0} : null;
+  }
+
+  function flameTooltip(c, i) {
+    const g = c.current, info = flameKindInfo(g.key), src = g.src[i] || {};
+    let self = g.value[i];
+    for (let k = i + 1; k < g.end[i]; k = g.end[k]) self -= g.value[k];
+    const lines = ['<div class="mt-tip-name">' + esc(g.name[i]) + '</div>',
+      '<b>' + fmtBytes(g.value[i]) + '</b> ' + esc(info.bytes) + ' (' + fmtInt(g.value[i]) + ' B), ' + fmtPct(g.value[i], g.value[0]) + ' of all' +
+        (g.focus ? ', ' + fmtPct(g.value[i], g.value[g.focus]) + ' of the zoomed frame' : ''),
+      'self (in this frame, not its callees): ' + fmtBytes(Math.max(0, self))];
+    if (g.count[i] !== null) lines.push(esc(info.count) + ': ' + fmtInt(g.count[i]));
+    lines.push('module: ' + esc(typeof src.module === 'string' && src.module ? src.module : '?'));
+    lines.push('source: ' + esc(srcLocation(src.file, src.line) || '?'));
+    return lines.join('<br>');
+  }
+
+  // The tabs, the search box, the reset button, the status line, the graph and the pruning note.
+  function flameControls(sec, c) {
+    c.tabs = tabs(sec, FLAME_KINDS.map((k) => ({
+      key: k.key, label: k.label, enabled: !!(c.fl[k.key] && typeof c.fl[k.key] === 'object'),
+      title: reason('flame.' + k.key, 'No "' + k.label + '" graph in this report'),
+    })), (key) => flameShow(c, key));
+    c.tabs.row.appendChild(el('span', {class: 'mt-spacer'}));
+    c.search = el('input', {type: 'search', placeholder: 'Search functions (text or /regex/)', 'aria-label': 'Search functions', id: 'mt-flame-search'});
+    c.tabs.row.appendChild(c.search);
+    c.resetButton = button(c.tabs.row, 'Reset zoom', () => flameZoomTo(c, 0));
+    c.status = el('p', {class: 'mt-note', id: 'mt-flame-status'});
+    sec.appendChild(c.status);
+    c.wrap = el('div', {class: 'mt-flame-wrap'});
+    sec.appendChild(c.wrap);
+    c.svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+    c.svg.setAttribute('class', 'mt-flame');
+    c.svg.setAttribute('id', 'mt-flame');
+    c.wrap.appendChild(c.svg);
+    c.empty = el('p', {class: 'mt-missing'});
+    c.empty.hidden = true;
+    sec.appendChild(c.empty);
+    c.pruned = el('p', {class: 'mt-note', id: 'mt-flame-pruned'});
+    sec.appendChild(c.pruned);
+  }
+
+  // Hovering a frame shows its tooltip, clicking zooms into it; the search box applies after a short pause,
+  // at once on Enter, and clears on Escape.
+  function flameInteraction(c) {
+    const svg = c.svg, search = c.search;
+    svg.addEventListener('mousemove', (e) => {
+      const i = e.target && e.target.getAttribute && e.target.getAttribute('data-i');
+      if (i === null || i === undefined || !c.current) { hideTip(); return; }
+      showTip(flameTooltip(c, +i), e.clientX, e.clientY);
+    });
+    svg.addEventListener('mouseleave', hideTip);
+    svg.addEventListener('click', (e) => {
+      const i = e.target && e.target.getAttribute && e.target.getAttribute('data-i');
+      if (i !== null && i !== undefined) { hideTip(); flameZoomTo(c, +i); }
+    });
+    let pending = 0;
+    search.addEventListener('input', () => {
+      clearTimeout(pending);
+      pending = setTimeout(() => flameSetQuery(c, search.value), 120);
+    });
+    search.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') { clearTimeout(pending); flameSetQuery(c, search.value); }
+      if (e.key === 'Escape') { clearTimeout(pending); search.value = ''; flameSetQuery(c, ''); }
+    });
+  }
+
   function renderFlame(sec) {
     const fl = data.flame;
     if (!fl || typeof fl !== 'object') {
       sec.appendChild(missingBox(reason('flame', 'No flame graphs in this report: the recording has no call stacks.'), 'flame'));
       return;
     }
-    const graphs = {};
-    let current = null, query = '';
-    const t = tabs(sec, FLAME_KINDS.map((k) => ({
-      key: k.key, label: k.label, enabled: !!(fl[k.key] && typeof fl[k.key] === 'object'),
-      title: reason('flame.' + k.key, 'No "' + k.label + '" graph in this report'),
-    })), (key) => show(key));
-    t.row.appendChild(el('span', {class: 'mt-spacer'}));
-    const search = el('input', {type: 'search', placeholder: 'Search functions (text or /regex/)', 'aria-label': 'Search functions', id: 'mt-flame-search'});
-    t.row.appendChild(search);
-    const resetButton = button(t.row, 'Reset zoom', () => zoomTo(0));
-    const status = el('p', {class: 'mt-note', id: 'mt-flame-status'});
-    sec.appendChild(status);
-    const wrap = el('div', {class: 'mt-flame-wrap'});
-    sec.appendChild(wrap);
-    const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
-    svg.setAttribute('class', 'mt-flame');
-    svg.setAttribute('id', 'mt-flame');
-    wrap.appendChild(svg);
-    const empty = el('p', {class: 'mt-missing'});
-    empty.hidden = true;
-    sec.appendChild(empty);
-    const pruned = el('p', {class: 'mt-note', id: 'mt-flame-pruned'});
-    sec.appendChild(pruned);
-    let hidden = 0;
-
-    function kindInfo(key) { return FLAME_KINDS.find((k) => k.key === key); }
-    function graph(key) {
-      if (!graphs[key]) graphs[key] = flatten(fl[key]);
-      return graphs[key];
-    }
-    function prunedText(key) {
-      const p = fl.pruned;
-      if (!p || typeof p !== 'object') return reason('flame.pruned', 'The report does not say whether small frames were pruned.');
-      const e = p[key] && typeof p[key] === 'object' ? p[key] : isNum(p.nodes) || isNum(p.bytes) ? p : null;
-      if (!e) return 'The report does not say whether small frames of this graph were pruned.';
-      if (!e.nodes) return 'No frames were pruned: every frame is in the graph.';
-      const g = graph(key), root = g.value[0];
-      const below = isNum(e.threshold) ? ' below ' + trim(e.threshold * 100) + '% of the total' : '';
-      return 'Pruned to keep the page small: ' + fmtInt(e.nodes) + ' frames' + below +
-        (isNum(e.bytes) ? ', ' + fmtBytes(e.bytes) + ' (' + fmtPct(e.bytes, root) + ' of this graph)' : '') +
-        '; their bytes stay in their callers\u2019 totals.';
-    }
-
-    function color(g, i) {
-      if (g.matched && g.matched[i]) return '#d63fd6';
-      const h = hashHue(g.name[i]);
-      return 'hsl(' + Math.round(8 + h * 42) + ',' + Math.round(72 + h * 18) + '%,' + Math.round(58 + (1 - h) * 8) + '%)';
-    }
-
-    function draw() {
-      const g = current;
-      if (!g) return;
-      const info = kindInfo(g.key);
-      const f = g.focus, total = g.value[f];
-      resetButton.disabled = f === 0;
-      if (!(g.value[0] > 0)) {
-        svg.setAttribute('height', 0);
-        svg.innerHTML = '';
-        wrap.hidden = true;
-        empty.hidden = false;
-        empty.textContent = g.key === 'leaked' ? 'No leaks: every block was freed before the program ended.' : 'This graph is empty: no bytes ' + info.bytes + '.';
-        status.textContent = '';
-        return;
-      }
-      wrap.hidden = false;
-      empty.hidden = true;
-      const W = Math.max(480, wrap.clientWidth || sec.clientWidth - 34);
-      const scale = W / total, x0 = g.x[f];
-      const parts = [];
-      let maxD = g.depth[f];
-      const rect = (i, left, width, cls) => {
-        const y = g.depth[i] * ROW;
-        parts.push('<rect data-i="' + i + '"' + (cls ? ' class="' + cls + '"' : '') + ' x="' + left.toFixed(1) + '" y="' + y + '" width="' + width.toFixed(1) + '" height="' + (ROW - 1) + '" fill="' + color(g, i) + '"/>');
-        const chars = Math.floor((width - 6) / 6.7);
-        if (chars >= 3) {
-          const nm = g.name[i];
-          parts.push('<text x="' + (left + 3).toFixed(1) + '" y="' + (y + 12.5) + '"' + (cls ? ' class="' + cls + '"' : '') + '>' + esc(nm.length > chars ? nm.slice(0, chars - 1) + '\u2026' : nm) + '</text>');
-        }
-      };
-      // the focus's ancestors span the whole width, dimmed; click one to zoom out to it
-      for (let a = g.parent[f]; a >= 0; a = g.parent[a]) rect(a, 0, W, 'mt-ancestor');
-      hidden = 0;
-      for (let i = f; i < g.end[f];) {
-        const width = g.value[i] * scale;
-        if (width < 0.5) { hidden += g.end[i] - i; i = g.end[i]; continue; }
-        rect(i, (g.x[i] - x0) * scale, width, '');
-        if (g.depth[i] > maxD) maxD = g.depth[i];
-        ++i;
-      }
-      const H = (maxD + 1) * ROW;
-      svg.setAttribute('width', W);
-      svg.setAttribute('height', H);
-      svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
-      svg.setAttribute('data-kind', g.key);
-      svg.setAttribute('data-focus', g.name[f]);
-      svg.setAttribute('data-frames-drawn', String(parts.filter((p) => p.startsWith('<rect')).length));
-      svg.innerHTML = parts.join('');
-      updateStatus();
-    }
-
-    function updateStatus() {
-      const g = current;
-      if (!g || !(g.value[0] > 0)) return;
-      const info = kindInfo(g.key), f = g.focus, s = [];
-      s.push(fmtBytes(g.value[0]) + ' ' + info.bytes + ' in ' + fmtInt(g.n) + ' frames (icicle: callers above callees, width = bytes).');
-      if (f !== 0) {
-        const path = [];
-        for (let a = f; a > 0; a = g.parent[a]) path.unshift(g.name[a]);
-        s.push('Zoomed into ' + path.join(' \u203a ') + ': ' + fmtBytes(g.value[f]) + ' (' + fmtPct(g.value[f], g.value[0]) + ').');
-      }
-      if (g.matched) {
-        s.push(g.matchCount ? 'Search "' + query + '": ' + fmtInt(g.matchCount) + ' frames, ' + fmtBytes(g.matchBytes) + ' = ' + fmtPct(g.matchBytes, g.value[0]) + ' of the graph.'
-                            : 'Search "' + query + '": no frame matches.');
-      }
-      if (hidden) s.push(fmtInt(hidden) + ' frames are too narrow to draw at this zoom; click a frame to zoom in.');
-      else s.push('Click a frame to zoom into it.');
-      status.textContent = s.join(' ');
-      status.setAttribute('data-match-share', g.matched ? String(g.value[0] > 0 ? g.matchBytes / g.value[0] : 0) : '');
-    }
-
-    // Marks the frames whose name matches; the share counts each matched subtree once (a match inside a
-    // matched frame is already in its bytes).
-    function applySearch(g) {
-      if (!query) { g.matched = null; return; }
-      let test;
-      const re = /^\/(.+)\/(i?)$/.exec(query);
-      if (re) {
-        try { const r = new RegExp(re[1], re[2]); test = (i) => r.test(g.name[i]); } catch (e) { test = () => false; }
-      } else {
-        const q = query.toLowerCase();
-        test = (i) => g.lower[i].indexOf(q) !== -1;
-      }
-      const m = new Uint8Array(g.n);
-      let count = 0, bytes = 0, coveredUntil = 0;
-      for (let i = 0; i < g.n; ++i) {
-        if (test(i)) {
-          m[i] = 1; ++count;
-          if (i >= coveredUntil) { bytes += g.value[i]; coveredUntil = g.end[i]; }
-        }
-      }
-      g.matched = m; g.matchCount = count; g.matchBytes = bytes;
-    }
-
-    function show(key) {
-      current = graph(key);
-      current.key = key;
-      applySearch(current);
-      pruned.textContent = prunedText(key);
-      draw();
-    }
-    function zoomTo(target) {
-      const g = current;
-      if (!g) return false;
-      let i = target;
-      if (typeof target === 'string') i = g.name.indexOf(target);
-      if (!(i >= 0 && i < g.n)) return false;
-      g.focus = i;
-      draw();
-      return true;
-    }
-    function setQuery(q) {
-      query = String(q || '').trim();
-      if (current) { applySearch(current); draw(); }
-      const g = current;
-      return g && g.matched ? {frames: g.matchCount, bytes: g.matchBytes, share: g.value[0] > 0 ? g.matchBytes / g.value[0] : 0} : null;
-    }
-    function tooltipFor(i) {
-      const g = current, info = kindInfo(g.key), src = g.src[i] || {};
-      let self = g.value[i];
-      for (let c = i + 1; c < g.end[i]; c = g.end[c]) self -= g.value[c];
-      const lines = ['<div class="mt-tip-name">' + esc(g.name[i]) + '</div>',
-        '<b>' + fmtBytes(g.value[i]) + '</b> ' + esc(info.bytes) + ' (' + fmtInt(g.value[i]) + ' B), ' + fmtPct(g.value[i], g.value[0]) + ' of all' +
-          (g.focus ? ', ' + fmtPct(g.value[i], g.value[g.focus]) + ' of the zoomed frame' : ''),
-        'self (in this frame, not its callees): ' + fmtBytes(Math.max(0, self))];
-      if (g.count[i] !== null) lines.push(esc(info.count) + ': ' + fmtInt(g.count[i]));
-      lines.push('module: ' + esc(typeof src.module === 'string' && src.module ? src.module : '?'));
-      lines.push('source: ' + esc(srcLocation(src.file, src.line) || '?'));
-      return lines.join('<br>');
-    }
-    svg.addEventListener('mousemove', (e) => {
-      const i = e.target && e.target.getAttribute && e.target.getAttribute('data-i');
-      if (i === null || i === undefined || !current) { hideTip(); return; }
-      showTip(tooltipFor(+i), e.clientX, e.clientY);
-    });
-    svg.addEventListener('mouseleave', hideTip);
-    svg.addEventListener('click', (e) => {
-      const i = e.target && e.target.getAttribute && e.target.getAttribute('data-i');
-      if (i !== null && i !== undefined) { hideTip(); zoomTo(+i); }
-    });
-    let pending = 0;
-    search.addEventListener('input', () => {
-      clearTimeout(pending);
-      pending = setTimeout(() => setQuery(search.value), 120);
-    });
-    search.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter') { clearTimeout(pending); setQuery(search.value); }
-      if (e.key === 'Escape') { clearTimeout(pending); search.value = ''; setQuery(''); }
-    });
+    const c = {sec: sec, fl: fl, graphs: {}, current: null, query: '', hidden: 0};
+    flameControls(sec, c);
+    flameInteraction(c);
 
     const first = FLAME_KINDS.find((k) => fl[k.key] && typeof fl[k.key] === 'object');
-    if (first) t.select(first.key);
+    if (first) c.tabs.select(first.key);
     else sec.appendChild(missingBox('The flame section has none of the graphs "peak", "allocated" or "leaked".', 'flame'));
     api.flame = {
-      show: t.select,
-      zoomTo: zoomTo,
-      reset: () => zoomTo(0),
-      search: (q) => { search.value = q; return setQuery(q); },
+      show: c.tabs.select,
+      zoomTo: (target) => flameZoomTo(c, target),
+      reset: () => flameZoomTo(c, 0),
+      search: (q) => { c.search.value = q; return flameSetQuery(c, q); },
       tooltip: (name) => {
-        const i = current ? current.name.indexOf(name) : -1;
+        const i = c.current ? c.current.name.indexOf(name) : -1;
         if (i < 0) return null;
-        const r = svg.getBoundingClientRect();
-        showTip(tooltipFor(i), r.left + 20, r.top + 20);
+        const r = c.svg.getBoundingClientRect();
+        showTip(flameTooltip(c, i), r.left + 20, r.top + 20);
         return tip.textContent;
       },
-      hiddenFrames: () => hidden,
-      frameName: (i) => (current && i >= 0 && i < current.n ? current.name[i] : null),
-      redraw: draw,
+      hiddenFrames: () => c.hidden,
+      frameName: (i) => (c.current && i >= 0 && i < c.current.n ? c.current.name[i] : null),
+      redraw: () => flameDraw(c),
     };
   }
 
