@@ -39,22 +39,6 @@ std::uint64_t distance(std::uint64_t a, std::uint64_t b) { return a > b ? a - b 
 
 }  // namespace
 
-std::uint64_t site_measure(const SiteTotals& t, SiteOrder order) {
-  switch (order) {
-    case SiteOrder::peak:
-      return t.peak_bytes;
-    case SiteOrder::allocated:
-      return t.allocated_bytes;
-    case SiteOrder::count:
-      return t.allocations;
-    case SiteOrder::leaked:
-      return t.leaked_bytes;
-    case SiteOrder::temporary:
-      return t.temporary;
-  }
-  return 0;
-}
-
 std::string site_identity(const Site& site) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string key;

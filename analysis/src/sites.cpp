@@ -369,21 +369,7 @@ SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const Mo
     ++t.leaked_blocks;
   });
 
-  const auto metric = [&](const SiteTotals& t) {
-    switch (order) {
-      case SiteOrder::peak:
-        return t.peak_bytes;
-      case SiteOrder::allocated:
-        return t.allocated_bytes;
-      case SiteOrder::count:
-        return t.allocations;
-      case SiteOrder::leaked:
-        return t.leaked_bytes;
-      case SiteOrder::temporary:
-        return t.temporary;
-    }
-    return std::uint64_t{0};
-  };
+  const auto metric = [&](const SiteTotals& t) { return site_measure(t, order); };
   std::vector<std::uint32_t> rank;
   for (std::uint32_t i = 0; i < totals.size(); ++i)
     if (totals[i].allocations > 0) rank.push_back(i);
@@ -455,6 +441,22 @@ bool marks_stacks(const codec::ContextRecord& record) {
     return true;
   const auto* info = std::get_if<codec::RecordingInfo>(&record);
   return info != nullptr && std::find(info->sections.begin(), info->sections.end(), "stacks") != info->sections.end();
+}
+
+std::uint64_t site_measure(const SiteTotals& t, SiteOrder order) {
+  switch (order) {
+    case SiteOrder::peak:
+      return t.peak_bytes;
+    case SiteOrder::allocated:
+      return t.allocated_bytes;
+    case SiteOrder::count:
+      return t.allocations;
+    case SiteOrder::leaked:
+      return t.leaked_bytes;
+    case SiteOrder::temporary:
+      return t.temporary;
+  }
+  return 0;
 }
 
 }  // namespace memtrack::analysis

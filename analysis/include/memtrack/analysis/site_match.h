@@ -49,7 +49,4 @@ struct SitesDiff {
 [[nodiscard]] SitesDiff match_sites(std::span<const Site> base, std::span<const Site> head, SiteOrder order,
                                     std::size_t limit);
 
-// A site's measure for `order` (peak_bytes, allocated_bytes, allocations, leaked_bytes, temporary).
-[[nodiscard]] std::uint64_t site_measure(const SiteTotals& totals, SiteOrder order);
-
 }  // namespace memtrack::analysis

@@ -74,6 +74,9 @@ struct Site {
 
 enum class SiteOrder { peak, allocated, count, leaked, temporary };
 
+// A site's measure for `order` (peak_bytes, allocated_bytes, allocations, leaked_bytes, temporary).
+[[nodiscard]] std::uint64_t site_measure(const SiteTotals& totals, SiteOrder order);
+
 // Symbolizes module-relative return addresses of one module when the artifact has no Symbols record for it:
 // fills `out` (one entry per address, innermost frame first; empty: nothing known). The tool's
 // (tools/src/file_symbolizer.h) opens the module file with memtrack::symbolize, checking the build-id.
