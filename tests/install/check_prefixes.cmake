@@ -3,13 +3,7 @@
 # under LIBDIR), decode the artifact, then take the installed preload away and check that record fails
 # naming where it looked.
 file(REMOVE_RECURSE ${WORK_DIR})
-function(run_step)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "step failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(step_out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_step.cmake)
 foreach(prefix /usr/local /usr)
   set(dest ${WORK_DIR}/destdir${prefix})
   set(root ${dest}${prefix})
