@@ -178,6 +178,14 @@ TEST_F(DiffTest, ReportAgainstBaseline) {
   expected += base() + " True 14397 17163\nbaseline live heap (" + base() + ") 14397 14397\n['6 (head the same)']\n";
   EXPECT_EQ(out, expected);
 
+  // A baseline without call stacks: its heap and totals, the flame graphs of head alone, and why.
+  const std::string plain = *dir_ + "/report-plain.mt";
+  ASSERT_EQ(run(mt() + " record -q --no-stacks -o " + plain + " -- " + kPrograms + "/base/diff_prog").status, 0);
+  ASSERT_EQ(run(mt() + " report " + head() + " --baseline " + plain + " -o " + page).status, 0);
+  EXPECT_EQ(py("true", read + "print(d['baseline']['differential'], 'base' in d['flame']['peak'],"
+                              " d['missing']['flame.baseline'], max(d['timeline']['baseline']['heap']))\n"),
+            "False False " + plain + " has no call stacks: the flame graphs are of this recording alone 14397\n");
+
   // --pid names one recording's process; a baseline that cannot be read gives no page.
   EXPECT_EQ(run(mt() + " report " + head() + " --baseline " + base() + " --pid 1 -o " + page + ".pid").status, 2);
   const auto missing = run(mt() + " report " + head() + " --baseline /nonexistent.mt -o " + page + ".missing");

@@ -36,11 +36,11 @@
     const p = (100 * part) / whole;
     return (p >= 10 || p === 0 ? p.toFixed(1) : p >= 0.1 ? p.toFixed(2) : p.toPrecision(2)) + '%';
   }
-  // head against base: "+2.7 KiB, +19.2%", "-555 B, -100%", "+321 B, new", "no change".
-  function fmtChange(head, base, count) {
-    const d = head - base, f = count ? fmtInt : fmtBytes;
+  // head's bytes against base's: "+2.70 KiB, +19.2%", "-555 B, -100.0%", "+321 B, new", "no change".
+  function fmtChange(head, base) {
+    const d = head - base;
     if (d === 0) return 'no change';
-    const amount = (d > 0 ? '+' : '-') + f(Math.abs(d));
+    const amount = (d > 0 ? '+' : '-') + fmtBytes(Math.abs(d));
     return amount + ', ' + (base > 0 ? (d > 0 ? '+' : '') + ((100 * d) / base).toFixed(1) + '%' : 'new');
   }
   function timeUnit(spanNs) {

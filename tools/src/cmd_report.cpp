@@ -65,7 +65,7 @@ int run_report(int argc, char** argv) {
     options.keep_sites = true;
   }
   std::optional<ReportData> base;
-  if (baseline) {
+  if (baseline) {  // read first, so that a baseline that cannot be read costs no pass over FILE
     ArtifactArgs b = a;
     b.input = *baseline;
     b.name = *baseline == "-" ? "stdin" : *baseline;
