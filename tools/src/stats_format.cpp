@@ -125,9 +125,8 @@ std::string signed_bytes(std::int64_t v) {
 }
 
 constexpr const char* kGapExplanation =
-    "resident anonymous memory minus the live heap: the allocator's overhead and retention (freed memory it "
-    "keeps), plus stacks, static data and anonymous mappings outside the heap; negative when heap blocks are "
-    "not resident (never touched, or swapped out)";
+    "the allocator's overhead and retention (freed memory it keeps), plus stacks, static data and anonymous "
+    "mappings outside the heap; negative when heap blocks are not resident (never touched, or swapped out)";
 
 // Pids the resident section says nothing about: known to the live heap (events or lifecycle) and never
 // sampled.

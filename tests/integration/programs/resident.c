@@ -4,6 +4,9 @@
 //   touch TOTAL_MIB TOUCHED_MIB HOLD_MS   malloc TOTAL, touch TOUCHED of it a MiB at a time, hold, free
 //   fork MIB HOLD_MS                      fork; parent and child each malloc and touch MIB, hold it together
 //   dontneed MIB HOLD_MS                  mmap and touch MIB, hold, MADV_DONTNEED it all, hold, touch 1/4 again
+//   busy MS                               for MS milliseconds: map, touch and unmap 1..16 MiB, and malloc/free,
+//                                         without a pause (resident memory always moving: the sampler's worst
+//                                         case, for measuring its cost)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +89,23 @@ int main(int argc, char** argv) {
     sleep_ms(atol(argv[3]));
     printf("hwm %llu\n", hwm_bytes());
     munmap(p, bytes);
+    return 0;
+  }
+  if (strcmp(argv[1], "busy") == 0 && argc == 3) {
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    const long ms = atol(argv[2]);
+    for (size_t round = 1;; ++round) {
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >= ms) break;
+      const size_t bytes = (round % 16 + 1) * mib;
+      char* p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return 1;
+      for (size_t off = 0; off < bytes; off += 4096) p[off] = 1;
+      munmap(p, bytes);
+      for (int i = 0; i < 100; ++i) free(malloc(64 + (size_t)i * 16));
+    }
+    printf("hwm %llu\n", hwm_bytes());
     return 0;
   }
   return 2;
