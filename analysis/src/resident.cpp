@@ -46,8 +46,8 @@ void ResidentBooks::add(const codec::ContextRecord& record, const LiveHeap& heap
   ++p.samples;
   p.hwm = r->hwm;
   if (p.samples == 1 || r->resident() > p.peak.resident) {
-    p.peak = ResidentPoint{r->resident(), r->anon, r->file, r->shmem, r->swap, r->own,
-                           heap.live_bytes_of(r->pid), r->event, r->timestamp};
+    p.peak = ResidentPoint{r->resident(), r->anon,     r->file, r->shmem, r->swap, r->own, heap.live_bytes_of(r->pid),
+                           r->event,      r->timestamp};
   }
   if (samples_ == 1 || sum_.resident > peak_.resident) {
     peak_ = sum_;

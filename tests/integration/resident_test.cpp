@@ -180,19 +180,16 @@ TEST(Resident, MadvDontneedReturnsPagesAndTheSamplesFollow) {
   const Recorded r = record(dir, {"dontneed", "64", "200"});
   ASSERT_EQ(r.samples.size(), 1u);
   const std::vector<Resident>& s = r.samples.begin()->second;
-  const auto high = std::max_element(s.begin(), s.end(), [](const Resident& a, const Resident& b) {
-    return a.resident() < b.resident();
-  });
+  const auto high = std::max_element(s.begin(), s.end(),
+                                     [](const Resident& a, const Resident& b) { return a.resident() < b.resident(); });
   EXPECT_GE(high->anon, 64 * kMiB);
   // After the peak: down to the program's few MiB, then up again by the quarter it touches again.
-  const auto low = std::min_element(high, s.end(), [](const Resident& a, const Resident& b) {
-    return a.resident() < b.resident();
-  });
+  const auto low =
+      std::min_element(high, s.end(), [](const Resident& a, const Resident& b) { return a.resident() < b.resident(); });
   ASSERT_NE(low, s.end());
   EXPECT_LT(low->anon, 4 * kMiB);
-  const auto again = std::max_element(low, s.end(), [](const Resident& a, const Resident& b) {
-    return a.resident() < b.resident();
-  });
+  const auto again =
+      std::max_element(low, s.end(), [](const Resident& a, const Resident& b) { return a.resident() < b.resident(); });
   EXPECT_GE(again->anon, 16 * kMiB);
   EXPECT_LT(again->anon, 20 * kMiB);
   // A mapping, not the heap: the live heap is a few KiB all along, the gap is the mapping.

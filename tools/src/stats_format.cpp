@@ -148,8 +148,8 @@ std::string resident_table(const Stats& s) {
                     human_bytes(r.own_max()) + ", its shared ring's)\n";
   const analysis::ResidentPoint& p = r.peak();
   out += "  peak resident          " + u64(p.resident) + " (" + human_bytes(p.resident) + ") at " +
-         since_start(c, p.timestamp) + ": anon " + human_bytes(p.anon) + ", file " + human_bytes(p.file) +
-         ", shmem " + human_bytes(p.shmem) + "; swap " + human_bytes(p.swap) + "\n";
+         since_start(c, p.timestamp) + ": anon " + human_bytes(p.anon) + ", file " + human_bytes(p.file) + ", shmem " +
+         human_bytes(p.shmem) + "; swap " + human_bytes(p.swap) + "\n";
   out += "  anon - live heap       " + signed_bytes(p.gap()) + " at that peak (live heap " + human_bytes(p.live_heap) +
          "): " + kGapExplanation + "\n";
   char line[256];
@@ -210,7 +210,7 @@ BlockTotals inherited_at_exit(const Stats& s) {
   return sum_images(s, &ProcessImage::inherited_at_exit_count, &ProcessImage::inherited_at_exit_bytes);
 }
 
-std::string format_stats_table(const Stats& s, const analysis::SitesResult* leaks) {
+std::string format_stats_table(const Stats& s, const analysis::SitesResult* leaks, bool resident) {
   const EventCounts& c = s.counts;
   std::string out;
   char line[256];
@@ -296,7 +296,7 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
     out += line;
   }
 
-  out += resident_table(s);
+  if (resident) out += resident_table(s);
 
   out += "\nallocation sizes\n";
   for (std::size_t k = 0; k < kSizeBuckets; ++k) {
@@ -343,7 +343,8 @@ void image_json(JsonWriter& j, const Stats& s, std::int32_t pid) {
 
 }  // namespace
 
-std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks) {
+std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks, bool resident) {
+  const bool with_resident = resident && s.resident_recorded();
   const EventCounts& c = s.counts;
   std::string o;
   JsonWriter j(o);
@@ -373,7 +374,7 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
     j.member("peak_mapped_bytes", h.peak_mapped_bytes).member("peak_mapped_timestamp", h.peak_mapped_timestamp);
     j.member("unmatched_frees", h.unmatched_frees).member("unmatched_munmaps", h.unmatched_munmaps);
     if (s.has_context()) image_json(j, s, pid);
-    if (s.resident_recorded()) {
+    if (with_resident) {
       const auto rp = s.resident.pids().find(pid);
       j.key("peak_resident_bytes");
       if (rp == s.resident.pids().end()) {
@@ -419,7 +420,7 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
     j.member("context_records_out_of_order", s.heap.late_records());
     j.member("context_records_after_the_end", s.heap.pending_records());
   }
-  if (s.resident_recorded()) {
+  if (with_resident) {
     const analysis::ResidentBooks& books = s.resident;
     j.key("peak_resident_bytes");
     if (books.samples() == 0) {

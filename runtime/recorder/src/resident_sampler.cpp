@@ -101,8 +101,7 @@ bool ResidentSampler::poll(Process& p, clock::time_point now, double stretch) {
     // A high between two polls: the kernel's high-water mark has passed every sample.
     p.last_hwm_check = now;
     StatusMemory m;
-    if (read_status_memory(p.status, m) && m.hwm > p.own &&
-        m.hwm - p.own >= p.sampled_high + step_of(p.sampled_high)) {
+    if (read_status_memory(p.status, m) && m.hwm > p.own && m.hwm - p.own >= p.sampled_high + step_of(p.sampled_high)) {
       sample(p, now);
       p.interval = kMinPoll;
     }

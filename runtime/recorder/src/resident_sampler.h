@@ -26,11 +26,11 @@
 namespace memtrack::runtime {
 
 struct ResidentCost {
-  std::uint64_t polls = 0;     // statm reads
-  std::uint64_t samples = 0;   // notes written
-  std::uint64_t own_scans = 0; // maps + pagemap reads for memtrack's own pages
-  double cpu_seconds = 0;      // the sampler thread's CPU time
-  double wall_seconds = 0;     // from start to stop()
+  std::uint64_t polls = 0;      // statm reads
+  std::uint64_t samples = 0;    // notes written
+  std::uint64_t own_scans = 0;  // maps + pagemap reads for memtrack's own pages
+  double cpu_seconds = 0;       // the sampler thread's CPU time
+  double wall_seconds = 0;      // from start to stop()
 };
 
 class ResidentSampler {
