@@ -95,7 +95,8 @@ bool ResidentSampler::poll(Process& p, clock::time_point now, double stretch) {
   const std::uint64_t moved_by =
       program > p.sampled_resident ? program - p.sampled_resident : p.sampled_resident - program;
   if (!p.sampled || program >= p.sampled_high + step_of(p.sampled_high) ||
-      (moved_by >= step_of(p.sampled_resident) && now - p.last_sample >= kMinGap)) {
+      (moved_by >= step_of(p.sampled_resident) && now - p.last_sample >= kMinGap) ||
+      (!moved && moved_by >= kMinStep && now - p.last_sample >= kMinGap)) {
     sample(p, now);
   } else if (now - p.last_hwm_check >= kHwmCheck) {
     // A high between two polls: the kernel's high-water mark has passed every sample.
