@@ -23,6 +23,7 @@ void Stats::add_context(const codec::ContextRecord& record) {
   // The lifecycle records, an Untracked among them (an image the pid execs into ends its current one).
   if (!std::holds_alternative<codec::RecordingInfo>(record) && !std::holds_alternative<codec::StreamEnd>(record))
     heap.add_context(record);
+  resident.add(record, heap);
 }
 
 std::optional<bool> Stats::complete() const {

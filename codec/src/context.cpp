@@ -129,6 +129,11 @@ void pack(Packer& pk, const RegionEnd& r) {
   pack_record(pk, "RegionEnd", "pid", r.pid, "tid", r.tid, "event", r.event, "timestamp", r.timestamp);
 }
 
+void pack(Packer& pk, const Resident& r) {
+  pack_record(pk, "Resident", "pid", r.pid, "event", r.event, "timestamp", r.timestamp, "anon", r.anon, "file", r.file,
+              "shmem", r.shmem, "swap", r.swap, "own", r.own, "hwm", r.hwm);
+}
+
 void store_le32(std::byte* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
 }
@@ -302,6 +307,12 @@ bool parse_record(const msgpack::object& obj, std::vector<ContextRecord>& out) {
   } else if (type == "RegionEnd") {
     out.emplace_back(RegionEnd{f.integer<std::int32_t>("pid"), f.integer<std::int32_t>("tid"),
                                f.integer<std::uint64_t>("event"), f.integer<std::uint64_t>("timestamp")});
+  } else if (type == "Resident") {
+    out.emplace_back(Resident{f.integer<std::int32_t>("pid"), f.integer<std::uint64_t>("event"),
+                              f.integer<std::uint64_t>("timestamp"), f.integer<std::uint64_t>("anon"),
+                              f.integer<std::uint64_t>("file"), f.integer<std::uint64_t>("shmem"),
+                              f.integer<std::uint64_t>("swap"), f.integer<std::uint64_t>("own"),
+                              f.integer<std::uint64_t>("hwm")});
   } else {
     return false;
   }

@@ -52,6 +52,8 @@ std::vector<ContextRecord> all_records() {
       RegionEnd{7, 8, 60, 170},
       RegionEnd{7, 7, 61, 171},
       Pause{4242, 0, 62, 172, "signal"},
+      Resident{7, 63, 173, 64ull << 20, 3ull << 20, 4096, 0, 65536, 70ull << 20},
+      Resident{8, 64, 174, 0, 0, 0, 1ull << 40, 0, 0},
   };
 }
 
@@ -239,6 +241,10 @@ TEST(Context, EveryRecordIsItsDocumentedBytes) {
       "85a474797065a9526567696f6e456e64a370696407a374696407a56576656e743da974696d657374616d70ccab",
       "86a474797065a55061757365a3706964cd1092a374696400a56576656e743ea974696d657374616d70ccaca6736f75726365a67369676e61"
       "6c",
+      "8aa474797065a85265736964656e74a370696407a56576656e743fa974696d657374616d70ccada4616e6f6ece04000000a466696c65ce00"
+      "300000a573686d656dcd1000a47377617000a36f776ece00010000a368776dce04600000",
+      "8aa474797065a85265736964656e74a370696408a56576656e7440a974696d657374616d70ccaea4616e6f6e00a466696c6500a573686d65"
+      "6d00a473776170cf0000010000000000a36f776e00a368776d00",
   };
   const std::vector<ContextRecord> records = all_records();
   ASSERT_EQ(records.size(), std::size(expected));
@@ -337,6 +343,36 @@ TEST(Context, ControlRecordsAreTheDocumentedBytes) {
   ASSERT_GE(got.size(), sizeof pause_head + sizeof pause_tail);
   EXPECT_EQ(std::memcmp(got.data(), pause_head, sizeof pause_head), 0);
   EXPECT_EQ(std::memcmp(got.data() + got.size() - sizeof pause_tail, pause_tail, sizeof pause_tail), 0);
+}
+
+// The resident record's bytes (docs/FORMAT.md, "Context section: resident"): keys in the documented order.
+TEST(Context, ResidentRecordsAreTheDocumentedBytes) {
+  std::vector<std::byte> got;
+  encode_context_record(Resident{7, 8, 9, 1, 2, 3, 4, 5, 6}, got);
+  const unsigned char want[] = {0x8a, 0xa4, 't', 'y', 'p', 'e', 0xa8, 'R', 'e', 's', 'i', 'd', 'e', 'n', 't', 0xa3,
+                                'p', 'i', 'd', 0x07, 0xa5, 'e', 'v', 'e', 'n', 't', 0x08, 0xa9, 't', 'i', 'm', 'e',
+                                's', 't', 'a', 'm', 'p', 0x09, 0xa4, 'a', 'n', 'o', 'n', 0x01, 0xa4, 'f', 'i', 'l',
+                                'e', 0x02, 0xa5, 's', 'h', 'm', 'e', 'm', 0x03, 0xa4, 's', 'w', 'a', 'p', 0x04, 0xa3,
+                                'o', 'w', 'n', 0x05, 0xa3, 'h', 'w', 'm', 0x06};
+  ASSERT_EQ(got.size(), sizeof want);
+  EXPECT_EQ(std::memcmp(got.data(), want, sizeof want), 0);
+
+  // Without its keys: an error naming the key, as for every record.
+  std::vector<std::byte> payload;
+  Stream st{payload};
+  msgpack::packer<Stream> pk(st);
+  pk.pack_map(4);
+  pk.pack(std::string("type"));
+  pk.pack(std::string("Resident"));
+  pk.pack(std::string("pid"));
+  pk.pack(1);
+  pk.pack(std::string("event"));
+  pk.pack(2);
+  pk.pack(std::string("timestamp"));
+  pk.pack(3);
+  std::vector<ContextRecord> back;
+  const Status s = decode_context_frame(frame_of_payload(payload), 0, back);
+  EXPECT_NE(s.message().find("missing key \"anon\""), std::string::npos) << s.message();
 }
 
 TEST(Context, ControlRecordsWithoutTheirKeysAreErrors) {

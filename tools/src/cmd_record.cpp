@@ -187,6 +187,11 @@ int run_record(int argc, char** argv) {
                      count(r.symbolized_addresses, "address", "addresses").c_str(),
                      static_cast<unsigned long long>(r.symbolized_ahead), r.symbolize_ahead_cpu_seconds,
                      r.symbolize_seconds_at_end);
+      if (r.resident_samples != 0)
+        std::fprintf(stderr, ", %s of resident memory (%s, %.1f ms of CPU, %.2f%% of one core)",
+                     count(r.resident_samples, "sample", "samples").c_str(),
+                     count(r.resident_polls, "poll", "polls").c_str(), r.resident_cpu_seconds * 1e3,
+                     r.resident_wall_seconds > 0 ? 100 * r.resident_cpu_seconds / r.resident_wall_seconds : 0.0);
       if (r.abandoned_slots != 0)
         std::fprintf(stderr, ", %s skipped (their threads died before filling them)",
                      count(r.abandoned_slots, "ring slot", "ring slots").c_str());

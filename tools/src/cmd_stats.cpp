@@ -132,12 +132,13 @@ int region_stats(int fd, const std::string& name, const std::string& region, boo
   const std::uint64_t origin = stats.counts.events != 0 ? stats.counts.first_timestamp : 0;
   std::string text;
   if (json) {
-    text = splice_json(format_stats_json(stats), format_region_json_member(region, regions.selected_occurrences()) +
-                                                     "," + format_regions_json_members(regions, origin, &region));
+    text = splice_json(format_stats_json(stats, nullptr, false),
+                       format_region_json_member(region, regions.selected_occurrences()) + "," +
+                           format_regions_json_members(regions, origin, &region));
   } else {
     text = "region " + region + ": " + std::to_string(regions.selected_occurrences()) +
            " occurrence(s), summed (events inside them, and later frees of their blocks)\n" +
-           format_stats_table(stats) + format_regions_table(regions, origin, &region);
+           format_stats_table(stats, nullptr, false) + format_regions_table(regions, origin, &region);
   }
   print_stdout(text);
   if (!status.is_ok()) {

@@ -139,6 +139,17 @@ void append_context_json(std::string& out, const codec::ContextRecord& record) {
               .num("tid", std::int64_t{r.tid})
               .num("event", r.event)
               .num("timestamp", r.timestamp);
+        } else if constexpr (std::is_same_v<T, codec::Resident>) {
+          Line(out, "Resident")
+              .num("pid", std::int64_t{r.pid})
+              .num("event", r.event)
+              .num("timestamp", r.timestamp)
+              .num("anon", r.anon)
+              .num("file", r.file)
+              .num("shmem", r.shmem)
+              .num("swap", r.swap)
+              .num("own", r.own)
+              .num("hwm", r.hwm);
         } else {
           static_assert(std::is_same_v<T, codec::Symbols>);
           Line(out, "Symbols")

@@ -127,6 +127,64 @@ std::string notes(const Stats& s) {
   return o.empty() ? o : "\n" + o;
 }
 
+// Resident memory minus the live heap, signed, in a person's units.
+std::string signed_bytes(std::int64_t v) {
+  return v < 0 ? "-" + human_bytes(static_cast<std::uint64_t>(-v)) : human_bytes(static_cast<std::uint64_t>(v));
+}
+
+constexpr const char* kGapExplanation =
+    "the allocator's overhead and retention (freed memory it keeps), plus stacks, static data and anonymous "
+    "mappings outside the heap; negative when heap blocks are not resident (never touched, or swapped out)";
+
+// Pids the resident section says nothing about: known to the live heap (events or lifecycle) and never
+// sampled.
+std::vector<std::int32_t> unsampled_pids(const Stats& s) {
+  std::vector<std::int32_t> out;
+  for (const auto& [pid, h] : s.heap.pids())
+    if (!s.resident.pids().contains(pid)) out.push_back(pid);
+  return out;
+}
+
+// The table's resident section (docs/RUNTIME.md, "Resident memory"): only for a recording with the section,
+// so every other artifact's table is unchanged.
+std::string resident_table(const Stats& s) {
+  if (!s.resident_recorded()) return {};
+  const analysis::ResidentBooks& r = s.resident;
+  if (r.samples() == 0) return "\nresident memory: not recorded (no process was sampled)\n";
+  const EventCounts& c = s.counts;
+  std::string out = "\nresident memory (sampled from /proc; memtrack's own pages left out: at most " +
+                    human_bytes(r.own_max()) + ", its shared ring's)\n";
+  const analysis::ResidentPoint& p = r.peak();
+  out += "  peak resident          " + u64(p.resident) + " (" + human_bytes(p.resident) + ") at " +
+         since_start(c, p.timestamp) + ": anon " + human_bytes(p.anon) + ", file " + human_bytes(p.file) + ", shmem " +
+         human_bytes(p.shmem) + "; swap " + human_bytes(p.swap) + "\n";
+  out += "  anon - live heap       " + signed_bytes(p.gap()) + " at that peak (live heap " + human_bytes(p.live_heap) +
+         "): " + kGapExplanation + "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-8s %14s %20s %12s %12s %16s %12s %8s\n", "pid", "peak resident", "peak at",
+                "anon", "live heap", "anon - live heap", "VmHWM", "samples");
+  out += line;
+  for (const auto& [pid, pr] : r.pids()) {
+    const analysis::ResidentPoint& q = pr.peak;
+    std::snprintf(line, sizeof line, "  %-8d %14" PRIu64 " %20s %12s %12s %16s %12s %8" PRIu64 "\n", pid, q.resident,
+                  since_start(c, q.timestamp).c_str(), human_bytes(q.anon).c_str(), human_bytes(q.live_heap).c_str(),
+                  signed_bytes(q.gap()).c_str(), human_bytes(pr.hwm).c_str(), pr.samples);
+    out += line;
+  }
+  for (const std::int32_t pid : unsampled_pids(s)) {
+    std::snprintf(line, sizeof line, "  %-8d not sampled (it ended before its first sample, or /proc hid it)\n", pid);
+    out += line;
+  }
+  return out;
+}
+
+void resident_point_json(JsonWriter& j, const analysis::ResidentPoint& p) {
+  j.begin_object().member("anon_bytes", p.anon).member("file_bytes", p.file).member("shmem_bytes", p.shmem);
+  j.member("swap_bytes", p.swap).member("live_heap_bytes", p.live_heap);
+  j.key("anon_minus_live_heap_bytes").num(p.gap()).member("memtrack_own_bytes", p.own).member("event", p.event);
+  j.end_object();
+}
+
 }  // namespace
 
 namespace {
@@ -160,7 +218,7 @@ BlockTotals inherited_at_exit(const Stats& s) {
   return sum_images(s, &ProcessImage::inherited_at_exit_count, &ProcessImage::inherited_at_exit_bytes);
 }
 
-std::string format_stats_table(const Stats& s, const analysis::SitesResult* leaks) {
+std::string format_stats_table(const Stats& s, const analysis::SitesResult* leaks, bool resident) {
   const EventCounts& c = s.counts;
   std::string out;
   char line[256];
@@ -259,6 +317,8 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
     out += line;
   }
 
+  if (resident) out += resident_table(s);
+
   out += "\nallocation sizes\n";
   for (std::size_t k = 0; k < kSizeBuckets; ++k) {
     if (c.size_histogram[k] == 0) continue;
@@ -304,7 +364,8 @@ void image_json(JsonWriter& j, const Stats& s, std::int32_t pid) {
 
 }  // namespace
 
-std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks) {
+std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks, bool resident) {
+  const bool with_resident = resident && s.resident_recorded();
   const EventCounts& c = s.counts;
   std::string o;
   JsonWriter j(o);
@@ -341,6 +402,18 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
     j.member("peak_mapped_bytes", h.peak_mapped_bytes).member("peak_mapped_timestamp", h.peak_mapped_timestamp);
     j.member("unmatched_frees", h.unmatched_frees).member("unmatched_munmaps", h.unmatched_munmaps);
     if (s.has_context()) image_json(j, s, pid);
+    if (with_resident) {
+      const auto rp = s.resident.pids().find(pid);
+      j.key("peak_resident_bytes");
+      if (rp == s.resident.pids().end()) {
+        j.null().member("resident_samples", 0).key("resident_at_peak").null();
+      } else {
+        j.num(rp->second.peak.resident).member("peak_resident_timestamp", rp->second.peak.timestamp);
+        j.member("resident_samples", rp->second.samples).member("vm_hwm_bytes", rp->second.hwm);
+        j.key("resident_at_peak");
+        resident_point_json(j, rp->second.peak);
+      }
+    }
     j.end_object();
   }
   j.end_array().member("leaked_count", leak_count).member("leaked_bytes", leak_bytes);
@@ -374,6 +447,19 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
     });
     j.member("context_records_out_of_order", s.heap.late_records());
     j.member("context_records_after_the_end", s.heap.pending_records());
+  }
+  if (with_resident) {
+    const analysis::ResidentBooks& books = s.resident;
+    j.key("peak_resident_bytes");
+    if (books.samples() == 0) {
+      j.null().key("resident_at_peak").null();
+    } else {
+      j.num(books.peak().resident).member("peak_resident_timestamp", books.peak().timestamp).key("resident_at_peak");
+      resident_point_json(j, books.peak());
+      j.member("anon_minus_live_heap_explanation", kGapExplanation);
+    }
+    j.member("resident_samples", books.samples()).member("resident_memtrack_own_bytes_max", books.own_max());
+    j.key("resident_unsampled_pids").array(unsampled_pids(s), [](JsonWriter& w, std::int32_t pid) { w.num(pid); });
   }
   // Whether the numbers are the lifecycle-aware ones (false: a version-1 artifact, numbers as before).
   j.member("context", s.has_context());

@@ -13,8 +13,13 @@ namespace memtrack::tools {
 
 // `leaks`: the top leak sites of an artifact with call stacks, listed at the end (the table's "top leak
 // sites", JSON's "top_leaks"); null for an artifact without stacks, whose output is what it always was.
-std::string format_stats_table(const analysis::Stats& stats, const analysis::SitesResult* leaks = nullptr);
-std::string format_stats_json(const analysis::Stats& stats, const analysis::SitesResult* leaks = nullptr);
+// `resident`: the resident memory figures of a recording with the resident section; false for a region's
+// stats (`stats --region`), whose figures are of the region's own blocks while resident memory is of whole
+// processes.
+std::string format_stats_table(const analysis::Stats& stats, const analysis::SitesResult* leaks = nullptr,
+                               bool resident = true);
+std::string format_stats_json(const analysis::Stats& stats, const analysis::SitesResult* leaks = nullptr,
+                              bool resident = true);
 
 // Block totals both the stats table and the report's summary print.
 struct BlockTotals {

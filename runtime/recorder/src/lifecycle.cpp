@@ -40,7 +40,7 @@ void Lifecycle::on_slot(const RingEvent& slot, std::uint64_t position) {
   note_.position = position;
   note_.truncated = (slot.flags & kRingNoteTruncated) != 0;
   note_.missing = (slot.kind == RingEventKind::NoteExec || slot.kind == RingEventKind::NoteUntracked ||
-                   ControlBooks::takes(slot.kind))
+                   slot.kind == RingEventKind::NoteResident || ControlBooks::takes(slot.kind))
                       ? slot.old_addr
                       : 0;
   if (note_.missing == 0) finish_note();
@@ -113,6 +113,16 @@ void Lifecycle::finish_note() {
       untracked_.push_back(std::move(u));
       break;
     }
+    case RingEventKind::NoteResident: {
+      // A sample of a process that is no longer alive here (its exit was noted between the sampler's read and
+      // its note) or one cut short is dropped: it would describe a process after its end.
+      RingResidentPayload p;
+      if (note_.truncated || note_.payload.size() != sizeof p || !alive_.contains(h.pid)) break;
+      std::memcpy(&p, note_.payload.data(), sizeof p);
+      add(codec::Resident{h.pid, note_.position, ts, p.anon, p.file, p.shmem, p.swap, p.own, p.hwm});
+      ++resident_samples_;
+      break;
+    }
     default:
       // Control notes (pause, resume, regions: control_notes.h); a kind of a newer ring version cannot reach
       // us (the version check).
@@ -138,6 +148,11 @@ bool Lifecycle::is_alive(std::int32_t pid) const {
 std::vector<UntrackedProcess> Lifecycle::untracked() const {
   const std::lock_guard lock(mutex_);
   return untracked_;
+}
+
+std::uint64_t Lifecycle::resident_samples() const {
+  const std::lock_guard lock(mutex_);
+  return resident_samples_;
 }
 
 std::uint64_t Lifecycle::records() const {

@@ -61,8 +61,9 @@ class Lifecycle {
   [[nodiscard]] bool is_alive(std::int32_t pid) const;
   // What was reported untracked (Untracked records), in record order.
   [[nodiscard]] std::vector<UntrackedProcess> untracked() const;
-  // Records added to the channel so far.
+  // Records added to the channel so far; of those, Resident samples.
   [[nodiscard]] std::uint64_t records() const;
+  [[nodiscard]] std::uint64_t resident_samples() const;
 
  private:
   struct Note {
@@ -86,6 +87,7 @@ class Lifecycle {
   ControlBooks control_;
   std::function<void(std::int32_t)> on_new_process_;
   std::uint64_t records_ = 0;
+  std::uint64_t resident_samples_ = 0;
 };
 
 }  // namespace memtrack::runtime

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +62,73 @@ std::set<int> children_of_us() {
     ::closedir(d);
   }
   return out;
+}
+
+namespace {
+
+// A whole small /proc file at offset 0 into `buf`, NUL-terminated; its length, or 0.
+std::size_t pread_all(int fd, char* buf, std::size_t size) {
+  const ssize_t n = ::pread(fd, buf, size - 1, 0);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  return static_cast<std::size_t>(n);
+}
+
+// "Key:   123 kB" in a status text: the value in bytes, or false when the key is missing.
+bool status_kb(const char* text, const char* key, std::uint64_t& bytes) {
+  const char* at = std::strstr(text, key);
+  if (at == nullptr) return false;
+  bytes = std::strtoull(at + std::strlen(key), nullptr, 10) * 1024;
+  return true;
+}
+
+}  // namespace
+
+bool read_statm(int fd, Statm& out) {
+  char buf[128];
+  if (pread_all(fd, buf, sizeof buf) == 0) return false;
+  unsigned long long size = 0, resident = 0, shared = 0;
+  if (std::sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3 || size == 0) return false;
+  static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  out.resident = resident * page;
+  out.shared = shared * page;
+  return true;
+}
+
+bool read_status_memory(int fd, StatusMemory& out) {
+  char buf[4096];
+  if (pread_all(fd, buf, sizeof buf) == 0) return false;
+  return status_kb(buf, "\nRssAnon:", out.anon) && status_kb(buf, "\nRssFile:", out.file) &&
+         status_kb(buf, "\nRssShmem:", out.shmem) && status_kb(buf, "\nVmSwap:", out.swap) &&
+         status_kb(buf, "\nVmHWM:", out.hwm);
+}
+
+std::uint64_t resident_bytes_of_mapping(int pid, const char* name) {
+  char path[48];
+  std::snprintf(path, sizeof path, "/proc/%d/maps", pid);
+  FILE* maps = std::fopen(path, "re");
+  if (maps == nullptr) return 0;
+  std::snprintf(path, sizeof path, "/proc/%d/pagemap", pid);
+  const int pagemap = ::open(path, O_RDONLY | O_CLOEXEC);
+  static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::uint64_t bytes = 0;
+  char line[512];
+  while (pagemap >= 0 && std::fgets(line, sizeof line, maps) != nullptr) {
+    if (std::strstr(line, name) == nullptr) continue;
+    unsigned long long lo = 0, hi = 0;
+    if (std::sscanf(line, "%llx-%llx", &lo, &hi) != 2) continue;
+    std::uint64_t entries[512];  // 8 bytes per page, bit 63: present
+    for (std::uint64_t p = lo; p < hi;) {
+      const std::uint64_t n = std::min<std::uint64_t>((hi - p) / page, 512);
+      const ssize_t got = ::pread(pagemap, entries, n * 8, static_cast<off_t>(p / page * 8));
+      if (got <= 0) break;
+      for (ssize_t i = 0; i < got / 8; ++i) bytes += (entries[i] >> 63) * page;
+      p += static_cast<std::uint64_t>(got / 8) * page;
+    }
+  }
+  if (pagemap >= 0) ::close(pagemap);
+  std::fclose(maps);
+  return bytes;
 }
 
 std::string find_command(const std::string& file) {

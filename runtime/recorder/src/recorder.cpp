@@ -23,6 +23,7 @@
 #include "memtrack/pipeline/context_channel.h"
 #include "memtrack/runtime/image_check.h"
 #include "recorder_internal.h"
+#include "resident_sampler.h"
 #include "ring_reader.h"
 #include "stack_tables.h"
 #include "supervisor.h"
@@ -156,9 +157,9 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
                                    clock_ns(CLOCK_REALTIME),
                                    clock_ns(CLOCK_MONOTONIC),
                                    options.stack_depth != 0
-                                       ? std::vector<std::string>{"lifecycle", "control", "stacks", "modules",
-                                                                  "symbols"}
-                                       : std::vector<std::string>{"lifecycle", "control"},
+                                       ? std::vector<std::string>{"lifecycle", "control", "resident", "stacks",
+                                                                  "modules", "symbols"}
+                                       : std::vector<std::string>{"lifecycle", "control", "resident"},
                                    static_cast<std::int32_t>(::getpid())});
   const std::string command_path = find_command(options.command[0]);
   const int command_untrackable = command_path.empty() ? 0 : image_untrackable(AT_FDCWD, command_path.c_str());
@@ -203,7 +204,11 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   }
   const bool reading = fd >= 0 || internal.discard;
   Supervisor supervisor(child, ring, reader, lifecycle, watch, reading);
-  lifecycle.on_new_process([&](std::int32_t pid) { supervisor.watch(pid); });
+  ResidentSampler sampler(ring);
+  lifecycle.on_new_process([&](std::int32_t pid) {
+    supervisor.watch(pid);
+    sampler.watch(pid);
+  });
   ReaderOutcome outcome;
   std::thread reader_thread;
   if (reading)
@@ -214,6 +219,10 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
 
   signals.enter_wait();
   const WaitOutcome waited = supervisor.wait();
+  const ResidentCost resident = sampler.stop();
+  result.resident_polls = resident.polls;
+  result.resident_cpu_seconds = resident.cpu_seconds;
+  result.resident_wall_seconds = resident.wall_seconds;
   result.exit_status = waited.exit_status;
   result.command_signal = waited.command_signal;
   result.ended_by_signal = waited.ended_by_signal;
@@ -239,6 +248,7 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   for (const UntrackedProcess& u : lifecycle.untracked())
     if (u.reason != "left-running") result.untracked.push_back({u.pid, u.executable, u.reason});
   result.context_records = lifecycle.records() + 1;  // and the Recording record
+  result.resident_samples = lifecycle.resident_samples();
   result.preload_messages = messages.collect();
   const StackSummary stack_summary = stacks.summary();
   result.stack_nodes = stack_summary.nodes;

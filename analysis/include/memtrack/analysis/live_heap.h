@@ -137,6 +137,11 @@ class LiveHeap {
   [[nodiscard]] const std::map<std::int32_t, PidHeap>& pids() const;
   // The global live heap now (images alive), and the peak of that sum and when it happened.
   [[nodiscard]] std::uint64_t total_live_bytes() const { return total_live_; }
+  // Live heap bytes of the pid's current image (0 for a pid not seen).
+  [[nodiscard]] std::uint64_t live_bytes_of(std::int32_t pid) const {
+    const auto it = books_.find(pid);
+    return it == books_.end() ? 0 : it->second.heap->live_bytes;
+  }
   [[nodiscard]] std::uint64_t total_peak_bytes() const { return total_peak_; }
   [[nodiscard]] std::uint64_t total_peak_timestamp() const { return total_peak_ts_; }
 

@@ -5,6 +5,7 @@
 // compute_stats_indexed read a whole artifact into it, then read its fields.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -15,6 +16,7 @@
 #include "memtrack/analysis/counts.h"
 #include "memtrack/analysis/frame_reader.h"
 #include "memtrack/analysis/live_heap.h"
+#include "memtrack/analysis/resident.h"
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
@@ -53,6 +55,14 @@ struct Stats {
 
   ContextSummary context;
   ForeignCounts foreign;  // events of types this reader does not know, in none of the numbers above
+  // Resident memory from the Resident records (fed with the live heap, so only where this Stats drives it).
+  ResidentBooks resident;
+
+  // Whether the Recording lists the resident section (an artifact recorded with resident sampling).
+  [[nodiscard]] bool resident_recorded() const {
+    return context.recording && std::ranges::find(context.recording->sections, "resident") !=
+                                    context.recording->sections.end();
+  }
 
   // Events in artifact order (the live heap depends on it). compute_stats_indexed instead counts each frame
   // on its own thread and merges, which gives the same counts.

@@ -203,6 +203,21 @@ struct RegionEnd {
   friend bool operator==(const RegionEnd&, const RegionEnd&) = default;
 };
 
+// The resident section (docs/FORMAT.md, "Context section: resident"): a sample of one process's resident
+// memory, taken by the recorder from /proc while the program runs, positioned in the event stream like the
+// lifecycle records. Bytes; memtrack's own pages (`own`: the shared ring's resident pages in that process)
+// are already taken out of `shmem`. `hwm` is the kernel's VmHWM at the sample, memtrack's pages included.
+struct Resident {
+  std::int32_t pid = 0;
+  std::uint64_t event = 0;
+  std::uint64_t timestamp = 0;
+  std::uint64_t anon = 0, file = 0, shmem = 0, swap = 0;
+  std::uint64_t own = 0;
+  std::uint64_t hwm = 0;
+  [[nodiscard]] std::uint64_t resident() const { return anon + file + shmem; }
+  friend bool operator==(const Resident&, const Resident&) = default;
+};
+
 // A region name longer than this is cut by the writer (the preload carries it through the ring).
 inline constexpr std::size_t kMaxRegionNameBytes = 256;
 
@@ -212,7 +227,7 @@ inline constexpr std::size_t kMaxContextArrayElements = std::size_t{1} << 16;
 inline constexpr std::size_t kMaxContextBinBytes = std::size_t{1} << 20;
 
 using ContextRecord = std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd, Module,
-                                   StackNodes, EventStacks, Symbols, Pause, Resume, RegionBegin, RegionEnd>;
+                                   StackNodes, EventStacks, Symbols, Pause, Resume, RegionBegin, RegionEnd, Resident>;
 
 // Appends the msgpack map of `record` to `out`.
 void encode_context_record(const ContextRecord& record, std::vector<std::byte>& out);

@@ -80,7 +80,16 @@ enum class RingEventKind : std::uint8_t {
   NoteResume = 43,       // likewise for a resume
   NoteRegionBegin = 44,  // pid, tid; payload: the region's name (at most kRingMaxRegionNameBytes)
   NoteRegionEnd = 45,    // pid, tid
+  // Written by the recorder alone (its resident sampler, runtime/recorder/src/resident_sampler.h), so no
+  // producer depends on it and the ring version stays: pid; payload: RingResidentPayload.
+  NoteResident = 46,
 };
+
+// NoteResident's payload: one sample of the pid's resident memory, in bytes (codec::Resident's fields).
+struct RingResidentPayload {
+  std::uint64_t anon, file, shmem, swap, own, hwm;
+};
+static_assert(sizeof(RingResidentPayload) == 48);
 
 // Control (memtrack/control.h, `record --paused`, `memtrack ctl`). RingHeader::control is
 // (generation << 1) | paused. While paused, producers record no allocation (frees still are: a block allocated

@@ -83,6 +83,10 @@ struct RecordResult {
   std::uint64_t symbolized_ahead = 0;     // of which symbolized while the program ran (a recorder thread)
   double symbolize_ahead_cpu_seconds = 0; // that thread's CPU time
   double symbolize_seconds_at_end = 0;    // wall time symbolizing the rest after the program ended
+  std::uint64_t resident_samples = 0;     // Resident records written (docs/RUNTIME.md, "Resident memory")
+  std::uint64_t resident_polls = 0;       // /proc/<pid>/statm reads behind them
+  double resident_cpu_seconds = 0;        // the sampler thread's CPU time
+  double resident_wall_seconds = 0;       // over this wall time
   // The preload's diagnostics, deduplicated, in order of first appearance.
   std::vector<PreloadMessage> preload_messages;
 };

@@ -1,0 +1,200 @@
+// Resident memory under `memtrack record` (docs/RUNTIME.md, "Resident memory"): programs whose resident
+// memory is known (tests/integration/programs/resident.c) against the artifact's Resident records and
+// `memtrack stats`' figures: touched and untouched pages, a fork holding memory in both processes,
+// MADV_DONTNEED returning pages, and the peak against the kernel's own high-water mark.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "memtrack/analysis/stats.h"
+#include "memtrack/codec/byte_source.h"
+#include "memtrack/codec/context.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using memtrack::analysis::Stats;
+using memtrack::codec::Resident;
+
+constexpr std::uint64_t kMiB = 1 << 20;
+const std::string kMemtrack = MEMTRACK_BIN_DIR "/memtrack";
+const std::string kProgram = MEMTRACK_PROGRAMS_DIR "/resident";
+
+fs::path scratch_dir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir =
+      fs::path(testing::TempDir()) / (std::string("memtrack_rss_") + info->name() + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int run(std::vector<std::string> argv, const fs::path& out, const fs::path& err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> a;
+  for (std::string& s : argv) a.push_back(s.data());
+  a.push_back(nullptr);
+  pid_t pid = 0;
+  EXPECT_EQ(posix_spawn(&pid, a[0], &fa, nullptr, a.data(), environ), 0) << argv[0];
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The "hwm <bytes>" lines a run of the program printed, in order.
+std::vector<std::uint64_t> hwm_lines(const std::string& out) {
+  std::vector<std::uint64_t> v;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line))
+    if (const auto at = line.find("hwm "); at != std::string::npos) v.push_back(std::stoull(line.substr(at + 4)));
+  return v;
+}
+
+struct Recorded {
+  Stats stats;
+  std::map<std::int32_t, std::vector<Resident>> samples;  // per pid, in stream order
+  std::vector<std::uint64_t> hwm;                         // what the program printed under record
+  std::string stats_text;
+};
+
+struct Collect final : memtrack::analysis::ArtifactConsumer {
+  std::map<std::int32_t, std::vector<Resident>>* out;
+  explicit Collect(std::map<std::int32_t, std::vector<Resident>>* o) : out(o) {}
+  void add_context(const memtrack::codec::ContextRecord& r) override {
+    if (const auto* s = std::get_if<Resident>(&r)) (*out)[s->pid].push_back(*s);
+  }
+  void add(std::span<const memtrack::codec::Event>) override {}
+};
+
+Recorded record(const fs::path& dir, std::vector<std::string> args) {
+  std::vector<std::string> argv = {kMemtrack, "record", "-q", "-o", (dir / "a.mt").string(), "--", kProgram};
+  argv.insert(argv.end(), args.begin(), args.end());
+  EXPECT_EQ(run(argv, dir / "out", dir / "err"), 0) << slurp(dir / "err");
+  Recorded r;
+  r.hwm = hwm_lines(slurp(dir / "out"));
+  const std::string bytes = slurp(dir / "a.mt");
+  memtrack::codec::MemorySource source(std::as_bytes(std::span(bytes.data(), bytes.size())));
+  Collect collect(&r.samples);
+  memtrack::analysis::ArtifactConsumer* also[] = {&collect};
+  r.stats = memtrack::analysis::compute_stats(source, "a.mt", {}, also);
+  EXPECT_TRUE(r.stats.status.is_ok()) << r.stats.status.message();
+  EXPECT_EQ(run({kMemtrack, "stats", (dir / "a.mt").string()}, dir / "stats", dir / "stats.err"), 0);
+  r.stats_text = slurp(dir / "stats");
+  return r;
+}
+
+// The program run natively: what it printed.
+std::vector<std::uint64_t> native(const fs::path& dir, std::vector<std::string> args) {
+  std::vector<std::string> argv = {kProgram};
+  argv.insert(argv.end(), args.begin(), args.end());
+  EXPECT_EQ(run(argv, dir / "native", dir / "native.err"), 0);
+  return hwm_lines(slurp(dir / "native"));
+}
+
+void expect_within(std::uint64_t value, std::uint64_t reference, double fraction, const char* what) {
+  const double d = std::abs(static_cast<double>(value) - static_cast<double>(reference));
+  EXPECT_LE(d, fraction * static_cast<double>(reference)) << what << ": " << value << " against " << reference;
+}
+
+TEST(Resident, ThePeakOfOneProcessIsWithinFivePercentOfItsNativeHighWaterMark) {
+  const fs::path dir = scratch_dir();
+  const std::vector<std::uint64_t> hwm = native(dir, {"touch", "64", "64", "300"});
+  ASSERT_EQ(hwm.size(), 1u);
+  const Recorded r = record(dir, {"touch", "64", "64", "300"});
+  ASSERT_TRUE(r.stats.resident_recorded());
+  ASSERT_EQ(r.stats.resident.pids().size(), 1u);
+  const auto& pid = r.stats.resident.pids().begin()->second;
+  expect_within(pid.peak.resident, hwm[0], 0.05, "peak resident against the native VmHWM");
+  expect_within(r.stats.resident.peak().resident, hwm[0], 0.05, "the recording's peak");
+  // The heap block is touched whole: resident anonymous memory holds it, the gap is small and positive.
+  EXPECT_EQ(pid.peak.live_heap, 64 * kMiB);
+  EXPECT_GE(pid.peak.anon, 64 * kMiB);
+  EXPECT_LT(pid.peak.gap(), static_cast<std::int64_t>(4 * kMiB));
+  // The kernel's mark under record (memtrack's pages included) is at least what the samples say.
+  ASSERT_EQ(r.hwm.size(), 1u);
+  EXPECT_GE(r.hwm[0] + kMiB / 4, pid.peak.resident);
+  EXPECT_NE(r.stats_text.find("\nresident memory (sampled from /proc"), std::string::npos) << r.stats_text;
+  EXPECT_NE(r.stats_text.find("  peak resident          " + std::to_string(r.stats.resident.peak().resident)),
+            std::string::npos)
+      << r.stats_text;
+}
+
+TEST(Resident, UntouchedPagesAreNotResident) {
+  const fs::path dir = scratch_dir();
+  const std::vector<std::uint64_t> hwm = native(dir, {"touch", "64", "16", "300"});
+  const Recorded r = record(dir, {"touch", "64", "16", "300"});
+  ASSERT_EQ(r.stats.resident.pids().size(), 1u);
+  const auto& peak = r.stats.resident.pids().begin()->second.peak;
+  expect_within(peak.resident, hwm[0], 0.05, "16 of 64 MiB touched");
+  EXPECT_LT(peak.resident, 24 * kMiB);
+  EXPECT_GE(peak.anon, 16 * kMiB);
+  // 64 MiB of live heap, 16 resident: the gap is about -48 MiB.
+  EXPECT_EQ(peak.live_heap, 64 * kMiB);
+  EXPECT_LT(peak.gap(), -static_cast<std::int64_t>(44 * kMiB));
+  EXPECT_GT(peak.gap(), -static_cast<std::int64_t>(49 * kMiB));
+}
+
+TEST(Resident, AForkHoldingMemoryInBothProcessesCountsBoth) {
+  const fs::path dir = scratch_dir();
+  const std::vector<std::uint64_t> hwm = native(dir, {"fork", "32", "300"});
+  ASSERT_EQ(hwm.size(), 2u);
+  const Recorded r = record(dir, {"fork", "32", "300"});
+  ASSERT_EQ(r.stats.resident.pids().size(), 2u);
+  for (const auto& [pid, p] : r.stats.resident.pids()) {
+    EXPECT_GE(p.peak.anon, 32 * kMiB) << pid;
+    EXPECT_LT(p.peak.resident, 40 * kMiB) << pid;
+    EXPECT_EQ(p.peak.live_heap, 32 * kMiB) << pid;
+  }
+  // Both hold their 32 MiB at once: the recording's peak is the sum of the two, within 5%.
+  expect_within(r.stats.resident.peak().resident, hwm[0] + hwm[1], 0.05, "the sum of both processes");
+  EXPECT_EQ(r.stats.resident.peak().live_heap, 64 * kMiB);
+}
+
+TEST(Resident, MadvDontneedReturnsPagesAndTheSamplesFollow) {
+  const fs::path dir = scratch_dir();
+  const Recorded r = record(dir, {"dontneed", "64", "200"});
+  ASSERT_EQ(r.samples.size(), 1u);
+  const std::vector<Resident>& s = r.samples.begin()->second;
+  const auto high = std::max_element(s.begin(), s.end(),
+                                     [](const Resident& a, const Resident& b) { return a.resident() < b.resident(); });
+  EXPECT_GE(high->anon, 64 * kMiB);
+  // After the peak: down to the program's few MiB, then up again by the quarter it touches again.
+  const auto low =
+      std::min_element(high, s.end(), [](const Resident& a, const Resident& b) { return a.resident() < b.resident(); });
+  ASSERT_NE(low, s.end());
+  EXPECT_LT(low->anon, 4 * kMiB);
+  const auto again =
+      std::max_element(low, s.end(), [](const Resident& a, const Resident& b) { return a.resident() < b.resident(); });
+  EXPECT_GE(again->anon, 16 * kMiB);
+  EXPECT_LT(again->anon, 20 * kMiB);
+  // A mapping, not the heap: the live heap is a few KiB all along, the gap is the mapping.
+  EXPECT_LT(r.stats.resident.peak().live_heap, kMiB);
+  EXPECT_GT(r.stats.resident.peak().gap(), static_cast<std::int64_t>(63 * kMiB));
+}
+
+}  // namespace
