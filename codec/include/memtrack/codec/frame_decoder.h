@@ -1,4 +1,4 @@
-// Decodes one complete zstd frame of msgpack events, for random access through the frame index and for
+// Decodes one complete zstd frame of events (msgpack, or compact content: memtrack/codec/compact.h), for random access through the frame index and for
 // decoding frames in parallel (one FrameDecoder per in-flight frame; each owns a ZSTD_DCtx and a buffer).
 //
 // Every frame is held whole, whatever its header declares (FrameWalker streams frames without a declared
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "memtrack/codec/artifact_decoder.h"
+#include "memtrack/codec/compact.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/status.h"
 
@@ -42,6 +43,7 @@ class FrameDecoder {
   DecoderLimits limits_;
   ZSTD_DCtx_s* dctx_ = nullptr;
   std::vector<std::byte> buffer_;
+  CompactFrameDecoder compact_;
 };
 
 }  // namespace memtrack::codec
