@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "interrupt.h"
 #include "io.h"
+#include "memtrack/codec/compact.h"
 #include "memtrack/pipeline/raw_record_reader.h"
 #include "memtrack/pipeline/sink.h"
 #include "memtrack/pipeline/stream_encoder.h"
@@ -18,7 +19,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: memtrack encode [-i FILE|-] [-o FILE|-] [--workers N] [--level L] [--frame-events N]\n"
-    "                       [--in-flight K | --memory-budget MIB] [--stats]\n\n"
+    "                       [--in-flight K | --memory-budget MIB] [--compact] [--stats]\n\n"
     "Reads 48-byte raw event records (docs/FORMAT.md) and writes a MemtrackArtifact: one zstd frame of\n"
     "msgpack events per N events, each with its content size and checksum. Frames are encoded in parallel\n"
     "and written in order; the output bytes do not depend on --workers, --in-flight or --memory-budget.\n\n"
@@ -30,6 +31,10 @@ constexpr const char* kHelp =
     "  --in-flight K         frames alive at once (read, encoding, or waiting to be written); default:\n"
     "                        derived from the memory budget (4 at the default frame size)\n"
     "  --memory-budget MIB   budget for in-flight frame buffers, in MiB (default: 64)\n"
+    "  --compact             compact data frames (docs/FORMAT.md, \"Compact data frames\"): every field of\n"
+    "                        every event in a fraction of the bytes, read by every memtrack command but not\n"
+    "                        by CodSpeed's reader (memtrack convert --to codspeed gives it); --frame-events\n"
+    "                        at most 65536\n"
     "  --stats               print events, frames, bytes in and out and K on stderr at the end\n\n"
     "A bad record (unknown kind, reserved bits, truncated tail) stops encoding with an error naming the\n"
     "record index; the frames written before it stay a valid artifact holding every record before it.\n"
@@ -57,6 +62,9 @@ int run_encode(int argc, char** argv) {
   if (in_flight) options.max_in_flight = static_cast<std::size_t>(parse_int("in-flight", *in_flight, 1, 1024));
   if (budget)
     options.memory_budget_bytes = static_cast<std::size_t>(parse_int("memory-budget", *budget, 1, 1 << 20)) << 20;
+  options.compact = args.flag("compact");
+  if (options.compact && options.frame_events > codec::kMaxCompactFrameEvents)
+    throw UsageError("--compact frames hold at most " + std::to_string(codec::kMaxCompactFrameEvents) + " events");
   const bool print_stats = args.flag("stats");
   if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals().front());
 

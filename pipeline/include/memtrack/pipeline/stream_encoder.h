@@ -1,7 +1,7 @@
 // The streaming encoder: events in, an artifact of independent zstd frames out (docs/FORMAT.md).
 //
 // Output. Frames of exactly `frame_events` events (the last may be shorter; an empty stream writes one empty
-// frame), each serialized to msgpack and compressed as one zstd frame with content size and checksum, written
+// frame), each serialized to msgpack (or compact columns: EncoderOptions::compact) and compressed as one zstd frame with content size and checksum, written
 // strictly in order. The bytes depend only on the events, `level` and `frame_events`: they are identical for
 // every worker count and every in-flight cap.
 //
@@ -93,12 +93,16 @@ struct EncoderOptions {
   // gets a seek table entry (its whole size, decompressed size 0). The channel must outlive the encoder.
   ContextChannel* context = nullptr;
   FrameContextBuilder frame_context;
+  // Data frames hold compact columns (memtrack/codec/compact.h, docs/FORMAT.md "Compact data frames")
+  // instead of CodSpeed-compatible msgpack; frame_events is then at most codec::kMaxCompactFrameEvents. The
+  // slot's buffers keep their msgpack sizes (a compact frame is never larger), so slot_bytes is unchanged.
+  bool compact = false;
 };
 
 struct EncoderStats {
   std::uint64_t events = 0;          // events in frames written to the sink
   std::uint64_t frames = 0;          // frames written to the sink
-  std::uint64_t bytes_in = 0;        // msgpack bytes of those frames
+  std::uint64_t bytes_in = 0;        // content bytes of those frames (msgpack, or compact columns)
   std::uint64_t bytes_out = 0;       // compressed bytes written (data, context and index frames)
   std::uint64_t context_frames = 0;  // context frames written
   std::uint64_t context_bytes = 0;   // their bytes (included in bytes_out)
