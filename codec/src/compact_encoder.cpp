@@ -1,6 +1,7 @@
 // The compact encoder: one pass assigns dictionary indices, then each column is written in order
-// (docs/FORMAT.md, "Compact data frames"). Address references come from two open-addressing tables (address
-// -> the thread and its count at the time) cleared per frame by an epoch, so a frame costs no clearing.
+// (docs/FORMAT.md, "Compact data frames"). Address references come from an open-addressing table (address
+// -> the threads that allocated and released it, and their counts at the time) cleared per frame by an epoch,
+// so a frame costs no clearing.
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -19,54 +20,57 @@ bool is_compact_content(std::span<const std::byte> content) {
 
 namespace {
 
-// address -> (thread index << 32 | its 0-based number in that thread's list), the latest per address.
+// address -> the latest thread that allocated it and that released it in the frame, each with the 0-based
+// number of that address in the thread's list. One 32-byte entry per address, so an address costs one probe
+// sequence (one cache line, usually) for its lookup and its update together: the table of a 65,536-event
+// frame is 8 MiB, far beyond the caches, and separate arrays or tables cost a miss each.
 class AddressTable {
  public:
-  explicit AddressTable(std::size_t max_entries) {
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  struct Entry {
+    std::uint64_t key;
+    std::uint32_t stamp;
+    std::uint32_t thread[2];  // [0] allocated, [1] released by; kNone: not in the frame
+    std::uint32_t number[2];
+    std::uint32_t padding;
+  };
+  static_assert(sizeof(Entry) == 32);
+
+  // At most `max_entries` distinct keys per frame; the load stays at most 1/2.
+  static std::size_t capacity(std::size_t max_entries) {
     std::size_t cap = 16;
     while (cap < 2 * max_entries) cap *= 2;
-    mask_ = cap - 1;
-    keys_ = std::make_unique_for_overwrite<std::uint64_t[]>(cap);
-    values_ = std::make_unique_for_overwrite<std::uint64_t[]>(cap);
-    stamps_ = std::make_unique<std::uint32_t[]>(cap);  // zero: empty for every epoch >= 1
+    return cap;
+  }
+  explicit AddressTable(std::size_t max_entries) {
+    mask_ = capacity(max_entries) - 1;
+    entries_ = std::make_unique<Entry[]>(mask_ + 1);  // stamps zero: empty for every epoch >= 1
   }
 
   void clear() {
     if (++epoch_ == 0) {  // after 2^32 frames: stamps of old epochs could look current
-      std::memset(stamps_.get(), 0, (mask_ + 1) * sizeof(std::uint32_t));
+      for (std::size_t i = 0; i <= mask_; ++i) entries_[i].stamp = 0;
       epoch_ = 1;
     }
   }
 
-  [[nodiscard]] const std::uint64_t* find(std::uint64_t key) const {
-    for (std::size_t i = slot(key);; i = (i + 1) & mask_) {
-      if (stamps_[i] != epoch_) return nullptr;
-      if (keys_[i] == key) return &values_[i];
+  // The entry of `key`, created empty if the frame has none yet.
+  Entry& at(std::uint64_t key) {
+    std::size_t i = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & mask_;
+    for (; entries_[i].stamp == epoch_; i = (i + 1) & mask_) {
+      if (entries_[i].key == key) return entries_[i];
     }
-  }
-
-  void put(std::uint64_t key, std::uint64_t value) {
-    std::size_t i = slot(key);
-    for (; stamps_[i] == epoch_; i = (i + 1) & mask_) {
-      if (keys_[i] == key) {
-        values_[i] = value;
-        return;
-      }
-    }
-    stamps_[i] = epoch_;
-    keys_[i] = key;
-    values_[i] = value;
+    Entry& e = entries_[i];
+    e.stamp = epoch_;
+    e.key = key;
+    e.thread[0] = e.thread[1] = kNone;
+    return e;
   }
 
  private:
-  [[nodiscard]] std::size_t slot(std::uint64_t key) const {
-    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & mask_;
-  }
-
   std::size_t mask_ = 0;
   std::uint32_t epoch_ = 1;
-  std::unique_ptr<std::uint64_t[]> keys_, values_;
-  std::unique_ptr<std::uint32_t[]> stamps_;
+  std::unique_ptr<Entry[]> entries_;
 };
 
 struct ThreadState {
@@ -81,8 +85,7 @@ struct CompactFrameEncoder::Impl {
       : max_events(max),
         buffer(std::make_unique_for_overwrite<std::byte[]>(output_bound(max))),
         thread_of(std::make_unique_for_overwrite<std::uint32_t[]>(max)),
-        allocated(max),
-        released(max) {
+        table(2 * max) {
     dictionary.reserve(64);
     threads.reserve(64);
   }
@@ -93,18 +96,20 @@ struct CompactFrameEncoder::Impl {
   std::unordered_map<std::uint64_t, std::uint32_t> dictionary;
   std::vector<std::uint64_t> pairs;  // the dictionary in index order: pid << 32 | tid
   std::vector<ThreadState> threads;
-  AddressTable allocated, released;
+  AddressTable table;
 
-  // Writes the code of `address` at position `release` of thread `t`, then records it.
+  // Writes the code of `address` at a release (or allocation) position of thread `t`, then records it.
   std::byte* put_address(std::byte* p, std::uint32_t t, std::uint64_t address, bool release) {
     ThreadState& ts = threads[t];
     const std::uint64_t z = zigzag64(address - ts.previous);
     std::uint64_t value = z;
     unsigned tag = kTagDelta;
     // A release is looked up among the thread's allocations, an allocation among its releases.
-    if (const std::uint64_t* hit = (release ? allocated : released).find(address);
-        hit != nullptr && (*hit >> 32) == t) {
-      const std::uint64_t k = (release ? ts.allocations : ts.releases) - static_cast<std::uint32_t>(*hit);
+    AddressTable::Entry& entry = table.at(address);
+    const unsigned other = release ? 0 : 1, mine = release ? 1 : 0;
+    std::uint32_t& count = release ? ts.releases : ts.allocations;
+    if (entry.thread[other] == t) {
+      const std::uint64_t k = (release ? ts.allocations : ts.releases) - entry.number[other];
       if (tagged_size(k) <= tagged_size(z)) {
         value = k;
         tag = release ? kTagAllocationRef : kTagReleaseRef;
@@ -112,12 +117,8 @@ struct CompactFrameEncoder::Impl {
     }
     p = put_tagged(p, value, tag);
     ts.previous = address;
-    const std::uint64_t me = std::uint64_t{t} << 32;
-    if (release) {
-      released.put(address, me | ts.releases++);
-    } else {
-      allocated.put(address, me | ts.allocations++);
-    }
+    entry.thread[mine] = t;
+    entry.number[mine] = count++;
     return p;
   }
 
@@ -159,8 +160,7 @@ struct CompactFrameEncoder::Impl {
     }
 
     threads.assign(pairs.size(), ThreadState{});
-    allocated.clear();
-    released.clear();
+    table.clear();
     for (std::size_t i = 0; i < n; ++i) {
       const Event& e = events[i];
       const std::uint8_t kind = kind_byte(e);
@@ -187,5 +187,10 @@ CompactFrameEncoder& CompactFrameEncoder::operator=(CompactFrameEncoder&&) noexc
 
 std::span<const std::byte> CompactFrameEncoder::encode(std::span<const Event> events) { return impl_->encode(events); }
 std::size_t CompactFrameEncoder::max_events() const { return impl_->max_events; }
+std::size_t CompactFrameEncoder::memory_bytes(std::size_t max_events) {
+  // Two addresses per event at most (a Realloc's old_addr and addr).
+  return output_bound(max_events) + max_events * sizeof(std::uint32_t) +
+         AddressTable::capacity(2 * max_events) * sizeof(AddressTable::Entry);
+}
 
 }  // namespace memtrack::codec

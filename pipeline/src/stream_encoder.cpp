@@ -99,6 +99,11 @@ const EncodeHook& current_encode_hook() { return t_encode_hook; }
 
 std::size_t slot_bytes(const EncoderOptions& options) {
   const std::size_t events = std::clamp<std::size_t>(options.frame_events, 1, kMaxFrameEvents);
+  if (options.compact) {
+    const std::size_t content = codec::CompactFrameEncoder::output_bound(events);
+    return events * sizeof(codec::Event) + codec::CompactFrameEncoder::memory_bytes(events) +
+           codec::FrameCompressor::bound(content) + codec::FrameCompressor::context_bytes(options.level, content);
+  }
   const std::size_t msgpack = codec::FrameSerializer::output_bound(events);
   return events * sizeof(codec::Event) + codec::FrameSerializer::buffer_bytes(events) +
          codec::FrameCompressor::bound(msgpack) + codec::FrameCompressor::context_bytes(options.level, msgpack);

@@ -36,7 +36,8 @@ constexpr const char* kHelp =
     "left out. Memory is bounded by one frame.\n\n"
     "  --to ENCODING         codspeed or compact\n"
     "  -o, --output OUT      artifact to write (default: - for stdout)\n"
-    "  --level L             zstd level of the data frames, -7..22 (default: -5, encode's)\n\n"
+    "  --level L             zstd level of the data frames, -7..22 (default: encode's for the encoding:\n"
+    "                        -5 for codspeed, 1 for compact)\n\n"
     "A damaged input stops the conversion with the decoder's error (file, frame, byte offset); OUT then holds\n"
     "the frames before the damage, without a frame index.\n";
 
@@ -115,7 +116,10 @@ int run_convert(int argc, char** argv) {
   if (!to) throw UsageError("missing --to codspeed|compact");
   if (*to != "codspeed" && *to != "compact") throw UsageError("--to " + *to + ": expected codspeed or compact");
   const std::string output = args.value("output", "o").value_or("-");
-  const int level = static_cast<int>(parse_int("level", args.value("level").value_or("-5"), -7, 22));
+  const bool compact = *to == "compact";
+  // encode's default for the encoding written, so that a default conversion is what encode writes.
+  const int level = static_cast<int>(parse_int(
+      "level", args.value("level").value_or(compact ? std::to_string(codec::kDefaultCompactLevel) : "-5"), -7, 22));
   const auto files = args.positionals();
   if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
   refuse_output_is_input(files[0], output);
@@ -127,7 +131,7 @@ int run_convert(int argc, char** argv) {
   pipeline::FdSink sink(out_file.fd(), out_file.name());
   pipeline::FdSource source(in_fd);
   codec::FrameWalker walker(source, in_name, {}, {.hold_context = true, .piece_events = kMaxOutputFrameEvents});
-  Converter converter(*to == "compact", level, sink);
+  Converter converter(compact, level, sink);
   codec::Status status;
   bool wrote = false, frame_empty = true;
   while (status.is_ok()) {

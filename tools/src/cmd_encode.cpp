@@ -26,7 +26,7 @@ constexpr const char* kHelp =
     "  -i, --input FILE      raw records to read (default: - for stdin)\n"
     "  -o, --output FILE     artifact to write (default: - for stdout)\n"
     "  --workers N           encoding threads, 0..1024 (default 0: hardware threads)\n"
-    "  --level L             zstd level, -7..22 (default: -5)\n"
+    "  --level L             zstd level, -7..22 (default: -5; with --compact, 1)\n"
     "  --frame-events N      events per frame (default: 65536)\n"
     "  --in-flight K         frames alive at once (read, encoding, or waiting to be written); default:\n"
     "                        derived from the memory budget (4 at the default frame size)\n"
@@ -52,7 +52,9 @@ int run_encode(int argc, char** argv) {
   const std::string input = args.value("input", "i").value_or("-");
   const std::string output = args.value("output", "o").value_or("-");
   pipeline::EncoderOptions options;
-  options.level = static_cast<int>(parse_int("level", args.value("level").value_or("-5"), -7, 22));
+  options.compact = args.flag("compact");
+  options.level = static_cast<int>(
+      parse_int("level", args.value("level").value_or(options.compact ? std::to_string(codec::kDefaultCompactLevel) : "-5"), -7, 22));
   options.frame_events =
       static_cast<std::size_t>(parse_int("frame-events", args.value("frame-events").value_or("65536"), 1, 1 << 24));
   if (auto w = args.value("workers")) options.workers = static_cast<unsigned>(parse_int("workers", *w, 0, 1024));
@@ -62,7 +64,6 @@ int run_encode(int argc, char** argv) {
   if (in_flight) options.max_in_flight = static_cast<std::size_t>(parse_int("in-flight", *in_flight, 1, 1024));
   if (budget)
     options.memory_budget_bytes = static_cast<std::size_t>(parse_int("memory-budget", *budget, 1, 1 << 20)) << 20;
-  options.compact = args.flag("compact");
   if (options.compact && options.frame_events > codec::kMaxCompactFrameEvents)
     throw UsageError("--compact frames hold at most " + std::to_string(codec::kMaxCompactFrameEvents) + " events");
   const bool print_stats = args.flag("stats");

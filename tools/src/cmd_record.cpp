@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "args.h"
+#include "memtrack/codec/compact.h"
 #include "commands.h"
 #include "memtrack/runtime/recorder.h"
 #include "units.h"
@@ -34,7 +35,7 @@ constexpr const char* kHelp =
     "                      CMD's, and the artifact would mix with what CMD prints; write a file and read it\n"
     "                      from there.\n"
     "  --workers N         encoder threads, 0..1024 (default 0: hardware threads)\n"
-    "  --level L           zstd level, -7..22 (default: -2)\n"
+    "  --level L           zstd level, -7..22 (default: -2; with --compact, 1)\n"
     "  --no-stacks         record no call stacks (the events cost what they cost without them)\n"
     "  --stack-depth N     frames recorded per allocation, 1..256 (default 64); deeper stacks are cut and marked\n"
     "  -q, --quiet         no summary line (and no notes) on stderr; errors are still reported\n"
@@ -144,8 +145,11 @@ int run_record(int argc, char** argv) {
   if (options.output == "-")
     throw UsageError("-o -: the artifact cannot go to stdout, which belongs to the program; use -o FILE");
   options.workers = static_cast<unsigned>(parse_int("workers", args.value("workers").value_or("0"), 0, 1024));
-  options.level = static_cast<int>(
-      parse_int("level", args.value("level").value_or(std::to_string(runtime::kDefaultRecordLevel)), -7, 22));
+  options.compact = args.flag("compact");
+  options.level = static_cast<int>(parse_int(
+      "level",
+      args.value("level").value_or(std::to_string(options.compact ? codec::kDefaultCompactLevel : runtime::kDefaultRecordLevel)),
+      -7, 22));
   const bool no_stacks = args.flag("no-stacks");
   options.stack_depth = static_cast<std::uint32_t>(parse_int(
       "stack-depth", args.value("stack-depth").value_or(std::to_string(runtime::kDefaultStackDepth)), 1, 256));
@@ -153,7 +157,6 @@ int run_record(int argc, char** argv) {
   const bool quiet = args.flag("quiet", "q");
   const bool python_malloc = args.flag("python-malloc");
   options.paused = args.flag("paused");
-  options.compact = args.flag("compact");
   args.positionals();  // throws on an unknown option before CMD (CMD itself is not in args)
   options.command.assign(argv + split.command_begin, argv + argc);
   if (options.command.empty()) throw UsageError("no command given: memtrack record [options] [--] CMD [ARGS...]");

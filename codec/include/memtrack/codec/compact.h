@@ -34,6 +34,10 @@ inline constexpr std::size_t kMaxCompactFrameEvents = 65536;
 // a new dictionary entry 2 x 5); the header takes at most kCompactHeaderBytes.
 inline constexpr std::size_t kMaxCompactEventBytes = 54;
 inline constexpr std::size_t kCompactHeaderBytes = 4 + 1 + 3 + 3;
+// The zstd level of `encode --compact` and `record --compact` without --level. Compact columns are mostly
+// incompressible bytes that only zstd's entropy coding of literals (levels >= 1) shrinks: on churn events,
+// level 1 writes 4.1 bytes per event where -2 writes 5.3, for 5% more encode CPU (bench/compact_size.sh).
+inline constexpr int kDefaultCompactLevel = 1;
 
 // True when `content` (a data frame's decompressed bytes) starts with kCompactMagic: a compact frame of any
 // version. Fewer than 4 bytes: false.
@@ -56,6 +60,9 @@ class CompactFrameEncoder {
   std::span<const std::byte> encode(std::span<const Event> events);
 
   [[nodiscard]] std::size_t max_events() const;
+  // What an encoder for `max_events` allocates: its output buffer, a dictionary index per event and its
+  // address table (32 bytes per slot, at least 4 slots per event: 8 MiB at 65,536 events), all touched.
+  [[nodiscard]] static std::size_t memory_bytes(std::size_t max_events);
   // The largest content encode() can return for `events` events.
   [[nodiscard]] static constexpr std::size_t output_bound(std::size_t events) {
     return kCompactHeaderBytes + events * kMaxCompactEventBytes;

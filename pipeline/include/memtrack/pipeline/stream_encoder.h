@@ -94,8 +94,8 @@ struct EncoderOptions {
   ContextChannel* context = nullptr;
   FrameContextBuilder frame_context;
   // Data frames hold compact columns (memtrack/codec/compact.h, docs/FORMAT.md "Compact data frames")
-  // instead of CodSpeed-compatible msgpack; frame_events is then at most codec::kMaxCompactFrameEvents. The
-  // slot's buffers keep their msgpack sizes (a compact frame is never larger), so slot_bytes is unchanged.
+  // instead of CodSpeed-compatible msgpack; frame_events is then at most codec::kMaxCompactFrameEvents. A
+  // slot then holds a codec::CompactFrameEncoder instead of the FrameSerializer (slot_bytes counts it).
   bool compact = false;
 };
 
@@ -109,7 +109,8 @@ struct EncoderStats {
   std::size_t in_flight_cap = 0;     // K
 };
 
-// Bytes one slot reserves for `options`: frame_events * (sizeof(Event) + kMaxEncodedEventBytes) +
+// Bytes one slot reserves for `options` (compact: the CompactFrameEncoder's memory_bytes instead of the
+// serializer's buffer, and the bounds of compact content): frame_events * (sizeof(Event) + kMaxEncodedEventBytes) +
 // kEncoderSlackBytes for the events and the msgpack buffer, plus FrameCompressor::bound of the largest
 // msgpack frame for the output buffer, plus FrameCompressor::context_bytes (zstd's estimate of a compression
 // context at that level and frame size).
