@@ -186,8 +186,9 @@ inline void LiveHeap::release(Books& b, std::uint64_t addr, std::uint64_t stored
   h.live_bytes -= size;
   --h.live_count;
   if ((stored & kInherited) != 0) [[unlikely]] {
-    b.inherited_bytes -= size;
-    --b.inherited_count;
+    ProcessImage& img = images_[b.image];
+    img.inherited_at_exit_bytes -= size;
+    --img.inherited_at_exit_count;
     if ((stored & kShared) != 0 && b.parent != nullptr) {
       b.shared_bytes -= size;  // the parent's copy was the one counted: the total does not change
       --b.shared_count;
@@ -331,11 +332,10 @@ void LiveHeap::end_image(std::int32_t pid, ProcessImage::End how, std::uint64_t 
     img.freed_by_exec_count = img.heap.live_count;
     img.heap.live_bytes = img.heap.live_count = 0;
     img.heap.mapped_bytes = 0;
+    img.inherited_at_exit_bytes = img.inherited_at_exit_count = 0;  // its copies are gone too
   } else {  // an exit: the blocks the parent made and the child never touched are the parent's, not leaks
-    img.inherited_at_exit_bytes = b.inherited_bytes;
-    img.inherited_at_exit_count = b.inherited_count;
-    img.heap.live_bytes -= b.inherited_bytes;
-    img.heap.live_count -= b.inherited_count;
+    img.heap.live_bytes -= img.inherited_at_exit_bytes;
+    img.heap.live_count -= img.inherited_at_exit_count;
   }
   books_.erase(it);
   last_ = nullptr;
@@ -365,8 +365,8 @@ void LiveHeap::apply(const codec::ContextRecord& record) {
       b.live = parent->live;
       b.live.for_each_size([](std::uint64_t& stored) { stored = (stored & kSizeMask) | kInherited | kShared; });
       b.mappings = parent->mappings;
-      b.shared_bytes = b.inherited_bytes = img.inherited_bytes = pimg.heap.live_bytes;
-      b.shared_count = b.inherited_count = img.inherited_count = pimg.heap.live_count;
+      b.shared_bytes = img.inherited_at_exit_bytes = img.inherited_bytes = pimg.heap.live_bytes;
+      b.shared_count = img.inherited_at_exit_count = img.inherited_count = pimg.heap.live_count;
       b.heap->live_bytes = b.heap->peak_bytes = pimg.heap.live_bytes;
       b.heap->live_count = pimg.heap.live_count;
       b.heap->peak_timestamp = start->timestamp;
@@ -435,8 +435,8 @@ const std::map<std::int32_t, PidHeap>& LiveHeap::pids() const {
   for (const ProcessImage& img : images_) {
     PidHeap& p = pids_[img.pid];
     const PidHeap& h = img.heap;
-    p.live_bytes += h.live_bytes;
-    p.live_count += h.live_count;
+    p.live_bytes += img.leaked_bytes();
+    p.live_count += img.leaked_count();
     if (h.peak_bytes > p.peak_bytes) {
       p.peak_bytes = h.peak_bytes;
       p.peak_timestamp = h.peak_timestamp;

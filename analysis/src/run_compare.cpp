@@ -16,7 +16,7 @@ std::string basename(const std::string& path) {
 }
 
 ImageFigures figures_of(const ProcessImage& img) {
-  return {img.heap.events, img.heap.peak_bytes, img.heap.live_bytes, img.heap.live_count};
+  return {img.heap.events, img.heap.peak_bytes, img.leaked_bytes(), img.leaked_count()};
 }
 
 bool equal(const ImageFigures& a, const ImageFigures& b) {

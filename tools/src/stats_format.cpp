@@ -216,8 +216,8 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
       std::snprintf(cells, sizeof cells,
                     "%-10s %10" PRIu64 " %14" PRIu64 " %20s %10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %15" PRIu64
                     " %14" PRIu64 " %6s  ",
-                    label.c_str(), h.events, h.peak_bytes, since_start(c, h.peak_timestamp).c_str(), h.live_count,
-                    h.live_bytes, h.peak_mapped_bytes, h.unmatched_frees, img.freed_by_exec_bytes,
+                    label.c_str(), h.events, h.peak_bytes, since_start(c, h.peak_timestamp).c_str(),
+                    img.leaked_count(), img.leaked_bytes(), h.peak_mapped_bytes, h.unmatched_frees, img.freed_by_exec_bytes,
                     end_cell(img).c_str());
       out += cells;
       out += command + "\n";  // unbounded: not through the fixed-size line buffer
@@ -269,7 +269,7 @@ void image_json(JsonWriter& j, const Stats& s, std::int32_t pid) {
     j.member("executable", img.executable).key("argv").strs(img.argv).member("end", end_name(img.end));
     j.key("exit_status").num(img.exit_status).key("exit_signal").num(img.exit_signal).member("events", h.events);
     j.member("peak_live_bytes", h.peak_bytes).member("peak_live_timestamp", h.peak_timestamp);
-    j.member("leaked_count", h.live_count).member("leaked_bytes", h.live_bytes);
+    j.member("leaked_count", img.leaked_count()).member("leaked_bytes", img.leaked_bytes());
     j.member("peak_mapped_bytes", h.peak_mapped_bytes).member("unmatched_frees", h.unmatched_frees);
     j.member("inherited_count", img.inherited_count).member("inherited_bytes", img.inherited_bytes);
     j.member("inherited_at_exit_count", img.inherited_at_exit_count);

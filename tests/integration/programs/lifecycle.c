@@ -1,5 +1,6 @@
 // Process-lifecycle scenarios for tests/integration/lifecycle_test.cpp. Each mode prints "NAME VALUE" lines.
-//   daemon MARKER     forks a daemon (setsid) that allocates a block of 1000003 bytes, waits until MARKER.go
+//   daemon MARKER     allocates a block of 1000039 bytes it never frees, then forks a daemon (setsid) that
+//                     allocates a block of 1000003 bytes, waits until MARKER.go
 //                     exists (at most 30 s), allocates 19 more 50 ms apart and then writes "done 20" to MARKER
 //                     (its stderr goes to MARKER.err); prints "daemon PID" and "exit_ns T" (CLOCK_MONOTONIC
 //                     just before it exits, once the daemon has allocated once)
@@ -31,6 +32,9 @@ static unsigned long long now_ns(void) {
 static int daemon_mode(const char* marker) {
   int ready[2];
   if (pipe(ready) != 0) return 1;
+  // Never freed: the command's leak, which the daemon inherits and never touches.
+  char* volatile kept = malloc(1000039);
+  kept[0] = 1;
   const pid_t pid = fork();
   if (pid < 0) return 1;
   if (pid == 0) {

@@ -52,8 +52,19 @@ struct ProcessImage {
   std::string untracked;  // the Untracked record's reason ("static", ...) for an image memtrack cannot track
   PidHeap heap;           // live_*: leaks when end == exit (still live when running; 0 after an exec)
   std::uint64_t inherited_bytes = 0, inherited_count = 0;  // the copy of the parent's blocks at the fork
-  std::uint64_t inherited_at_exit_bytes = 0, inherited_at_exit_count = 0;  // of those, held unchanged at its exit
+  // Of those, the ones held unchanged (never freed, reallocated or replaced by it) at its exit, or, while it
+  // runs, now. At an exit they leave live_*; while it runs they are in live_* (more events could free them).
+  std::uint64_t inherited_at_exit_bytes = 0, inherited_at_exit_count = 0;
   std::uint64_t freed_by_exec_bytes = 0, freed_by_exec_count = 0;
+
+  // What the image leaks: the blocks it holds at its exit, or at the recording's end while it still runs,
+  // but the unchanged copies of its parent's blocks (the parent's leaks, counted once, by the parent).
+  [[nodiscard]] std::uint64_t leaked_bytes() const {
+    return end == End::running ? heap.live_bytes - inherited_at_exit_bytes : heap.live_bytes;
+  }
+  [[nodiscard]] std::uint64_t leaked_count() const {
+    return end == End::running ? heap.live_count - inherited_at_exit_count : heap.live_count;
+  }
 };
 
 // Whether an Untracked record says its pid execs an image memtrack cannot track (reason "static" or
@@ -121,8 +132,8 @@ class LiveHeap {
 
   // Every image, in the order they began. References stay valid while events and records are added.
   [[nodiscard]] const std::deque<ProcessImage>& images() const { return images_; }
-  // Every pid seen in the events or records, whatever their kinds, summed over its images: events, live,
-  // mapped and unmatched are sums, peaks the largest image's. Valid until the next add or add_context.
+  // Every pid seen in the events or records, whatever their kinds, summed over its images: events, live
+  // (leaked_*() of each image), mapped and unmatched are sums, peaks the largest image's. Valid until the next add or add_context.
   [[nodiscard]] const std::map<std::int32_t, PidHeap>& pids() const;
   // The global live heap now (images alive), and the peak of that sum and when it happened.
   [[nodiscard]] std::uint64_t total_live_bytes() const { return total_live_; }
@@ -135,9 +146,9 @@ class LiveHeap {
     PidHeap* heap = nullptr;                          // &images_[image].heap
     AddressMap live;                                  // addr -> size, tagged (live_heap.cpp: kInherited, kShared)
     std::map<std::uint64_t, std::uint64_t> mappings;  // start -> length, non-overlapping
-    // Inherited blocks still held unchanged (tagged kInherited); of those, the ones the parent image still
-    // counts (tagged kShared), and that parent's books (null once it ended: kShared tags are stale then).
-    std::uint64_t inherited_bytes = 0, inherited_count = 0;
+    // Inherited blocks still held unchanged are tagged kInherited (their sums: the image's
+    // inherited_at_exit_*); of those, the ones the parent image still counts (tagged kShared), and that
+    // parent's books (null once it ended: kShared tags are stale then).
     std::uint64_t shared_bytes = 0, shared_count = 0;
     Books* parent = nullptr;
     std::vector<Books*> sharers;  // children whose `shared` refers to this image
