@@ -12,11 +12,11 @@ namespace memtrack::codec {
 using namespace compact;
 
 struct CompactFrameDecoder::Impl {
-  std::vector<std::uint64_t> pairs;            // the dictionary: pid << 32 | tid
-  std::vector<std::uint32_t> thread_of;        // per event
-  std::vector<std::uint32_t> first, filled;    // per thread and list: where its entries start, how many so far
-  std::vector<std::uint64_t> lists;            // every thread's allocation list, then its release list
-  std::vector<std::uint64_t> previous;         // per thread: its previous address
+  std::vector<std::uint64_t> pairs;          // the dictionary: pid << 32 | tid
+  std::vector<std::uint32_t> thread_of;      // per event
+  std::vector<std::uint32_t> first, filled;  // per thread and list: where its entries start, how many so far
+  std::vector<std::uint64_t> lists;          // every thread's allocation list, then its release list
+  std::vector<std::uint64_t> previous;       // per thread: its previous address
 
   const std::byte* base = nullptr;
   const std::byte* p = nullptr;
@@ -64,8 +64,9 @@ struct CompactFrameDecoder::Impl {
       const std::size_t list = 2 * t + (tag == kTagReleaseRef ? 1 : 0);
       if (value == 0 || value > filled[list]) {
         return fail(Errc::bad_compact, start,
-                    "event " + std::to_string(event) + " names its thread's " + std::to_string(value) + "th most recent " +
-                        (tag == kTagReleaseRef ? "release" : "allocation") + " of " + std::to_string(filled[list]));
+                    "event " + std::to_string(event) + " names its thread's " + std::to_string(value) +
+                        "th most recent " + (tag == kTagReleaseRef ? "release" : "allocation") + " of " +
+                        std::to_string(filled[list]));
       }
       out = lists[first[list] + filled[list] - value];
     } else {
@@ -85,17 +86,18 @@ struct CompactFrameDecoder::Impl {
     p += sizeof kCompactMagic;
     if (p == end) return fail(Errc::truncated, p, "the content ends before the version");
     if (const auto version = static_cast<std::uint8_t>(*p); version != kCompactVersion) {
-      return fail(Errc::bad_compact, p,
-                  "format version " + std::to_string(version) + " (this reader knows " +
-                      std::to_string(kCompactVersion) + ")");
+      return fail(
+          Errc::bad_compact, p,
+          "format version " + std::to_string(version) + " (this reader knows " + std::to_string(kCompactVersion) + ")");
     }
     ++p;
     std::uint64_t n = 0;
     const std::byte* at = p;
     if (!varint(n, "the event count")) return false;
     if (n > kMaxCompactFrameEvents) {
-      return fail(Errc::bad_compact, at, std::to_string(n) + " events, more than a frame holds (" +
-                                             std::to_string(kMaxCompactFrameEvents) + ")");
+      return fail(
+          Errc::bad_compact, at,
+          std::to_string(n) + " events, more than a frame holds (" + std::to_string(kMaxCompactFrameEvents) + ")");
     }
     if (n > static_cast<std::size_t>(end - p)) {
       return fail(Errc::truncated, at, std::to_string(n) + " events but " + std::to_string(end - p) + " bytes left");
@@ -126,10 +128,12 @@ struct CompactFrameDecoder::Impl {
     const std::byte* at = p;
     if (!varint(d, "the dictionary size")) return false;
     if (d > n || (n > 0 && d == 0)) {
-      return fail(Errc::bad_compact, at, "a dictionary of " + std::to_string(d) + " threads for " + std::to_string(n) + " events");
+      return fail(Errc::bad_compact, at,
+                  "a dictionary of " + std::to_string(d) + " threads for " + std::to_string(n) + " events");
     }
     if (2 * d > static_cast<std::size_t>(end - p)) {
-      return fail(Errc::truncated, at, "a dictionary of " + std::to_string(d) + " threads in " + std::to_string(end - p) + " bytes");
+      return fail(Errc::truncated, at,
+                  "a dictionary of " + std::to_string(d) + " threads in " + std::to_string(end - p) + " bytes");
     }
     pairs.resize(d);
     for (std::uint64_t& pair : pairs) {
@@ -145,7 +149,8 @@ struct CompactFrameDecoder::Impl {
       at = p;
       if (!varint(t, "the threads")) return false;
       if (t >= d) {
-        return fail(Errc::bad_compact, at, "event " + std::to_string(i) + ": thread " + std::to_string(t) + " of " + std::to_string(d));
+        return fail(Errc::bad_compact, at,
+                    "event " + std::to_string(i) + ": thread " + std::to_string(t) + " of " + std::to_string(d));
       }
       thread_of[i] = static_cast<std::uint32_t>(t);
       events[i].pid = unzigzag32(static_cast<std::uint32_t>(pairs[t] >> 32));

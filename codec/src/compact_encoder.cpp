@@ -15,7 +15,8 @@ namespace memtrack::codec {
 using namespace compact;
 
 bool is_compact_content(std::span<const std::byte> content) {
-  return content.size() >= sizeof kCompactMagic && std::memcmp(content.data(), kCompactMagic, sizeof kCompactMagic) == 0;
+  return content.size() >= sizeof kCompactMagic &&
+         std::memcmp(content.data(), kCompactMagic, sizeof kCompactMagic) == 0;
 }
 
 namespace {
@@ -176,8 +177,8 @@ struct CompactFrameEncoder::Impl {
 
 CompactFrameEncoder::CompactFrameEncoder(std::size_t max_events) {
   if (max_events == 0 || max_events > kMaxCompactFrameEvents) {
-    throw std::invalid_argument("a compact frame holds 1.." + std::to_string(kMaxCompactFrameEvents) +
-                                " events, not " + std::to_string(max_events));
+    throw std::invalid_argument("a compact frame holds 1.." + std::to_string(kMaxCompactFrameEvents) + " events, not " +
+                                std::to_string(max_events));
   }
   impl_ = std::make_unique<Impl>(max_events);
 }

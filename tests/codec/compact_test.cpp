@@ -102,7 +102,8 @@ TEST(CompactFrame, SixtyFourThousandDistinctThreadsInOneFrame) {
   std::vector<Event> events;
   for (std::size_t i = 0; i < kMaxCompactFrameEvents; ++i) {
     const auto tid = static_cast<std::int32_t>(INT32_MAX - i);
-    events.push_back(make_event(i % 2 ? EventKind::Free : EventKind::Malloc, 7, tid, 1000 - i, 0x1000 + i * 16, i % 2 ? 0 : i));
+    events.push_back(
+        make_event(i % 2 ? EventKind::Free : EventKind::Malloc, 7, tid, 1000 - i, 0x1000 + i * 16, i % 2 ? 0 : i));
   }
   EXPECT_EQ(through_compact(events), events);
 }
@@ -237,9 +238,10 @@ TEST(CompactArtifact, SequentialAndIndexedReadersReadItAsTheCompatibleOne) {
   FrameDecoder decoder;
   std::vector<Event> indexed;
   for (std::size_t f = 0; f < compact.frame_offsets.size(); ++f) {
-    const std::size_t end = f + 1 < compact.frame_offsets.size() ? compact.frame_offsets[f + 1]
-                                                                  : compact.bytes.size() - (8 + 8 * 3 + 9);
-    const Status s = decoder.decode(std::span(compact.bytes).subspan(compact.frame_offsets[f], end - compact.frame_offsets[f]), indexed);
+    const std::size_t end =
+        f + 1 < compact.frame_offsets.size() ? compact.frame_offsets[f + 1] : compact.bytes.size() - (8 + 8 * 3 + 9);
+    const Status s = decoder.decode(
+        std::span(compact.bytes).subspan(compact.frame_offsets[f], end - compact.frame_offsets[f]), indexed);
     ASSERT_TRUE(s.is_ok()) << s.message();
   }
   EXPECT_EQ(indexed, b);

@@ -1,5 +1,5 @@
-// Building artifacts in tests: frames from FrameSerializer (or CompactFrameEncoder) + FrameCompressor, optionally followed by the
-// frame index from SeekTableBuilder (the layout the pipeline's writer produces), and generated traces.
+// Building artifacts in tests: frames from FrameSerializer (or CompactFrameEncoder) + FrameCompressor, optionally
+// followed by the frame index from SeekTableBuilder (the layout the pipeline's writer produces), and generated traces.
 #pragma once
 
 #include <algorithm>

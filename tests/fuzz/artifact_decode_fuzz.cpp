@@ -24,7 +24,8 @@ using memtrack::codec::Event;
 
 // An independent reading of the same bytes, to check that the decoder yields exactly what the input holds:
 // zstd's streaming decompressor over the whole input (it passes over skippable frames itself), then
-// parse_event over the concatenated content (a compact frame's content, whole, through the compact decoder). Returns false if the content is larger than `max_content`.
+// parse_event over the concatenated content (a compact frame's content, whole, through the compact decoder). Returns
+// false if the content is larger than `max_content`.
 bool reference_decode(std::span<const std::byte> input, std::size_t max_content, memtrack::fuzz::Decoded& out,
                       std::string& error) {
   ZSTD_DCtx* dctx = ZSTD_createDCtx();

@@ -43,9 +43,9 @@ std::vector<Event> through_msgpack(const std::vector<Event>& events) {
   std::string error;
   for (std::size_t pos = 0; pos < bytes.size();) {
     Event e;
-    FUZZ_CHECK(memtrack::codec::parse_event(bytes.data(), bytes.size(), pos, e, error) ==
-                   memtrack::codec::ParseResult::ok,
-               "%s", error.c_str());
+    FUZZ_CHECK(
+        memtrack::codec::parse_event(bytes.data(), bytes.size(), pos, e, error) == memtrack::codec::ParseResult::ok,
+        "%s", error.c_str());
     out.push_back(e);
   }
   return out;
@@ -79,7 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   memtrack::fuzz::InputReader in(data, size);
   const std::uint8_t mode = in.byte();
   if ((mode & 1) == 0) {
-    std::vector<std::byte> content(std::begin(memtrack::codec::kCompactMagic), std::end(memtrack::codec::kCompactMagic));
+    std::vector<std::byte> content(std::begin(memtrack::codec::kCompactMagic),
+                                   std::end(memtrack::codec::kCompactMagic));
     content.push_back(std::byte{memtrack::codec::kCompactVersion});
     const auto rest = memtrack::fuzz::as_bytes(data, size).subspan(size == 0 ? 0 : 1);
     content.insert(content.end(), rest.begin(), rest.end());

@@ -1,7 +1,6 @@
 #include "memtrack/pipeline/stream_encoder.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>

@@ -36,16 +36,16 @@ TEST(CompactCli, ConvertToCodspeedIsByteIdenticalToEncode) {
     }
   }
   // The conformance events: what CodSpeed's serializer wrote, byte for byte, after a trip through compact.
-  must(mt() + " encode --compact -i " + data_path("events.raw") + " | " + mt() + " convert --to codspeed - | zstd -q -d -c > " +
-       tmp("e.msgpack"));
+  must(mt() + " encode --compact -i " + data_path("events.raw") + " | " + mt() +
+       " convert --to codspeed - | zstd -q -d -c > " + tmp("e.msgpack"));
   EXPECT_EQ(slurp(tmp("e.msgpack")), slurp(data_path("events.msgpack")));
 }
 
 TEST(CompactCli, ReadersGiveTheSameOutputForBothEncodings) {
   must(mt() + " encode --frame-events 20000 -i " + data_path("realistic-140k.raw") + " -o " + tmp("p.zst"));
   must(mt() + " encode --compact --frame-events 20000 -i " + data_path("realistic-140k.raw") + " -o " + tmp("c.zst"));
-  for (const std::string command : {" decode", " decode --format csv", " decode --frames 2:4", " stats --json | grep -v bytes",
-                                    " check --max-peak 1", " top --by count"}) {
+  for (const std::string command : {" decode", " decode --format csv", " decode --frames 2:4",
+                                    " stats --json | grep -v bytes", " check --max-peak 1", " top --by count"}) {
     SCOPED_TRACE(command);
     const auto a = run(mt() + command + " " + tmp("p.zst") + " 2>&1 | sed s/p.zst/X/");
     const auto b = run(mt() + command + " " + tmp("c.zst") + " 2>&1 | sed s/c.zst/X/");
@@ -55,7 +55,8 @@ TEST(CompactCli, ReadersGiveTheSameOutputForBothEncodings) {
 }
 
 TEST(CompactCli, ARecordingWithStacksReadsAsItsCodspeedConversion) {
-  must(mt() + " record -q --compact -o " + tmp("rec.compact") + " -- /bin/sh -c 'ls / > /dev/null; ls /usr > /dev/null'");
+  must(mt() + " record -q --compact -o " + tmp("rec.compact") +
+       " -- /bin/sh -c 'ls / > /dev/null; ls /usr > /dev/null'");
   must(mt() + " convert --to codspeed --level -2 " + tmp("rec.compact") + " -o " + tmp("rec.msgpack"));
   // record --compact and convert --to compact share their default level (kDefaultCompactLevel).
   must(mt() + " convert --to compact " + tmp("rec.msgpack") + " -o " + tmp("rec.again"));
@@ -91,12 +92,16 @@ TEST(CompactCli, DamageInACompactFrameIsNamedAndSalvagedOver) {
 }
 
 TEST(CompactCli, UsageErrors) {
-  EXPECT_EQ(run(mt() + " encode --compact --frame-events 65537 -i " + data_path("events.raw") + " -o " + tmp("x.zst")).status, 2);
-  EXPECT_EQ(run(mt() + " convert --to json " + data_path("realistic-140k.frames.zst") + " -o " + tmp("x.zst")).status, 2);
+  EXPECT_EQ(
+      run(mt() + " encode --compact --frame-events 65537 -i " + data_path("events.raw") + " -o " + tmp("x.zst")).status,
+      2);
+  EXPECT_EQ(run(mt() + " convert --to json " + data_path("realistic-140k.frames.zst") + " -o " + tmp("x.zst")).status,
+            2);
   EXPECT_EQ(run(mt() + " convert " + data_path("realistic-140k.frames.zst") + " -o " + tmp("x.zst")).status, 2);
   const auto bad = run(mt() + " convert --to compact " + data_path("events.raw") + " -o " + tmp("x.zst"));
   EXPECT_EQ(bad.status, 1);
-  EXPECT_NE(bad.err.find("memtrack convert: " + data_path("events.raw") + ": frame 0 at byte 0: "), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("memtrack convert: " + data_path("events.raw") + ": frame 0 at byte 0: "), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

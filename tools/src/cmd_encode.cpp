@@ -53,8 +53,9 @@ int run_encode(int argc, char** argv) {
   const std::string output = args.value("output", "o").value_or("-");
   pipeline::EncoderOptions options;
   options.compact = args.flag("compact");
-  options.level = static_cast<int>(
-      parse_int("level", args.value("level").value_or(options.compact ? std::to_string(codec::kDefaultCompactLevel) : "-5"), -7, 22));
+  options.level = static_cast<int>(parse_int(
+      "level", args.value("level").value_or(options.compact ? std::to_string(codec::kDefaultCompactLevel) : "-5"), -7,
+      22));
   options.frame_events =
       static_cast<std::size_t>(parse_int("frame-events", args.value("frame-events").value_or("65536"), 1, 1 << 24));
   if (auto w = args.value("workers")) options.workers = static_cast<unsigned>(parse_int("workers", *w, 0, 1024));

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "args.h"
-#include "memtrack/codec/compact.h"
 #include "commands.h"
+#include "memtrack/codec/compact.h"
 #include "memtrack/runtime/recorder.h"
 #include "units.h"
 
@@ -146,10 +146,11 @@ int run_record(int argc, char** argv) {
     throw UsageError("-o -: the artifact cannot go to stdout, which belongs to the program; use -o FILE");
   options.workers = static_cast<unsigned>(parse_int("workers", args.value("workers").value_or("0"), 0, 1024));
   options.compact = args.flag("compact");
-  options.level = static_cast<int>(parse_int(
-      "level",
-      args.value("level").value_or(std::to_string(options.compact ? codec::kDefaultCompactLevel : runtime::kDefaultRecordLevel)),
-      -7, 22));
+  options.level =
+      static_cast<int>(parse_int("level",
+                                 args.value("level").value_or(std::to_string(
+                                     options.compact ? codec::kDefaultCompactLevel : runtime::kDefaultRecordLevel)),
+                                 -7, 22));
   const bool no_stacks = args.flag("no-stacks");
   options.stack_depth = static_cast<std::uint32_t>(parse_int(
       "stack-depth", args.value("stack-depth").value_or(std::to_string(runtime::kDefaultStackDepth)), 1, 256));

@@ -1,5 +1,6 @@
-// Decodes one complete zstd frame of events (msgpack, or compact content: memtrack/codec/compact.h), for random access through the frame index and for
-// decoding frames in parallel (one FrameDecoder per in-flight frame; each owns a ZSTD_DCtx and a buffer).
+// Decodes one complete zstd frame of events (msgpack, or compact content: memtrack/codec/compact.h), for random access
+// through the frame index and for decoding frames in parallel (one FrameDecoder per in-flight frame; each owns a
+// ZSTD_DCtx and a buffer).
 //
 // Every frame is held whole, whatever its header declares (FrameWalker streams frames without a declared
 // size instead): it is decompressed completely and its checksum, if it has one, verified before any event is

@@ -1,9 +1,9 @@
 // The streaming encoder: events in, an artifact of independent zstd frames out (docs/FORMAT.md).
 //
 // Output. Frames of exactly `frame_events` events (the last may be shorter; an empty stream writes one empty
-// frame), each serialized to msgpack (or compact columns: EncoderOptions::compact) and compressed as one zstd frame with content size and checksum, written
-// strictly in order. The bytes depend only on the events, `level` and `frame_events`: they are identical for
-// every worker count and every in-flight cap.
+// frame), each serialized to msgpack (or compact columns: EncoderOptions::compact) and compressed as one zstd frame
+// with content size and checksum, written strictly in order. The bytes depend only on the events, `level` and
+// `frame_events`: they are identical for every worker count and every in-flight cap.
 //
 // How it runs. An ordered pipeline of K in-flight frames ("slots"):
 //
