@@ -4,12 +4,15 @@
 Every number in the document comes from the files of that run (bench.json and heap.json from
 memtrack-bench, meta.txt and load.txt from run_suite.sh, encode_rss.tsv from bench/encode_rss.sh,
 record_overhead.*.tsv and record_stacks.tsv from the recording scripts, report_size.tsv from
-bench/report_size.sh, symbolize.txt from bench/symbolize_throughput.sh); every sentence comes from this
-template. Prose that explains a number is printed only when the numbers of the run support it. The one
+bench/report_size.sh, symbolize.txt from bench/symbolize_throughput.sh, diff_cost.tsv from
+bench/diff_cost.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
 exception is the comparison section, which quotes the published figures of CodSpeed's pull request as
 constants below, marked as taken on another machine.
 
 usage: bench/render_performance.py --results DIR --out FILE
+       bench/render_performance.py --results DIR --out FILE --section diff [--build BUILD]
+           (only the `memtrack diff` section of FILE, from DIR/diff_cost.tsv: for a machine too slow or too busy
+           for the whole suite; the section says it was run alone)
 Exits 1, writing nothing, if a benchmark row the document needs is missing from the JSON or a result file
 cannot be read.
 """
@@ -35,6 +38,10 @@ UNWIND = [("Memtrack", "prefix record + rule cache"), ("MemtrackRules", "rule ca
           ("MemtrackTree", "capture + interning into a trace tree")]
 UNWIND_SHAPES = [(1, 1), (4, 1), (1, 2), (4, 2)]  # (sites, threads)
 STACKS_GOAL = 2.0  # issue 13: heaptrack / memtrack >= 2.0 in wall time with stacks on
+DIFF_GOAL = 1.5  # issue 24: diff of two 10M-event recordings with stacks at most 1.5x stats of both
+DIFF_GOAL_EVENTS = 10e6
+DIFF_HEADER = ["events", "artifact_bytes", "diff_wall_s", "diff_cpu_s", "diff_max_rss_kib", "stats_wall_s",
+               "stats_cpu_s", "stats_max_rss_kib"]
 MIB = 1024.0 * 1024.0
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
@@ -152,6 +159,74 @@ def load_report_sizes(path):
     return runs
 
 
+def load_diff_cost(path):
+    """bench/diff_cost.sh's TSV (a header line, then one line per size), or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        lines = [line.split() for line in f if line.strip()]
+    runs = []
+    for n, cols in enumerate(lines, 1):
+        if cols == DIFF_HEADER:
+            continue
+        if len(cols) != len(DIFF_HEADER):
+            raise ValueError(f"{path}:{n}: {len(cols)} columns, expected {len(DIFF_HEADER)} ({' '.join(DIFF_HEADER)})")
+        runs.append({k: float(v) for k, v in zip(DIFF_HEADER, cols)})
+    return sorted(runs, key=lambda r: r["events"])
+
+
+def render_diff(diffs, alone=None):
+    """The `memtrack diff` section (bench/diff_cost.sh's runs) as template lines. `alone`: a sentence saying
+    the section was regenerated without the rest of the document, and from which run."""
+    out = []
+    w = out.append
+    w("## `memtrack diff`")
+    w("")
+    w("bench/diff_cost.sh: `memtrack diff` of two recordings beside `memtrack stats` of each of the same two files "
+      "(the floor: the same read of every frame, the same heap accounting and the same site accumulator, without "
+      "the pairing and the tables). Each recording is bench/churn_deep.c recorded with stacks on (2 threads of "
+      "malloc/free at a call depth of 24 frames, every event with a stack id); the stats columns are both runs "
+      "together (wall and CPU summed, the larger peak RSS). One run each; the ratios are of CPU (user + system), "
+      "which a busy neighbour disturbs less than wall time.")
+    if alone:
+        w("")
+        w(alone)
+    w("")
+    rows_ = []
+    for r in diffs:
+        rows_.append([f"{int(r['events']):,}", mib(r["artifact_bytes"]),
+                      f"{r['diff_wall_s']:.2f} / {r['diff_cpu_s']:.2f} s",
+                      f"{r['stats_wall_s']:.2f} / {r['stats_cpu_s']:.2f} s", xr(r["diff_cpu_s"], r["stats_cpu_s"]),
+                      xr(r["diff_wall_s"], r["stats_wall_s"]), mib(r["diff_max_rss_kib"] * 1024),
+                      mib(r["stats_max_rss_kib"] * 1024)])
+    w(table(["events per recording", "artifact (each)", "diff wall / CPU", "stats of both wall / CPU",
+             "diff / stats (CPU)", "diff / stats (wall)", "diff peak RSS", "stats peak RSS (larger)"], rows_))
+    w("")
+    big = diffs[-1]
+    if big["events"] >= DIFF_GOAL_EVENTS * 0.99 and big["stats_cpu_s"] > 0:
+        ratio = big["diff_cpu_s"] / big["stats_cpu_s"]
+        w(f"Goal (issue 24): diff of two {DIFF_GOAL_EVENTS / 1e6:.0f}M-event recordings with stacks at most "
+          f"{DIFF_GOAL:.1f}x stats of both: {ratio:.2f}x in CPU at {int(big['events']):,} events, "
+          f"{verdict(ratio <= DIFF_GOAL)}.")
+        w("")
+    small = diffs[0]
+    if len(diffs) >= 2 and big["events"] > small["events"] and small["diff_max_rss_kib"] > 0:
+        grew = big["events"] / small["events"]
+        d_rss = big["diff_max_rss_kib"] / small["diff_max_rss_kib"]
+        s_rss = big["stats_max_rss_kib"] / small["stats_max_rss_kib"] if small["stats_max_rss_kib"] > 0 else 0
+        w(f"Memory: from {int(small['events']):,} to {int(big['events']):,} events ({grew:.0f}x), diff's peak RSS "
+          f"went from {mib(small['diff_max_rss_kib'] * 1024)} to {mib(big['diff_max_rss_kib'] * 1024)} "
+          f"({d_rss:.2f}x) and stats' from {mib(small['stats_max_rss_kib'] * 1024)} to "
+          f"{mib(big['stats_max_rss_kib'] * 1024)} ({s_rss:.2f}x).")
+        if d_rss < grew / 2:
+            w("diff's memory does not follow the events: it holds the sites and live blocks of one recording at a "
+              "time (churn_deep has one call site and at most 128 live blocks), plus what stats' own read holds.")
+        else:
+            w("**diff's memory grew with the events** in this run.")
+        w("")
+    return out
+
+
 SYM_HEAD = re.compile(r"^(\S+): (\d+) of (\d+) call return addresses$")
 SYM_TIMES = re.compile(r"^  memtrack: ([0-9.]+) s \(process\), [0-9.]+ addresses/s; addr2line: ([0-9.]+) s, "
                        r"[0-9.]+ addresses/s; addr2line/memtrack = [0-9.]+$")
@@ -252,7 +327,7 @@ def unwind_name(variant, sites, threads):
     return f"BM_Unwind_{variant}/sites:{sites}/threads:{threads}"
 
 
-def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, commands):
+def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, commands, diffs=None):
     b = rows
     nproc = int(meta["nproc"])
     frame_events = int(ctx["memtrack_frame_events"])
@@ -802,6 +877,11 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
               "the series are cut to a fixed number of points and the flame graphs pruned by share, not by count.")
             w("")
 
+    # -------------------------------------------------------------------------------------------------- diff
+    if diffs:
+        for line in render_diff(diffs):
+            w(line)
+
     # ---------------------------------------------------------------------------------------------- comparison
     c = CODSPEED
     w("## Compared with the CodSpeed pull request (another machine)")
@@ -891,11 +971,54 @@ def mimalloc_linked_by_default():
     return False
 
 
+def splice_section(args):
+    """--section diff: the `memtrack diff` section of --out replaced (or added before the comparison section)."""
+    try:
+        diffs = load_diff_cost(os.path.join(args.results, "diff_cost.tsv"))
+    except ValueError as e:
+        print(f"render_performance.py: {e}", file=sys.stderr)
+        return 1
+    if not diffs:
+        print(f"render_performance.py: no diff_cost.tsv in {args.results}", file=sys.stderr)
+        return 1
+    build_type = "?"
+    if args.build:
+        with open(os.path.join(args.build, "CMakeCache.txt")) as f:
+            build_type = next((line.split("=", 1)[1].strip() for line in f if line.startswith("CMAKE_BUILD_TYPE:")), "?")
+    loads = load_loads(os.path.join(args.results, "load.txt")) if os.path.exists(
+        os.path.join(args.results, "load.txt")) else []
+    when = datetime.datetime.fromtimestamp(os.path.getmtime(os.path.join(args.results, "diff_cost.tsv")),
+                                           datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    alone = (f"**This section comes from a run of its own**, not the suite's run above: bench/diff_cost.sh on "
+             f"{args.build or 'a build'} (CMAKE_BUILD_TYPE={build_type}), finished {when}"
+             + (f", 1-minute load average {loads[0]:.2f} at start and {loads[-1]:.2f} at end on "
+                f"{os.cpu_count()} cores" if loads else "")
+             + "; it was spliced in with `bench/render_performance.py --section diff`. Its ratios are between rows "
+               "of that run only.")
+    section = reflow(render_diff(diffs, alone))
+    with open(args.out) as f:
+        doc = f.read().split("\n")
+    start = next((i for i, line in enumerate(doc) if line == "## `memtrack diff`"), None)
+    if start is None:
+        start = end = next(i for i, line in enumerate(doc) if line.startswith("## Compared with the CodSpeed"))
+    else:
+        end = next((i for i in range(start + 1, len(doc)) if doc[i].startswith("## ")), len(doc))
+    with open(args.out, "w") as f:
+        f.write("\n".join(doc[:start] + section + doc[end:]))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", required=True, help="run_suite.sh's output directory")
     ap.add_argument("--out", required=True, help="the Markdown file to write")
+    ap.add_argument("--section", choices=["diff"],
+                    help="replace only this section of --out (from --results' diff_cost.tsv and load.txt, as "
+                         "written by bench/diff_cost.sh and around it), the rest of the document as it is")
+    ap.add_argument("--build", help="with --section: the build tree of that run (its CMAKE_BUILD_TYPE is named)")
     args = ap.parse_args()
+    if args.section:
+        return splice_section(args)
     ctx, rows = load_rows(os.path.join(args.results, "bench.json"))
     heap_json = os.path.join(args.results, "heap.json")
     if os.path.exists(heap_json):  # the heap figures come from their own pass (run_suite.sh)
@@ -912,6 +1035,7 @@ def main():
         stacks = load_tsv_keys(os.path.join(args.results, "record_stacks.tsv"))
         reports = load_report_sizes(os.path.join(args.results, "report_size.tsv"))
         symbols = load_symbolize(os.path.join(args.results, "symbolize.txt"))
+        diffs = load_diff_cost(os.path.join(args.results, "diff_cost.tsv"))
     except ValueError as e:
         print(f"render_performance.py: {e}", file=sys.stderr)
         return 1
@@ -923,7 +1047,7 @@ def main():
     text = render(ctx, rows, load_meta(os.path.join(args.results, "meta.txt")),
                   load_loads(os.path.join(args.results, "load.txt")),
                   load_rss(os.path.join(args.results, "encode_rss.tsv")),
-                  load_records(args.results), stacks, reports, symbols, commands)
+                  load_records(args.results), stacks, reports, symbols, commands, diffs)
     with open(args.out, "w") as f:
         f.write(text)
     return 0

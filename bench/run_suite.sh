@@ -2,7 +2,7 @@
 # Runs the benchmark suite and regenerates docs/PERFORMANCE.md from that one run.
 #
 # usage: bench/run_suite.sh [--smoke] [--build DIR] [--out DIR] [--no-rss] [--no-report] [--no-symbolize]
-#                           [--with-record] [--doc FILE] [-- BENCH_ARGS...]
+#                           [--no-diff] [--with-record] [--doc FILE] [-- BENCH_ARGS...]
 #   --smoke    tiny sizes (MEMTRACK_BENCH_SMOKE=1, --benchmark_min_time=0.01; the shell benchmarks at a few
 #              thousand events, once; no RSS), and the document goes to OUT/PERFORMANCE.md instead of docs/
 #              (ctest runs this: label bench). The recording benchmarks run only if heaptrack is installed.
@@ -13,6 +13,8 @@
 #              1M and 16M events, without and with call stacks; about a minute)
 #   --no-symbolize  skip bench/symbolize_throughput.sh (memtrack's symbolizer beside addr2line on libc,
 #              libstdc++ and python3, 5,000 addresses each; under a minute)
+#   --no-diff  skip bench/diff_cost.sh (`memtrack diff` beside `memtrack stats` of the same two recordings
+#              with stacks, 1M and 10M events each; about a minute)
 #   --with-record  also record programs (needs heaptrack and the preload library in BUILD; about three
 #              minutes): bench/record_overhead.sh (native vs heaptrack vs `memtrack record`) for 7 rounds of
 #              2 threads x 1M operations (the runtime issue's workload), then 5 rounds of 2 x 4M (the native
@@ -35,6 +37,7 @@ out=""
 rss=1
 report=1
 symbolize=1
+diff=1
 record=0
 doc=""
 bench_args=()
@@ -46,6 +49,7 @@ while (($#)); do
     --no-rss) rss=0 ;;
     --no-report) report=0 ;;
     --no-symbolize) symbolize=0 ;;
+    --no-diff) diff=0 ;;
     --with-record) record=1 ;;
     --doc) doc=$2; shift ;;
     --) shift; bench_args=("$@"); break ;;
@@ -124,7 +128,8 @@ if ((rss)); then
 else
   rm -f "$out/encode_rss.tsv"
 fi
-rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt"
+rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt" \
+  "$out/diff_cost.tsv"
 if ((record)); then
   # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
   # per event without the fixed cost of starting a recording. Smoke: a few thousand operations, once.
@@ -150,6 +155,11 @@ if ((symbolize)); then
   if ((smoke)); then sym_args=(50 /usr/lib/x86_64-linux-gnu/libc.so.6); else sym_args=(5000); fi
   bench_script "$out/symbolize.txt" bench/symbolize_throughput.sh "$build" "${sym_args[@]}"
   part symbolize
+fi
+if ((diff)); then
+  if ((smoke)); then sizes=(20000 80000); else sizes=(1000000 10000000); fi
+  bench_script "$out/diff_cost.txt" bench/diff_cost.sh "$build" "$out/diff_cost.tsv" "${sizes[@]}"
+  part diff
 fi
 cat /proc/loadavg >> "$out/load.txt"
 cpu_stat_end=$(head -n1 /proc/stat)

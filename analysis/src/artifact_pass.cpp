@@ -10,7 +10,7 @@ codec::Status read_artifact(codec::ByteSource& source, const std::string& name,
   StreamFrameReader reader(source, name);
   StreamOrder order(consumers);
   const codec::Status status = reader.run([&](const DecodedFrame& f) {
-    order.add(f.context, f.events);
+    order.add(f.context, f.events, f.foreign);
     if (progress) progress(reader.progress().compressed_bytes, order.events());
     return codec::Status{};
   });

@@ -58,4 +58,15 @@ void EventCounts::merge(const EventCounts& o) {
   last_timestamp = std::max(last_timestamp, o.last_timestamp);
 }
 
+void ForeignCounts::add(std::string_view type) {
+  ++events;
+  if (auto it = by_type.find(type); it != by_type.end()) {
+    ++it->second;
+  } else if (by_type.size() < kMaxTypes) {
+    by_type.emplace(type, 1);
+  } else {
+    ++other_types;
+  }
+}
+
 }  // namespace memtrack::analysis

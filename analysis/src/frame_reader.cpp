@@ -81,6 +81,7 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
     codec::FrameDecoder decoder;
     std::vector<std::byte> compressed;
     std::vector<codec::Event> events;
+    codec::ForeignEvents foreign;
     codec::Status status;
     std::size_t decompressed = 0;
     DecodedFrame frame;
@@ -141,12 +142,13 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
               }) & tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, [&](Slot* s) {
                 s->events.clear();
                 if (!s->status.is_ok()) return s;
-                const codec::Status st = s->decoder.decode(s->compressed, s->events, &s->decompressed);
+                const codec::Status st = s->decoder.decode(s->compressed, s->events, &s->decompressed, &s->foreign);
                 if (!st.is_ok()) {
                   s->status = frame_error(s->frame.index, st.code(), st.message());
                   return s;
                 }
                 s->frame.events = s->events;
+                s->frame.foreign = &s->foreign;
                 s->frame.compressed_bytes = s->compressed.size();
                 s->frame.msgpack_bytes = s->decompressed;
                 s->records.clear();

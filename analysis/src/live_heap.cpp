@@ -42,7 +42,8 @@ std::optional<std::uint64_t> lifecycle_position(const codec::ContextRecord& reco
 // execve); the others ("left-running") are about a process, not an image.
 bool untracked_exec(const codec::Untracked& record) {
   return record.pid.has_value() &&
-         (record.reason == "static" || record.reason == "setuid" || record.reason == "no-access");
+         (record.reason == "static" || record.reason == "setuid" || record.reason == "setgid" ||
+          record.reason == "no-access");
 }
 
 LiveHeap::LiveHeap(const LiveHeap& o)

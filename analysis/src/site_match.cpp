@@ -39,32 +39,34 @@ std::uint64_t distance(std::uint64_t a, std::uint64_t b) { return a > b ? a - b 
 
 }  // namespace
 
-std::string site_identity(const Site& site) {
+void append_frame_identity(std::string& key, const SiteFrame& f) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string key;
-  for (const SiteFrame& f : site.stack) {
-    if (f.truncated_marker) {
-      key += 'T';
-    } else if (!f.function.empty()) {
-      key += 'F';
-      put(key, f.function);
-      put(key, basename(f.file));
-      put(key, basename(f.module));
-    } else if (!f.build_id.empty()) {
-      key += 'B';
-      std::string id;
-      for (const std::uint8_t b : f.build_id) id += kHex[b >> 4], id += kHex[b & 15];
-      put(key, id);
-      put(key, f.address.value_or(0));
-    } else if (!f.module.empty()) {
-      key += 'P';
-      put(key, f.module);
-      put(key, f.address.value_or(0));
-    } else {
-      key += 'A';
-      put(key, f.address.value_or(0));
-    }
+  if (f.truncated_marker) {
+    key += 'T';
+  } else if (!f.function.empty()) {
+    key += 'F';
+    put(key, f.function);
+    put(key, basename(f.file));
+    put(key, basename(f.module));
+  } else if (!f.build_id.empty()) {
+    key += 'B';
+    std::string id;
+    for (const std::uint8_t b : f.build_id) id += kHex[b >> 4], id += kHex[b & 15];
+    put(key, id);
+    put(key, f.address.value_or(0));
+  } else if (!f.module.empty()) {
+    key += 'P';
+    put(key, f.module);
+    put(key, f.address.value_or(0));
+  } else {
+    key += 'A';
+    put(key, f.address.value_or(0));
   }
+}
+
+std::string site_identity(const Site& site) {
+  std::string key;
+  for (const SiteFrame& f : site.stack) append_frame_identity(key, f);
   return key;
 }
 

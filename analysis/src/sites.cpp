@@ -53,21 +53,6 @@ struct SiteData {
 // Live bytes are counted up to LiveHeap's cap on a block (live_heap.h): only hostile input has larger ones.
 constexpr std::uint64_t kBlockCap = (std::uint64_t{1} << 62) - 1;
 
-std::uint64_t pid_key(std::int32_t pid, std::uint64_t low) {
-  return (std::uint64_t{static_cast<std::uint32_t>(pid)} << 32) ^ low;
-}
-
-struct PidAddr {
-  std::int32_t pid;
-  std::uint64_t addr;
-  friend bool operator==(const PidAddr&, const PidAddr&) = default;
-};
-struct PidAddrHash {
-  std::size_t operator()(const PidAddr& k) const {
-    return std::hash<std::uint64_t>()(k.addr * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(k.pid));
-  }
-};
-
 }  // namespace
 
 // The accumulator is a client of the live heap (live_heap.h: HeapClient): the heap's blocks carry their site,
@@ -88,10 +73,9 @@ struct SiteAccumulator::Impl final : HeapClient {
   // EventStacks not yet passed, by first_event.
   std::map<std::uint64_t, std::vector<std::uint32_t>> event_stacks;
 
-  // Temporary allocations: the last allocation of each thread while it is live, both ways:
-  // (pid, tid) -> its address, and (pid, address) -> the thread whose last allocation it is.
-  std::unordered_map<std::uint64_t, std::uint64_t> thread_last;
-  std::unordered_map<PidAddr, std::int32_t, PidAddrHash> addr_last;
+  // Temporary allocations (heaptrack's): per pid, the address of its last allocation while no other heap
+  // event of the pid (an allocation, or a free of a known block) has followed it.
+  std::unordered_map<std::int32_t, std::uint64_t> last_allocation;
 
   // The heap: the accumulator's own, or one the caller drives (`memtrack report`'s timeline and sites).
   // The peak: each site's live bytes at the moment of the heap's peak are kept lazily: a peak starts a new
@@ -275,27 +259,27 @@ struct SiteAccumulator::Impl final : HeapClient {
     s.live_bytes += std::min(e.size, kBlockCap);
     ++s.totals.allocations;
     s.totals.allocated_bytes += e.size;
-    std::uint64_t& last = thread_last[pid_key(e.pid, static_cast<std::uint32_t>(e.tid))];
-    if (const auto it = addr_last.find(PidAddr{e.pid, last}); it != addr_last.end() && it->second == e.tid)
-      addr_last.erase(it);
-    last = e.addr;
-    addr_last[PidAddr{e.pid, e.addr}] = e.tid;
+    last_allocation[e.pid] = e.addr;
     return si;
   }
 
   void released(std::int32_t pid, std::uint64_t addr, std::uint64_t size, std::uint32_t payload, bool inherited,
                 Release how) override {
+    // A free directly after the allocation it frees, with no heap event of the pid between them.
+    bool temporary = false;
+    if (how == Release::freed) {
+      if (const auto it = last_allocation.find(pid); it != last_allocation.end()) {
+        temporary = it->second == addr;
+        last_allocation.erase(it);
+      }
+    }
     // A fork child's copy of its parent's block counts at the parent's site, as the parent's (sites.h).
     if (inherited) return;
     SiteData& s = site(payload);
     touch(s);
     s.live_bytes -= size;
-    if (how == Release::freed) {
-      // Freed before the thread that made it allocated again.
-      if (const auto it = addr_last.find(PidAddr{pid, addr}); it != addr_last.end()) {
-        ++s.totals.temporary;
-        addr_last.erase(it);
-      }
+    if (temporary) {
+      ++s.totals.temporary;
     } else if (how == Release::exit) {
       s.totals.leaked_bytes += size;
       ++s.totals.leaked_blocks;
@@ -328,8 +312,7 @@ struct SiteAccumulator::Impl final : HeapClient {
   }
 };
 
-SiteAccumulator::SiteAccumulator(std::optional<std::int32_t> pid, LiveHeap* heap)
-    : impl_(std::make_unique<Impl>()) {
+SiteAccumulator::SiteAccumulator(std::optional<std::int32_t> pid, LiveHeap* heap) : impl_(std::make_unique<Impl>()) {
   impl_->pid_filter = pid;
   if (!pid && heap != nullptr) impl_->heap = heap;
   impl_->heap->set_client(impl_.get());
@@ -379,7 +362,11 @@ SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const Mo
     if (x.allocated_bytes != y.allocated_bytes) return x.allocated_bytes > y.allocated_bytes;
     return x.allocations > y.allocations;
   });
-  if (limit != 0 && rank.size() > limit) rank.resize(limit);
+  if (limit != 0 && rank.size() > limit) {
+    for (std::size_t i = limit; i < rank.size(); ++i) out.rest += totals[rank[i]];
+    out.rest_sites = rank.size() - limit;
+    rank.resize(limit);
+  }
 
   // Symbolize only what is shown: the addresses of the ranked sites, per module.
   std::map<std::uint32_t, std::set<std::uint64_t>> wanted;

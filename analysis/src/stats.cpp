@@ -114,7 +114,7 @@ Stats compute_stats_indexed(const codec::SeekTable& index, const ReadAt& read_at
       },
       [&](const DecodedFrame& f) {
         stats.counts.merge(partial[f.slot]);
-        order.add(f.context, f.events);
+        order.add(f.context, f.events, f.foreign);
         ++stats.file.frames;
         stats.file.decompressed_bytes += f.msgpack_bytes;
         data_bytes += f.compressed_bytes;

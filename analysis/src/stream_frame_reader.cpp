@@ -17,23 +17,27 @@ struct StreamFrameReader::Impl {
   std::string name;
   codec::FrameWalker walker;
   StreamProgress progress;
-  std::vector<codec::ContextRecord> records;  // read since the held frame
-  DecodedFrame held;                          // what is known of the held frame
-  std::span<const codec::Event> held_events;  // the walker's, valid until it decodes the next data frame
+  std::vector<codec::ContextRecord> records;           // read since the held frame
+  DecodedFrame held;                                   // what is known of the held frame
+  std::span<const codec::Event> held_events;           // the walker's, valid until it decodes the next data frame
+  const codec::ForeignEvents* held_foreign = nullptr;  // the same
   bool holding = false;
 
   Impl(codec::ByteSource& s, std::string n)
       : name(n), walker(s, std::move(n), {}, {.hold_context = true, .piece_events = kPieceEvents}) {}
 
-  codec::Status deliver(const IndexedFrameReader::InOrderFn& in_order, std::span<const codec::Event> events) {
+  codec::Status deliver(const IndexedFrameReader::InOrderFn& in_order, std::span<const codec::Event> events,
+                        const codec::ForeignEvents* foreign) {
     DecodedFrame f = held;
     f.events = events;
+    f.foreign = foreign;
     f.context = records;
     const codec::Status s = in_order(f);
     progress.events += events.size();
     records.clear();
     held = {};
     held_events = {};
+    held_foreign = nullptr;
     holding = false;
     return s;
   }
@@ -67,7 +71,7 @@ struct StreamFrameReader::Impl {
       if (item == codec::FrameWalker::Item::frame_begin) {
         if (!holding) continue;
         // A new data frame: every context frame of the held one has been read.
-        status = deliver(in_order, held_events);
+        status = deliver(in_order, held_events, held_foreign);
         if (!status.is_ok()) {
           consumer_failed = true;
           break;
@@ -76,7 +80,7 @@ struct StreamFrameReader::Impl {
       }
       if (!walker.frame_done()) {  // a piece of a streamed frame
         held.index = walker.frame_index();
-        status = deliver(in_order, walker.events());
+        status = deliver(in_order, walker.events(), &walker.foreign());
         if (!status.is_ok()) {
           consumer_failed = true;
           break;
@@ -90,13 +94,14 @@ struct StreamFrameReader::Impl {
       held.compressed_bytes = walker.frame_compressed_bytes();
       held.msgpack_bytes = walker.frame_content_bytes();
       held_events = walker.events();
+      held_foreign = &walker.foreign();
       holding = true;
     }
     // Everything valid before the end or the damage: the held frame and the records read after it (or,
     // without any data frame, before the end).
     if (!consumer_failed && (holding || !records.empty())) {
       if (!holding) held.index = walker.frame_index();
-      const codec::Status s = deliver(in_order, held_events);
+      const codec::Status s = deliver(in_order, held_events, held_foreign);
       if (status.is_ok()) status = s;
     }
     return status;

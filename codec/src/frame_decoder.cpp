@@ -21,8 +21,9 @@ FrameDecoder::~FrameDecoder() { ZSTD_freeDCtx(dctx_); }
 
 std::size_t FrameDecoder::max_frame_bytes() const { return ZSTD_compressBound(limits_.max_buffered_frame_bytes); }
 
-Status FrameDecoder::decode(std::span<const std::byte> frame, std::vector<Event>& out,
-                            std::size_t* decompressed_bytes) {
+Status FrameDecoder::decode(std::span<const std::byte> frame, std::vector<Event>& out, std::size_t* decompressed_bytes,
+                            ForeignEvents* foreign) {
+  if (foreign != nullptr) foreign->clear();
   ZSTD_DCtx_reset(dctx_, ZSTD_reset_session_only);
   if (buffer_.empty()) buffer_.resize(std::min<std::size_t>(1u << 20, limits_.max_buffered_frame_bytes));
   ZSTD_inBuffer input{frame.data(), frame.size(), 0};
@@ -62,12 +63,18 @@ Status FrameDecoder::decode(std::span<const std::byte> frame, std::vector<Event>
   while (pos < produced) {
     Event e;
     const std::size_t start = pos;
-    const ParseResult r = parse_event(buffer_.data(), produced, pos, e, error);
+    std::string_view type;
+    const ParseResult r = parse_event(buffer_.data(), produced, pos, e, error, &type);
     if (r == ParseResult::ok) {
       out.push_back(e);
       continue;
     }
+    if (r == ParseResult::foreign) {
+      if (foreign != nullptr) foreign->add(out.size() - first, e, std::span(buffer_).subspan(start, pos - start), type);
+      continue;
+    }
     out.resize(first);
+    if (foreign != nullptr) foreign->clear();
     if (r == ParseResult::error) {
       return {Errc::bad_msgpack, "event at byte " + std::to_string(start) + " of the frame's content: " + error};
     }

@@ -37,6 +37,7 @@ struct FrameWalker::Impl {
   // (older writers); a frame that continues one is msgpack whatever its first bytes.
   std::size_t carried = 0;
   std::vector<Event> events;  // the last events item's; cleared when the next one is parsed
+  ForeignEvents foreign;      // the foreign events among them, cleared with them
   bool events_out = false;    // `events` went out as an item
 
   std::vector<std::byte> skippable;  // a held context frame's bytes
@@ -101,9 +102,14 @@ struct FrameWalker::Impl {
     while (pos < mp_end) {
       Event e;
       const std::size_t start = pos;
-      const ParseResult r = parse_event(mp.data(), mp_end, pos, e, error);
+      std::string_view type;
+      const ParseResult r = parse_event(mp.data(), mp_end, pos, e, error, &type);
       if (r == ParseResult::ok) {
         events.push_back(e);
+        continue;
+      }
+      if (r == ParseResult::foreign) {
+        foreign.add(events.size(), e, std::span(mp).subspan(start, pos - start), type);
         continue;
       }
       const std::uint64_t at = content_pos + start;
@@ -255,6 +261,7 @@ struct FrameWalker::Impl {
   Item frame_step() {
     if (events_out) {
       events.clear();
+      foreign.clear();
       events_out = false;
     }
     frame_done = false;
@@ -273,6 +280,7 @@ struct FrameWalker::Impl {
         if (!s.is_ok()) return fail(s.code(), frame_offset, s.message());
       } else if (!parse()) {
         events.clear();
+        foreign.clear();
         return Item::end;
       }
       complete_frame();
@@ -290,13 +298,13 @@ struct FrameWalker::Impl {
       }
       if (!parse()) break;
       if (r == 0) complete_frame();
-      if (r == 0 || events.size() >= options.piece_events) {
+      if (r == 0 || events.size() + foreign.size() >= options.piece_events) {
         events_out = true;
         return Item::events;
       }
     }
     // A streamed frame's events before the damage are events zstd produced and the parser accepted.
-    if (events.empty()) return Item::end;
+    if (events.empty() && foreign.empty()) return Item::end;
     events_out = true;
     return Item::events;
   }
@@ -311,6 +319,7 @@ struct FrameWalker::Impl {
     skipped_from = fail_offset;
     // Forget the damaged frame entirely: its events, its partial content, zstd's state.
     events.clear();
+    foreign.clear();
     events_out = false;
     mp_end = 0;
     content_pos = 0;
@@ -347,6 +356,7 @@ FrameWalker::~FrameWalker() = default;
 
 FrameWalker::Item FrameWalker::next() { return impl_->next(); }
 std::span<const Event> FrameWalker::events() const { return impl_->events; }
+const ForeignEvents& FrameWalker::foreign() const { return impl_->foreign; }
 bool FrameWalker::frame_done() const { return impl_->frame_done; }
 std::uint64_t FrameWalker::frame_index() const { return impl_->frame_index; }
 std::uint64_t FrameWalker::frame_offset() const { return impl_->frame_offset; }

@@ -199,7 +199,11 @@ class EventVisitor : public msgpack::null_visitor {
       return true;
     }
     if (current_ == Field::type) {
-      if (!kind_of(s, out_.kind)) return fail("unknown event type \"" + std::string(s.substr(0, 32)) + "\"");
+      // A type this reader does not know makes a foreign event (docs/FORMAT.md, "Readers' rule").
+      if (!kind_of(s, out_.kind)) {
+        foreign_ = true;
+        type_ = s;
+      }
       return mark(Field::type);
     }
     if (current_ == kUnknownField) return true;
@@ -208,7 +212,7 @@ class EventVisitor : public msgpack::null_visitor {
 
   bool start_array(uint32_t) {
     if (depth_ == 0) return fail("expected a map, found an array");
-    if (depth_ == 1 && at_value() && current_ != kUnknownField) return fail_type("an array");
+    if (depth_ == 1 && at_value() && current_ != kUnknownField && !fail_type("an array")) return false;
     ++depth_;
     return true;
   }
@@ -217,7 +221,7 @@ class EventVisitor : public msgpack::null_visitor {
     return true;
   }
   bool start_map(uint32_t) {
-    if (depth_ == 1 && at_value() && current_ != kUnknownField) return fail_type("a map");
+    if (depth_ == 1 && at_value() && current_ != kUnknownField && !fail_type("a map")) return false;
     ++depth_;
     return true;
   }
@@ -243,6 +247,8 @@ class EventVisitor : public msgpack::null_visitor {
   void insufficient_bytes(size_t, size_t) { need_more_ = true; }
 
   [[nodiscard]] bool need_more() const { return need_more_; }
+  [[nodiscard]] bool foreign() const { return foreign_; }
+  [[nodiscard]] std::string_view type() const { return type_; }
 
  private:
   [[nodiscard]] bool at_value() const { return depth_ == 1 && !in_key_; }
@@ -257,7 +263,8 @@ class EventVisitor : public msgpack::null_visitor {
 
   bool mark(Field f) {
     const auto bit = 1u << static_cast<unsigned>(f);
-    if (seen_ & bit) return fail("duplicate key " + quoted(f));
+    if (seen_ & bit)
+      return schema::is_common(f) ? fail("duplicate key " + quoted(f)) : defer("duplicate key " + quoted(f));
     seen_ |= bit;
     return true;
   }
@@ -265,8 +272,17 @@ class EventVisitor : public msgpack::null_visitor {
     error_ = std::move(message);
     return false;
   }
-  bool fail_type(const char* found) { return fail("key " + quoted(current_) + " has " + found); }
-  bool fail_range() { return fail("key " + quoted(current_) + " is out of range"); }
+  // A variant key's value is checked only once the type is known to have that key: the type may come after
+  // it, and a foreign event's keys of the same name are its own (the first such error is kept for finish()).
+  bool defer(std::string message) {
+    if (deferred_.empty()) deferred_ = std::move(message);
+    return true;
+  }
+  bool bad_value(std::string message) {
+    return schema::is_common(current_) ? fail(std::move(message)) : defer(std::move(message));
+  }
+  bool fail_type(const char* found) { return bad_value("key " + quoted(current_) + " has " + found); }
+  bool fail_range() { return bad_value("key " + quoted(current_) + " is out of range"); }
 
   // The map is complete: every key the variant needs must be there. Keys a variant does not have (size on
   // a Free, old_addr on a Malloc) are ignored, as serde ignores unknown keys of a flattened struct.
@@ -275,6 +291,8 @@ class EventVisitor : public msgpack::null_visitor {
       const auto f = static_cast<Field>(i);
       if (schema::is_common(f) && !(seen_ & (1u << i))) return fail("missing key " + quoted(f));
     }
+    if (foreign_) return true;  // its other keys are its own
+    if (!deferred_.empty()) return fail(std::move(deferred_));
     const schema::Variant& v = schema::variant(out_.kind);
     if (!v.has_size) {
       out_.size = 0;
@@ -295,6 +313,9 @@ class EventVisitor : public msgpack::null_visitor {
   bool need_more_ = false;
   Field current_ = kUnknownField;
   unsigned seen_ = 0;
+  bool foreign_ = false;
+  std::string_view type_;  // a foreign event's type, in the parsed bytes
+  std::string deferred_;
 };
 
 // The fast path: the exact layout rmp_serde (and our encoder) writes: fixmap 5/6/7, fixstr keys in
@@ -430,7 +451,8 @@ bool parse_canonical(const std::byte* data, std::size_t size, std::size_t& offse
 
 }  // namespace
 
-ParseResult parse_event(const std::byte* data, std::size_t size, std::size_t& offset, Event& out, std::string& error) {
+ParseResult parse_event(const std::byte* data, std::size_t size, std::size_t& offset, Event& out, std::string& error,
+                        std::string_view* foreign_type) {
   if (parse_canonical(data, size, offset, out)) return ParseResult::ok;
   Event e;
   error.clear();
@@ -440,7 +462,9 @@ ParseResult parse_event(const std::byte* data, std::size_t size, std::size_t& of
   if (ok) {
     out = e;
     offset = pos;
-    return ParseResult::ok;
+    if (!visitor.foreign()) return ParseResult::ok;
+    if (foreign_type != nullptr) *foreign_type = visitor.type();
+    return ParseResult::foreign;
   }
   if (visitor.need_more() && error.empty()) return ParseResult::need_more;
   if (error.empty()) error = "malformed msgpack";

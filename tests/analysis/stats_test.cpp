@@ -189,7 +189,7 @@ TEST(Stats, ADamagedFrameStopsIndexedStatsAtThePrefix) {
   EXPECT_EQ(s.status.message().rfind("d.zst: frame 3 at byte " + std::to_string(a.frame_offsets[3]) + ": ", 0), 0u)
       << s.status.message();
   EXPECT_EQ(s.file.frames, 3u);
-  expect_matches(Stats{s.counts, s.heap, s.file, {}, {}}, reference({events.begin(), events.begin() + 3 * 4096}));
+  expect_matches(Stats{s.counts, s.heap, s.file, {}, {}, {}}, reference({events.begin(), events.begin() + 3 * 4096}));
 }
 
 }  // namespace

@@ -199,11 +199,22 @@ TEST(MsgpackDecoder, MalformedEventsAreErrorsThatSayWhat) {
          m.kv("pid", 1).kv("tid", 2).kv("timestamp", 3).kv("addr", 4).kv("type", std::string("Malloc")).kv("size", -1);
        },
        6, "key \"size\" is out of range"},
-      {"unknown type",
+      {"unknown type without pid",
        [](MapBuilder& m) {
-         m.kv("pid", 1).kv("tid", 2).kv("timestamp", 3).kv("addr", 4).kv("type", std::string("Mallocx")).kv("size", 1);
+         m.kv("tid", 2).kv("timestamp", 3).kv("addr", 4).kv("type", std::string("Rss")).kv("size", 1);
        },
-       6, "unknown event type \"Mallocx\""},
+       5, "missing key \"pid\""},
+      {"negative size before the type",
+       [](MapBuilder& m) {
+         m.kv("pid", 1).kv("size", -1).kv("tid", 2).kv("timestamp", 3).kv("addr", 4).kv("type", std::string("Malloc"));
+       },
+       6, "key \"size\" is out of range"},
+      {"size is a string before the type",
+       [](MapBuilder& m) {
+         m.kv("size", std::string("x")).kv("pid", 1).kv("tid", 2).kv("timestamp", 3).kv("addr", 4);
+         m.kv("type", std::string("Calloc"));
+       },
+       6, "key \"size\" has a string"},
       {"type is an integer",
        [](MapBuilder& m) { m.kv("pid", 1).kv("tid", 2).kv("timestamp", 3).kv("addr", 4).kv("type", 1).kv("size", 1); },
        6, "key \"type\" has an integer"},
@@ -236,6 +247,39 @@ TEST(MsgpackDecoder, MalformedEventsAreErrorsThatSayWhat) {
     EXPECT_EQ(parse_all(bytes_of(m.buf), e, error), ParseResult::error) << c.name;
     EXPECT_EQ(error, c.expected_error) << c.name;
   }
+}
+
+// A type this reader does not know is a foreign event, not an error: parsed past, its common keys checked
+// and kept, its type viewed in the input, its other keys its own (even ones named like ours, of any value).
+TEST(MsgpackDecoder, AnUnknownTypeIsAForeignEventParsedPast) {
+  MapBuilder m(8);
+  m.kv("pid", -7).kv("tid", 42).kv("timestamp", 0xdead).kv("addr", 0);
+  m.kv("size", -5).kv("type", std::string("Rmap")).kv("old_addr", std::string("x"));
+  m.key("nested").pk.pack_array(2);
+  m.pk.pack_map(1);
+  m.pk.pack_nil();
+  m.pk.pack_bin(2);
+  m.pk.pack_bin_body("\x01\x02", 2);
+  m.pk.pack_double(1.5);
+  msgpack::sbuffer twice;
+  twice.write(m.buf.data(), m.buf.size());
+  twice.write(m.buf.data(), m.buf.size());
+  const auto bytes = bytes_of(twice);
+  Event e;
+  std::string error;
+  std::string_view type;
+  std::size_t off = 0;
+  ASSERT_EQ(parse_event(bytes.data(), bytes.size(), off, e, error, &type), ParseResult::foreign) << error;
+  EXPECT_EQ(off, m.buf.size());
+  EXPECT_EQ(type, "Rmap");
+  EXPECT_GE(reinterpret_cast<const std::byte*>(type.data()), bytes.data());
+  EXPECT_LT(reinterpret_cast<const std::byte*>(type.data()), bytes.data() + off);
+  EXPECT_EQ(e.pid, -7);
+  EXPECT_EQ(e.tid, 42);
+  EXPECT_EQ(e.timestamp, 0xdeadu);
+  EXPECT_EQ(e.addr, 0u);
+  ASSERT_EQ(parse_event(bytes.data(), bytes.size(), off, e, error), ParseResult::foreign) << error;
+  EXPECT_EQ(off, bytes.size());
 }
 
 TEST(MsgpackDecoder, NonMapValuesAreErrors) {

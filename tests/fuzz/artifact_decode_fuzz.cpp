@@ -84,7 +84,9 @@ bool reference_decode(std::span<const std::byte> input, std::size_t max_content,
       }
     }
     Event e;
-    if (memtrack::codec::parse_event(content.data(), produced, offset, e, error) != memtrack::codec::ParseResult::ok) {
+    const auto r = memtrack::codec::parse_event(content.data(), produced, offset, e, error);
+    if (r == memtrack::codec::ParseResult::foreign) continue;  // not among the events (foreign_event.h)
+    if (r != memtrack::codec::ParseResult::ok) {
       if (error.empty()) error = "content ends inside an event";
       return false;
     }

@@ -1,5 +1,7 @@
 // Property: parse_event on arbitrary bytes never crashes, reads nothing past `size`, and is consistent:
-// - `offset` advances only on ok, and then stays within the input;
+// - `offset` advances only on ok and foreign, and then stays within the input;
+// - a foreign event's bytes parse alone to the same foreign event (its type and common keys), and every
+//   strict prefix of them is need_more;
 // - an ok event is a valid raw record (validate_record), and re-encoding it then parsing again gives the
 //   same event, both through the canonical fast path and through msgpack-c's visitor (a map16 header
 //   forces it), so the two parsers cannot drift apart;
@@ -63,6 +65,26 @@ void check_event(const std::byte* bytes, std::size_t n, const Event& e) {
   FUZZ_CHECK(offset == size + 2 && again == e, "visitor and fast path disagree");
 }
 
+void check_foreign(const std::byte* bytes, std::size_t n, const Event& e, std::string_view type) {
+  std::size_t offset = 0;
+  Event again;
+  std::string error;
+  std::string_view type_again;
+  std::vector<std::byte> copy(bytes, bytes + n);
+  FUZZ_CHECK(memtrack::codec::parse_event(copy.data(), n, offset, again, error, &type_again) == ParseResult::foreign,
+             "foreign event bytes alone: %s", error.c_str());
+  FUZZ_CHECK(offset == n && type_again == type && again.pid == e.pid && again.tid == e.tid &&
+                 again.timestamp == e.timestamp && again.addr == e.addr,
+             "foreign event bytes parsed alone differ");
+  const std::size_t step = n <= 256 ? 1 : n / 128;
+  for (std::size_t k = 1; k < n; k += step) {
+    offset = 0;
+    const ParseResult r = parse_exact(bytes, k, offset, again, error);
+    FUZZ_CHECK(r == ParseResult::need_more && offset == 0, "foreign prefix %zu of %zu: result %d (%s)", k, n,
+               static_cast<int>(r), error.c_str());
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -73,7 +95,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (int i = 0; i < 64 && offset < size; ++i) {
     const std::size_t start = offset;
     Event e;
-    const ParseResult r = memtrack::codec::parse_event(bytes, size, offset, e, error);
+    std::string_view type;
+    const ParseResult r = memtrack::codec::parse_event(bytes, size, offset, e, error, &type);
+    if (r == ParseResult::foreign) {
+      FUZZ_CHECK(offset > start && offset <= size, "foreign but offset %zu (start %zu, size %zu)", offset, start, size);
+      check_foreign(bytes + start, offset - start, e, type);
+      continue;
+    }
     if (r != ParseResult::ok) {
       FUZZ_CHECK(offset == start, "offset moved from %zu to %zu on a non-ok result", start, offset);
       if (r == ParseResult::error) FUZZ_CHECK(!error.empty(), "error without a message");

@@ -141,6 +141,59 @@ TEST_F(DiffTest, TableAndMarkdown) {
   EXPECT_EQ(same, "{'same': 3, 'changed': 0, 'new': 0, 'gone': 0}\n");
 }
 
+// `memtrack report HEAD --baseline BASE`: the page's differential flame graphs pair the two builds' sites as
+// diff does (the modules are base/diff_prog and head/diff_prog: the plain graph, keyed by module path, could
+// not), the baseline's heap series and totals are in the page. The page's JSON is read back with python3.
+TEST_F(DiffTest, ReportAgainstBaseline) {
+  const std::string page = *dir_ + "/page.html";
+  const auto r = run(mt() + " report " + head() + " --baseline " + base() + " -o " + page);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The JSON between the page's data element's tags.
+  const std::string read = "import json,re,sys\ns=open('" + page + "').read()\n" +
+                           "d=json.loads(re.search(r'id=\"memtrack-data\">(.*?)</script>',s,re.S).group(1))\n";
+  const std::string out =
+      py("true", read +
+                     "def find(n,name):\n"
+                     "  if n['name']==name: return n\n"
+                     "  for c in n.get('children',[]):\n"
+                     "    f=find(c,name)\n"
+                     "    if f: return f\n"
+                     "for k in ('peak','allocated'):\n"
+                     "  for f in ('all','main','grown','steady','added','removed'):\n"
+                     "    n=find(d['flame'][k],f)\n"
+                     "    print(k,f,n['value'],n['base'],n['count'],n['base_count'])\n"
+                     "b=d['baseline']\n"
+                     "print(b['artifact'], b['differential'],"
+                     " b['totals']['base']['allocated_bytes'], b['totals']['head']['allocated_bytes'])\n"
+                     "t=d['timeline']['baseline']\n"
+                     "print(t['label'], max(t['heap']), t['peak']['bytes'])\n"
+                     "print([r[1] for r in d['summary'] if r[0]=='baseline allocations'])\n");
+  const std::string total = "17163 14397";  // 3 x 5096 + 2 x 777 + 321; 3 x 4096 + 2 x 777 + 555
+  std::string expected;
+  for (const char* k : {"peak", "allocated"}) {
+    expected += std::string(k) + " all " + total + " 6 6\n" + k + " main " + total + " 6 6\n" + k +
+                " grown 15288 12288 3 3\n" + k + " steady 1554 1554 2 2\n" + k + " added 321 0 1 0\n" + k +
+                " removed 0 555 0 1\n";
+  }
+  expected += base() + " True 14397 17163\nbaseline live heap (" + base() + ") 14397 14397\n['6 (head the same)']\n";
+  EXPECT_EQ(out, expected);
+
+  // A baseline without call stacks: its heap and totals, the flame graphs of head alone, and why.
+  const std::string plain = *dir_ + "/report-plain.mt";
+  ASSERT_EQ(run(mt() + " record -q --no-stacks -o " + plain + " -- " + kPrograms + "/base/diff_prog").status, 0);
+  ASSERT_EQ(run(mt() + " report " + head() + " --baseline " + plain + " -o " + page).status, 0);
+  EXPECT_EQ(py("true", read + "print(d['baseline']['differential'], 'base' in d['flame']['peak'],"
+                              " d['missing']['flame.baseline'], max(d['timeline']['baseline']['heap']))\n"),
+            "False False " + plain + " has no call stacks: the flame graphs are of this recording alone 14397\n");
+
+  // --pid names one recording's process; a baseline that cannot be read gives no page.
+  EXPECT_EQ(run(mt() + " report " + head() + " --baseline " + base() + " --pid 1 -o " + page + ".pid").status, 2);
+  const auto missing = run(mt() + " report " + head() + " --baseline /nonexistent.mt -o " + page + ".missing");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("/nonexistent.mt"), std::string::npos) << missing.err;
+  EXPECT_NE(run("test -e " + page + ".missing").status, 0) << "no page without its baseline";
+}
+
 // A recording without stacks: the totals are compared, the sites are not (they would all read as gone).
 TEST_F(DiffTest, OneSideWithoutStacks) {
   const std::string plain = *dir_ + "/plain.mt";

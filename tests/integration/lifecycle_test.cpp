@@ -526,6 +526,19 @@ TEST(Lifecycle, SetuidChildIsReportedUntracked) {
   expect_untracked_child(run, path, "setuid");
 }
 
+// A set-group-ID program (ssh-agent, wall) is named for what it is.
+TEST(Lifecycle, SetgidChildIsReportedUntrackedAsSetgid) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a copy of a program to another group";
+  const fs::path dir = scratch_dir();
+  const std::string path = (dir / "true_setgid").string();
+  fs::copy_file("/bin/true", path);
+  ASSERT_EQ(::chown(path.c_str(), 0, 65534), 0);
+  ASSERT_EQ(::chmod(path.c_str(), 02755), 0);
+  const Recorded run = record({kLifecycle, "spawn", path}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  expect_untracked_child(run, path, "setgid");
+}
+
 // The preload's diagnostics go to the recorder, never into the program's fds (docs/RUNTIME.md,
 // "Diagnostics"). A program whose executable defines operator new without its nothrow twin and calls no
 // malloc (new_own) loses those allocations: it gets a note, but its stderr is byte for byte what it is

@@ -64,6 +64,7 @@ struct FlameNode {
   std::string name, module, file;
   std::uint64_t value = 0, count = 0, line = 0;
   std::vector<FlameNode> children;
+  std::int64_t base = -1;  // the baseline's value (a differential graph); -1: none
 };
 
 inline void write_node(JsonOut& j, const FlameNode& n) {
@@ -74,6 +75,7 @@ inline void write_node(JsonOut& j, const FlameNode& n) {
   n.file.empty() ? j.raw("null") : j.str(n.file);
   j.raw(",").key("line");
   n.line ? j.num(n.line) : j.raw("null");
+  if (n.base >= 0) j.raw(",").key("base").num(static_cast<std::uint64_t>(n.base));
   j.raw(",").key("children").raw("[");
   for (std::size_t i = 0; i < n.children.size(); ++i) {
     if (i) j.raw(",");
@@ -109,6 +111,35 @@ inline FlameNode small_peak_tree() {
   root.children.push_back(std::move(main_fn));
   root.children.push_back(leaf(std::string(kEvilName), 100'000, 10, "evil.so", "src/evil\xe2\x80\xa8.cpp", 1));
   return root;
+}
+
+// small_peak_tree against a baseline (every node's base set): main 900,000 (base 650,000) {parse_config
+// 300,000 unchanged {alloc_buffer 200,000 unchanged}, build_index 500,000 grown from 200,000 {alloc_buffer
+// 150,000 from 50,000, _M_realloc_insert 250,000 from 150,000}, leaky_cache_insert 100,000 new (base 0),
+// dropped_cache gone (0, base 150,000)}, the evil name 100,000 shrunk from 250,000; all 1,000,000 from 900,000.
+inline constexpr std::uint64_t kDroppedCacheBase = 150'000, kPeakRootBase = 900'000;
+inline FlameNode differential_peak_tree() {
+  FlameNode root = small_peak_tree();
+  root.base = kPeakRootBase;
+  FlameNode& main_fn = root.children[0];
+  main_fn.base = 650'000;
+  main_fn.children[0].base = 300'000;
+  main_fn.children[0].children[0].base = 200'000;
+  main_fn.children[1].base = 200'000;
+  main_fn.children[1].children[0].base = 50'000;
+  main_fn.children[1].children[1].base = 150'000;
+  main_fn.children[2].base = 0;
+  FlameNode dropped = leaf("dropped_cache", 0, 0, "prog", "src/cache.cpp", 90);
+  dropped.base = kDroppedCacheBase;
+  main_fn.children.push_back(std::move(dropped));
+  root.children[1].base = 250'000;
+  return root;
+}
+
+// Every node's base set to its value times num / den.
+inline void scale_base(FlameNode& n, std::uint64_t num, std::uint64_t den) {
+  n.base = static_cast<std::int64_t>(n.value * num / den);
+  for (FlameNode& c : n.children) scale_base(c, num, den);
 }
 
 inline void write_site(JsonOut& j, const std::vector<std::string>& functions, std::uint64_t scale) {
@@ -187,8 +218,10 @@ struct FixtureShape {
   std::size_t processes;    // per-process series, each with `points` samples
   std::size_t flame_nodes;  // frames per flame graph (0: the small hand-made trees)
   std::size_t sites;        // rows per top ranking
+  bool baseline = false;    // compared with a baseline (small trees only): differential_peak_tree and friends
 };
 inline constexpr FixtureShape kSmall{200, 2, 0, 8};
+inline constexpr FixtureShape kSmallAgainstBaseline{200, 2, 0, 8, true};
 inline constexpr FixtureShape kBig{20'000, 4, 20'000, 100};
 inline constexpr FixtureShape kGeneratorSized{2'000, 4, 2'000, 50};
 
@@ -213,6 +246,12 @@ inline std::string make_report_json(const FixtureShape& shape) {
   j.str("./prog").raw(",").str("--input").raw(",").str("data file.txt").raw("],").key("memtrack").str("0.1.0-test");
   j.raw(",").key("events").num(shape.points * 1000).raw(",").key("duration_ns").num(duration);
   j.raw(",").key("artifact").str("/tmp/123.MemtrackArtifact.msgpack").raw("},");
+  if (shape.baseline) {
+    j.key("baseline").raw("{").key("artifact").str("base.mt").raw(",").key("differential").raw("true,");
+    j.key("match").str("sites paired by function, file and module name (fixture)").raw(",").key("totals").raw("{");
+    j.key("base").raw("{").key("peak_bytes").num(heap[peak_at] * 3 / 4).raw("},").key("head").raw("{");
+    j.key("peak_bytes").num(heap[peak_at]).raw("}}},");
+  }
 
   j.key("summary").raw("{").key("events").num(shape.points * 1000).raw(",").key("peak heap bytes").num(heap[peak_at]);
   j.raw(",").key("processes").num(shape.processes).raw(",").key("allocator").str("glibc malloc");
@@ -249,6 +288,12 @@ inline std::string make_report_json(const FixtureShape& shape) {
   j.raw("],").key("regions").raw("[{").key("name").str("warmup").raw(",").key("begin_ns").num(0);
   j.raw(",").key("end_ns").num(duration / 5).raw("},{").key("name").str("steady state").raw(",").key("begin_ns");
   j.num(duration / 2).raw(",").key("end_ns").num(duration * 3 / 4).raw("}],");
+  if (shape.baseline) {
+    std::vector<std::uint64_t> base_heap;
+    for (const std::uint64_t h : heap) base_heap.push_back(h * 3 / 4);
+    j.key("baseline").raw("{").key("label").str("baseline live heap (base.mt)").raw(",").key("t_ns").nums(t);
+    j.raw(",").key("heap").nums(base_heap).raw("},");
+  }
   j.key("downsampled_from").num(shape.points * 50).raw("},");
 
   j.key("flame").raw("{").key("peak");
@@ -259,16 +304,18 @@ inline std::string make_report_json(const FixtureShape& shape) {
     j.raw(",").key("leaked");
     write_node(j, big_tree(shape.flame_nodes, 3));
   } else {
-    write_node(j, small_peak_tree());
+    write_node(j, shape.baseline ? differential_peak_tree() : small_peak_tree());
     FlameNode allocated = small_peak_tree();
     allocated.value *= 3;
-    allocated.children[0].value *= 3;  // main: more allocated than live, the rest in main's own frame
+    allocated.children[0].value *= 3;                 // main: more allocated than live, the rest in main's own frame
+    if (shape.baseline) scale_base(allocated, 1, 1);  // unchanged
     j.raw(",").key("allocated");
     write_node(j, allocated);
     FlameNode leaked = leaf("all", 100'000, 10, "", "", 0);
     FlameNode main_fn = leaf("main", 100'000, 10, "prog", "src/main.cpp", 5);
     main_fn.children.push_back(leaf("leaky_cache_insert", 100'000, 10, "prog", "src/cache.cpp", 61));
     leaked.children.push_back(std::move(main_fn));
+    if (shape.baseline) scale_base(leaked, 2, 1);  // the baseline leaked twice as much
     j.raw(",").key("leaked");
     write_node(j, leaked);
   }

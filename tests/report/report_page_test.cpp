@@ -404,6 +404,89 @@ TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
   EXPECT_EQ(value_or(res, "event.tab.kind"), "leaked");
 }
 
+namespace {
+
+// What the differential page shows, through window.memtrackReport, as key=value lines.
+constexpr const char* kDiffScript = R"JS(
+(function () {
+  const r = window.memtrackReport, out = [];
+  const put = (k, v) => out.push(k + '=' + String(v).replace(/\n/g, ' '));
+  for (const name of ['all', 'build_index', 'parse_config', 'leaky_cache_insert', 'dropped_cache']) {
+    const f = r.flame.frame(name);
+    put('frame.' + name, f ? f.value + ' ' + f.base + ' ' + f.color : 'absent');
+  }
+  const evil = r.flame.frame(r.data.flame.peak.children[1].name);
+  put('frame.evil', evil.value + ' ' + evil.base + ' ' + evil.color);
+  const drawn = Array.from(document.querySelectorAll('#mt-flame rect[data-i]')).map((rc) => r.flame.frameName(+rc.getAttribute('data-i')));
+  put('drawn', drawn.join('|'));
+  const rect = Array.from(document.querySelectorAll('#mt-flame rect[data-i]')).find((rc) => r.flame.frameName(+rc.getAttribute('data-i')) === 'build_index');
+  put('fill.build_index', rect ? rect.getAttribute('fill') : 'none');
+  put('status', document.getElementById('mt-flame-status').textContent);
+  put('note', document.getElementById('mt-flame-baseline').textContent);
+  put('legend', document.getElementById('mt-flame-legend').textContent);
+  put('header', document.getElementById('mt-meta').textContent);
+  put('tooltip', r.flame.tooltip('build_index'));
+  put('tooltip.new', r.flame.tooltip('leaky_cache_insert'));
+  const dashed = Array.from(document.querySelectorAll('#mt-chart .mt-line')).filter((p) => p.getAttribute('stroke-dasharray'));
+  put('dashed', dashed.map((p) => p.getAttribute('data-series')).join('|'));
+  put('search.highlight', (r.flame.search('build_index'), r.flame.frame('build_index').color));
+  r.flame.search('');
+  r.flame.show('leaked');
+  put('leaked.main', r.flame.frame('main').value + ' ' + r.flame.frame('main').base + ' ' + r.flame.frame('main').color);
+  r.flame.show('peak');
+  r.timeline.unhover();
+  const pre = document.createElement('pre');
+  pre.id = 'mt-test-results';
+  pre.textContent = out.join('\n');
+  document.body.appendChild(pre);
+})();
+)JS";
+
+}  // namespace
+
+// `memtrack report --baseline`: the flame graphs are differential (width = this recording's bytes, red grown,
+// blue shrunk, grey unchanged), the baseline's heap is drawn dashed beside the recording's, and the page says
+// which two recordings it compares and how their sites were paired.
+TEST(ReportBrowser, DifferentialFlameGraphAgainstABaseline) {
+  SKIP_WITHOUT_CHROMIUM();
+  const std::string page =
+      render_report_html(mt::make_report_json(mt::kSmallAgainstBaseline), {.test_script = kDiffScript});
+  const mt::BrowserResult r = load_clean(write_page("baseline", page), "baseline", true);
+  const auto res = mt::test_results(r.dom);
+  ASSERT_FALSE(res.empty()) << "the test hook wrote nothing";
+  // Colour by the change relative to the larger side: lightness 84% - 40% x |change| / max(head, base).
+  EXPECT_EQ(value_or(res, "frame.all"), "1000000 900000 hsl(4,80%,80%)");            // +10%
+  EXPECT_EQ(value_or(res, "frame.build_index"), "500000 200000 hsl(4,80%,60%)");     // +300k of 500k
+  EXPECT_EQ(value_or(res, "frame.parse_config"), "300000 300000 hsl(220,10%,80%)");  // unchanged
+  EXPECT_EQ(value_or(res, "frame.leaky_cache_insert"), "100000 0 hsl(4,80%,44%)");   // new: the deepest red
+  EXPECT_EQ(value_or(res, "frame.dropped_cache"), "0 150000 hsl(214,80%,44%)");      // gone
+  EXPECT_EQ(value_or(res, "frame.evil"), "100000 250000 hsl(214,80%,60%)");          // -150k of 250k
+  // A gone frame has no width: not drawn, and the status line says how much of the baseline that is.
+  EXPECT_EQ(value_or(res, "fill.build_index"), "hsl(4,80%,60%)") << "the drawn colour";
+  EXPECT_EQ(value_or(res, "drawn").find("dropped_cache"), std::string::npos) << value_or(res, "drawn");
+  EXPECT_NE(value_or(res, "drawn").find("leaky_cache_insert"), std::string::npos) << value_or(res, "drawn");
+  const std::string status = value_or(res, "status");
+  EXPECT_NE(status.find("Against the baseline base.mt: 879 KiB (+97.7 KiB, +11.1%)"), std::string::npos) << status;
+  EXPECT_NE(status.find("146 KiB of the baseline are in frames with nothing here"), std::string::npos) << status;
+  EXPECT_NE(value_or(res, "note").find("Baseline base.mt: sites paired by function, file and module name (fixture)"),
+            std::string::npos)
+      << value_or(res, "note");
+  EXPECT_EQ(value_or(res, "legend"), "grewnewshrankunchanged");
+  EXPECT_NE(value_or(res, "header").find("Compared with the baseline base.mt: peak heap 363 KiB → 484 KiB"),
+            std::string::npos)
+      << value_or(res, "header");
+  const std::string tip = value_or(res, "tooltip");
+  for (const char* part :
+       {"488 KiB live at the peak (500,000 B)", "baseline: 195 KiB (200,000 B)", "change: +293 KiB, +150.0%"})
+    EXPECT_NE(tip.find(part), std::string::npos) << part << " not in: " << tip;
+  EXPECT_NE(value_or(res, "tooltip.new").find("change: new (+97.7 KiB)"), std::string::npos)
+      << value_or(res, "tooltip.new");
+  EXPECT_EQ(value_or(res, "dashed"), "baseline live heap (base.mt)");
+  EXPECT_EQ(value_or(res, "search.highlight"), "#d63fd6") << "a search match is highlighted over the diff colour";
+  EXPECT_EQ(value_or(res, "leaked.main"), "100000 200000 hsl(214,80%,64%)");  // half the baseline's
+  expect_drawn_screenshot(r);
+}
+
 TEST(ReportBrowser, InteractionsStayFastOnTheBigReport) {
   SKIP_WITHOUT_CHROMIUM();
   const std::string page = render_report_html(mt::make_report_json(mt::kBig), {.test_script = kDriveScript});

@@ -112,6 +112,22 @@ std::string s3(int peak) {
          "\"temporary\":0}";
 }
 
+// A site's numbers (or a sum's) as the JSON writes them.
+std::string numbers(int peak, int allocated, int allocations, int leaked, int leaked_blocks, int temporary) {
+  return "\"peak_bytes\":" + std::to_string(peak) + ",\"allocated_bytes\":" + std::to_string(allocated) +
+         ",\"allocations\":" + std::to_string(allocations) + ",\"leaked_bytes\":" + std::to_string(leaked) +
+         ",\"leaked_blocks\":" + std::to_string(leaked_blocks) + ",\"temporary\":" + std::to_string(temporary);
+}
+// What follows the sites: the rest beyond -n, the allocations without a stack, and the totals they add up to.
+std::string after_sites(int rest_sites, const std::string& rest, const std::string& without, int sites,
+                        const std::string& totals) {
+  return "],\"rest\":{\"sites\":" + std::to_string(rest_sites) + "," + rest + "},\"without_stack\":{" + without +
+         "},\"totals\":{\"sites\":" + std::to_string(sites) + "," + totals + "}}\n";
+}
+const std::string kNone = numbers(0, 0, 0, 0, 0, 0);
+// S1 + S2 + S3: the whole artifact (every allocation has a stack); its peak is the heap's, 3,010 B.
+const std::string kAll = numbers(3010, 3057, 9, 2007, 3, 5);
+
 TEST(Top, JsonIsTheContractInEveryOrder) {
   const std::string file = symbols_artifact();
   const std::string kS3 = s3(0);
@@ -123,7 +139,8 @@ TEST(Top, JsonIsTheContractInEveryOrder) {
   for (const auto& [by, sites] : cases) {
     const auto r = run(mt() + " top " + file + " --json --by " + by);
     ASSERT_EQ(r.status, 0) << by << ": " << r.err;
-    EXPECT_EQ(r.out, std::string("{\"by\":\"") + by + "\",\"sites\":[" + sites + "]}\n") << by;
+    EXPECT_EQ(r.out, std::string("{\"by\":\"") + by + "\",\"sites\":[" + sites + after_sites(0, kNone, kNone, 3, kAll))
+        << by;
   }
   const auto def = run(mt() + " top " + file + " --json");
   EXPECT_EQ(def.out.rfind("{\"by\":\"peak\"", 0), 0u) << def.out;
@@ -133,11 +150,14 @@ TEST(Top, LimitAndPidSelectSites) {
   const std::string file = symbols_artifact();
   const auto one = run(mt() + " top " + file + " --json -n 1 --by count");
   ASSERT_EQ(one.status, 0) << one.err;
-  EXPECT_EQ(one.out, "{\"by\":\"count\",\"sites\":[" + kS2 + "]}\n");
+  // The two sites beyond -n 1 are the rest: S1 and S3 summed; with S2 they are the totals.
+  EXPECT_EQ(one.out,
+            "{\"by\":\"count\",\"sites\":[" + kS2 + after_sites(2, numbers(3000, 3007, 4, 2007, 3, 0), kNone, 3, kAll));
   // pid 6 alone peaks when it allocates its 7 bytes.
   const auto pid6 = run(mt() + " top " + file + " --json --pid 6");
   ASSERT_EQ(pid6.status, 0) << pid6.err;
-  EXPECT_EQ(pid6.out, "{\"by\":\"peak\",\"sites\":[" + s3(7) + "]}\n");
+  EXPECT_EQ(pid6.out,
+            "{\"by\":\"peak\",\"sites\":[" + s3(7) + after_sites(0, kNone, kNone, 1, numbers(7, 7, 1, 7, 1, 0)));
   // A pid the artifact does not have is a usage error naming the ones it has (issue 23), for every command
   // that takes --pid; report leaves an earlier page as it was.
   const auto none = run(mt() + " top " + file + " --json --pid 99");
@@ -292,7 +312,8 @@ TEST(Top, SymbolizesFromTheModuleFilesWhenTheArtifactHasNoSymbols) {
                  sym::marker_line("chain_main.cpp", "run_call"), middle.relative()) +
       "," + frame_json("main", middle.module, exe, sym::marker_line("chain_main.cpp", "main_call"), run_.relative()) +
       "],\"peak_bytes\":42,\"allocated_bytes\":42,\"allocations\":2,\"leaked_bytes\":42,\"leaked_blocks\":2,"
-      "\"temporary\":0}]}\n";
+      "\"temporary\":0}" +
+      after_sites(0, kNone, kNone, 1, numbers(42, 42, 2, 42, 2, 0));
   EXPECT_EQ(r.out, expected);
 }
 

@@ -36,6 +36,13 @@
     const p = (100 * part) / whole;
     return (p >= 10 || p === 0 ? p.toFixed(1) : p >= 0.1 ? p.toFixed(2) : p.toPrecision(2)) + '%';
   }
+  // head's bytes against base's: "+2.70 KiB, +19.2%", "-555 B, -100.0%", "+321 B, new", "no change".
+  function fmtChange(head, base) {
+    const d = head - base;
+    if (d === 0) return 'no change';
+    const amount = (d > 0 ? '+' : '-') + fmtBytes(Math.abs(d));
+    return amount + ', ' + (base > 0 ? (d > 0 ? '+' : '') + ((100 * d) / base).toFixed(1) + '%' : 'new');
+  }
   function timeUnit(spanNs) {
     if (spanNs >= 1e9) return [1e9, 's'];
     if (spanNs >= 1e6) return [1e6, 'ms'];
@@ -170,6 +177,15 @@
     if (tl && tl.peak && isNum(tl.peak.bytes)) facts.push('peak heap ' + fmtBytes(tl.peak.bytes));
     if (facts.length) lines.push(esc(facts.join(' \u00b7 ')));
     if (typeof m.artifact === 'string' && m.artifact) lines.push('Artifact: <code>' + esc(m.artifact) + '</code>');
+    const b = data && data.baseline;
+    if (b && typeof b === 'object' && typeof b.artifact === 'string') {
+      const t = b.totals || {}, tb = t.base || {}, th = t.head || {};
+      let line = 'Compared with the baseline <code>' + esc(b.artifact) + '</code>';
+      if (isNum(tb.peak_bytes) && isNum(th.peak_bytes)) {
+        line += ': peak heap ' + esc(fmtBytes(tb.peak_bytes) + ' \u2192 ' + fmtBytes(th.peak_bytes) + ' (' + fmtChange(th.peak_bytes, tb.peak_bytes) + ')');
+      }
+      lines.push(line);
+    }
     box.innerHTML = lines.map((l) => '<div>' + l + '</div>').join('');
   }
 
@@ -225,7 +241,10 @@
 
   // The timeline's series, markers, regions and peak, and the time range they span.
   function timelineModel(tl) {
-    const whole = [makeSeries('live heap', '#2f6fdf', tl.t_ns, tl.heap, true), makeSeries('mapped', '#d9822b', tl.t_ns, tl.mapped, false)].filter(Boolean);
+    const base = tl.baseline && typeof tl.baseline === 'object' ? tl.baseline : null;
+    const baseSeries = base ? makeSeries(typeof base.label === 'string' ? base.label : 'baseline live heap', '#5d6678', base.t_ns, base.heap, false) : null;
+    if (baseSeries) baseSeries.dash = true;
+    const whole = [makeSeries('live heap', '#2f6fdf', tl.t_ns, tl.heap, true), baseSeries, makeSeries('mapped', '#d9822b', tl.t_ns, tl.mapped, false)].filter(Boolean);
     const procs = Array.isArray(tl.processes) ? tl.processes : [];
     const perProcess = procs.map((p, i) => makeSeries((p.label ? p.label + ' ' : '') + '(pid ' + p.pid + ')',
       PROCESS_COLORS[i % PROCESS_COLORS.length], p.t_ns, p.heap, false)).filter(Boolean);
@@ -359,7 +378,7 @@
       if (s.area) {
         parts.push('<path d="' + line + 'L' + p.px[p.px.length - 1].toFixed(1) + ',' + plotB + 'L' + p.px[0].toFixed(1) + ',' + plotB + 'Z" fill="' + s.color + '" fill-opacity="0.13" stroke="none"/>');
       }
-      parts.push('<path class="mt-line" data-series="' + esc(s.name) + '" data-points="' + p.px.length + '" d="' + line + '" fill="none" stroke="' + s.color + '" stroke-width="1.5" stroke-linejoin="round"/>');
+      parts.push('<path class="mt-line" data-series="' + esc(s.name) + '" data-points="' + p.px.length + '" d="' + line + '" fill="none" stroke="' + s.color + '" stroke-width="1.5" stroke-linejoin="round"' + (s.dash ? ' stroke-dasharray="5,3"' : '') + '/>');
     });
     parts.push('</g>');
   }
@@ -572,7 +591,9 @@
   // value (largest first), and a node's value is at least the sum of its children's so the layout never
   // overflows its parent. Iterative, so a deep stack cannot overflow the JS one.
   function flatten(root) {
-    const name = [], lower = [], raw = [], count = [], depth = [], parent = [], src = [];
+    const name = [], lower = [], raw = [], rawBase = [], count = [], depth = [], parent = [], src = [];
+    // A differential graph (memtrack report --baseline): every node also has the baseline's value.
+    const diff = !!(root && isNum(root.base));
     const stack = [[root, -1, 0]];
     while (stack.length) {
       const [node, p, d] = stack.pop();
@@ -580,6 +601,7 @@
       const nm = node && node.name != null ? String(node.name) : '[unknown]';
       name.push(nm); lower.push(nm.toLowerCase());
       raw.push(node && isNum(node.value) && node.value > 0 ? node.value : 0);
+      rawBase.push(node && isNum(node.base) && node.base > 0 ? node.base : 0);
       count.push(node && isNum(node.count) ? node.count : null);
       depth.push(d); parent.push(p); src.push(node);
       const kids = node && Array.isArray(node.children) ? node.children.filter((c) => c && typeof c === 'object') : [];
@@ -588,10 +610,15 @@
     }
     const n = name.length;
     const value = new Float64Array(n), childSum = new Float64Array(n), x = new Float64Array(n), next = new Float64Array(n);
+    const base = diff ? new Float64Array(n) : null, baseSum = diff ? new Float64Array(n) : null;
     const end = new Int32Array(n);
     for (let i = n - 1; i >= 0; --i) {
       value[i] = Math.max(raw[i], childSum[i]);
       if (parent[i] >= 0) childSum[parent[i]] += value[i];
+      if (diff) {
+        base[i] = Math.max(rawBase[i], baseSum[i]);
+        if (parent[i] >= 0) baseSum[parent[i]] += base[i];
+      }
     }
     for (let i = 1; i < n; ++i) { const p = parent[i]; x[i] = x[p] + next[p]; next[p] += value[i]; }
     const open = [];
@@ -602,8 +629,16 @@
       if (depth[i] > maxDepth) maxDepth = depth[i];
     }
     while (open.length) end[open.pop()] = n;
+    // The baseline's bytes in frames this recording has nothing in (gone, or shrunk to 0): no width, not drawn.
+    let baseOnly = 0;
+    if (diff) for (let i = 1; i < n; ++i) if (value[i] === 0 && value[parent[i]] > 0) baseOnly += base[i];
     return {n: n, name: name, lower: lower, count: count, depth: depth, parent: parent, src: src, value: value,
-            x: x, end: end, maxDepth: maxDepth, focus: 0, matched: null};
+            base: base, baseOnly: baseOnly, x: x, end: end, maxDepth: maxDepth, focus: 0, matched: null};
+  }
+
+  function baselineName() {
+    const b = data.baseline;
+    return b && typeof b.artifact === 'string' ? b.artifact : 'the baseline';
   }
 
   function flameKindInfo(key) { return FLAME_KINDS.find((k) => k.key === key); }
@@ -626,8 +661,17 @@
       '; their bytes stay in their callers\u2019 totals.';
   }
 
+  // Differential: grey unchanged, red grown, blue shrunk, deeper the larger the change relative to the larger
+  // side (a new frame is the deepest red).
+  function diffColor(v, b) {
+    if (v === b) return 'hsl(220,10%,80%)';
+    const r = (v - b) / Math.max(v, b), light = Math.round(84 - 40 * Math.abs(r));
+    return r > 0 ? 'hsl(4,80%,' + light + '%)' : 'hsl(214,80%,' + light + '%)';
+  }
+
   function flameColor(g, i) {
     if (g.matched && g.matched[i]) return '#d63fd6';
+    if (g.base) return diffColor(g.value[i], g.base[i]);
     const h = hashHue(g.name[i]);
     return 'hsl(' + Math.round(8 + h * 42) + ',' + Math.round(72 + h * 18) + '%,' + Math.round(58 + (1 - h) * 8) + '%)';
   }
@@ -673,6 +717,7 @@
       c.wrap.hidden = true;
       c.empty.hidden = false;
       c.empty.textContent = g.key === 'leaked' ? 'No leaks: every block was freed before the program ended.' : 'This graph is empty: no bytes ' + info.bytes + '.';
+      if (g.base && g.base[0] > 0) c.empty.textContent += ' The baseline ' + baselineName() + ' had ' + fmtBytes(g.base[0]) + '.';
       c.status.textContent = '';
       return;
     }
@@ -699,6 +744,10 @@
     if (!g || !(g.value[0] > 0)) return;
     const info = flameKindInfo(g.key), f = g.focus, s = [];
     s.push(fmtBytes(g.value[0]) + ' ' + info.bytes + ' in ' + fmtInt(g.n) + ' frames (icicle: callers above callees, width = bytes).');
+    if (g.base) {
+      s.push('Against the baseline ' + baselineName() + ': ' + fmtBytes(g.base[0]) + ' (' + fmtChange(g.value[0], g.base[0]) + '); width = this recording\u2019s bytes, colour = the change (red grew, blue shrank, grey unchanged).');
+      if (g.baseOnly > 0) s.push(fmtBytes(g.baseOnly) + ' of the baseline are in frames with nothing here (gone, or shrunk to nothing): they have no width and are not drawn.');
+    }
     if (f !== 0) {
       const path = [];
       for (let a = f; a > 0; a = g.parent[a]) path.unshift(g.name[a]);
@@ -772,6 +821,12 @@
         (g.focus ? ', ' + fmtPct(g.value[i], g.value[g.focus]) + ' of the zoomed frame' : ''),
       'self (in this frame, not its callees): ' + fmtBytes(Math.max(0, self))];
     if (g.count[i] !== null) lines.push(esc(info.count) + ': ' + fmtInt(g.count[i]));
+    if (g.base) {
+      const b = g.base[i], bc = src.base_count;
+      lines.push('baseline: <b>' + fmtBytes(b) + '</b> (' + fmtInt(b) + ' B)' + (isNum(bc) ? ', ' + esc(info.count) + ' ' + fmtInt(bc) : ''));
+      const v = g.value[i];
+      lines.push('change: <b>' + esc(b === 0 && v > 0 ? 'new (+' + fmtBytes(v) + ')' : v === 0 && b > 0 ? 'gone (-' + fmtBytes(b) + ')' : fmtChange(v, b)) + '</b>');
+    }
     lines.push('module: ' + esc(typeof src.module === 'string' && src.module ? src.module : '?'));
     lines.push('source: ' + esc(srcLocation(src.file, src.line) || '?'));
     return lines.join('<br>');
@@ -800,6 +855,19 @@
     sec.appendChild(c.empty);
     c.pruned = el('p', {class: 'mt-note', id: 'mt-flame-pruned'});
     sec.appendChild(c.pruned);
+    const b = data.baseline;
+    if (b && typeof b === 'object') {
+      const how = b.differential ? (typeof b.match === 'string' ? b.match : 'sites paired as memtrack diff pairs them')
+        : reason('flame.baseline', 'the graphs are of this recording alone');
+      c.baselineNote = el('p', {class: 'mt-note', id: 'mt-flame-baseline'}, 'Baseline ' + baselineName() + ': ' + how + '.');
+      sec.insertBefore(c.baselineNote, c.status);
+      if (b.differential) {
+        const legend = el('div', {class: 'mt-legend', id: 'mt-flame-legend'});
+        legend.innerHTML = [['grew', diffColor(2, 1)], ['new', diffColor(1, 0)], ['shrank', diffColor(1, 2)], ['unchanged', diffColor(1, 1)]]
+          .map((e) => '<span style="--swatch:' + e[1] + '">' + e[0] + '</span>').join('');
+        sec.insertBefore(legend, c.status);
+      }
+    }
   }
 
   // Hovering a frame shows its tooltip, clicking zooms into it; the search box applies after a short pause,
@@ -854,6 +922,11 @@
       },
       hiddenFrames: () => c.hidden,
       frameName: (i) => (c.current && i >= 0 && i < c.current.n ? c.current.name[i] : null),
+      // A frame's bytes here and in the baseline (null without one), and its colour.
+      frame: (name) => {
+        const g = c.current, i = g ? g.name.indexOf(name) : -1;
+        return i < 0 ? null : {value: g.value[i], base: g.base ? g.base[i] : null, color: flameColor(g, i)};
+      },
       redraw: () => flameDraw(c),
     };
   }

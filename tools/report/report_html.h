@@ -8,10 +8,13 @@
 //
 //   {"version": 1,
 //    "meta": {"command": [str], "memtrack": str, "events": int, "duration_ns": int, "artifact": str},
+//    "baseline": {"artifact": str, "differential": bool, "match": str,   // optional: the recording this one
+//                 "totals": {"base": Totals, "head": Totals}},          // is compared with (report --baseline);
+//                 // differential: the flame graphs' nodes carry its values; match: how sites were paired
 //    "missing": {str: str},                                // optional: why something is absent, shown as is;
 //                 // keys: "timeline", "timeline.markers", "timeline.processes", "timeline.peak", "flame",
-//                 // "flame.peak", "flame.allocated", "flame.leaked", "flame.pruned", "top", "top.<ranking>",
-//                 // "summary"
+//                 // "flame.peak", "flame.allocated", "flame.leaked", "flame.pruned", "flame.baseline", "top",
+//                 // "top.<ranking>", "summary"
 //    "summary": {str: str|number} | [[str, str|number]],   // a two-column table, in order; use the pair form
 //                                                          // if a key looks like an integer (JS reorders those)
 //    "timeline": {
@@ -23,6 +26,8 @@
 //      "processes": [{"pid": int, "label": str, "t_ns": [int], "heap": [int]}],  // optional
 //      "markers": [{"t_ns": int, "kind": "start"|"exec"|"exit", "pid": int, "label": str}],  // optional
 //      "regions": [{"name": str, "begin_ns": int, "end_ns": int}],                         // optional
+//      "baseline": {"label": str, "t_ns": [int], "heap": [int],  // optional: the baseline's live heap (its
+//                   "peak": {"t_ns": int, "bytes": int}},  // times since its own first event), drawn dashed
 //      "downsampled_from": int},                           // optional: samples before downsampling
 //    "flame": {
 //      "peak"|"allocated"|"leaked": Node,                  // heap live at the peak, all bytes allocated, leaks
@@ -31,11 +36,15 @@
 //    "top": {"peak"|"allocated"|"count"|"leaked"|"temporary": [Site]}}  // each list in its ranking's order
 //
 //   Node = {"name": str, "value": int, "count": int, "module": str|null, "file": str|null, "line": int|null,
+//           "base": int, "base_count": int,                // optional (a differential graph): the baseline's
 //           "children": [Node]}
 //     The root is the whole (its name is shown, e.g. "all"); its children are the outermost frames (main),
 //     leaves the innermost. value is bytes (live at the peak, allocated, or leaked), count the blocks or
 //     allocations; a node's value includes its children's (the page uses max(value, sum of children)), so a
 //     pruned callee's bytes stay in its caller's value. The page sorts children by value, largest first.
+//     In a differential graph (the root has "base") the width is value, the colour the change from base: red
+//     grown, blue shrunk, grey equal; a node with value 0 (only in the baseline) has no width.
+//   Totals = {"peak_bytes": int, "allocated_bytes": int, "allocations": int, "leaked_bytes": int, "events": int}
 //   Site = {"stack": [{"function": str|null, "module": str|null, "file": str|null, "line": int|null,
 //                      "address": int|str|null}],       // stack[0] is the innermost frame (the call site)
 //           "peak_bytes": int, "allocated_bytes": int, "allocations": int, "leaked_bytes": int,

@@ -1,7 +1,10 @@
 #include "check_limits.h"
 
+#include <strings.h>
+
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "json_writer.h"
@@ -30,30 +33,7 @@ constexpr Unit kUnits[] = {
     {"TiB", 1ull << 40},
 };
 
-bool same_letters(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  return true;
-}
-
-const char* label(Measure m) {
-  switch (m) {
-    case Measure::peak:
-      return "peak heap";
-    case Measure::allocated:
-      return "bytes allocated";
-    case Measure::allocations:
-      return "allocations";
-    case Measure::leaked:
-      return "leaked";
-  }
-  return "";
-}
-
-bool is_bytes(Measure m) { return m != Measure::allocations; }
-
-std::string amount(Measure m, std::uint64_t v) { return is_bytes(m) ? human_bytes(v) : std::to_string(v); }
+std::string amount(Measure m, std::uint64_t v) { return measure_info(m).bytes ? human_bytes(v) : std::to_string(v); }
 
 std::string percent(double p) {
   char buf[48];
@@ -87,7 +67,8 @@ std::optional<std::uint64_t> parse_size(std::string_view text, std::string* show
   if (!unit_text.empty()) {
     unit = nullptr;
     for (const Unit& u : kUnits)
-      if (same_letters(unit_text, u.name)) unit = &u;
+      if (unit_text.size() == std::strlen(u.name) && strncasecmp(unit_text.data(), u.name, unit_text.size()) == 0)
+        unit = &u;
     if (unit == nullptr) return std::nullopt;
   }
   u128 value = whole * unit->bytes;
@@ -101,48 +82,9 @@ std::optional<std::uint64_t> parse_size(std::string_view text, std::string* show
   return static_cast<std::uint64_t>(value);
 }
 
-std::uint64_t Measured::of(Measure m) const {
-  switch (m) {
-    case Measure::peak:
-      return peak;
-    case Measure::allocated:
-      return allocated;
-    case Measure::allocations:
-      return allocations;
-    case Measure::leaked:
-      return leaked;
-  }
-  return 0;
-}
+std::uint64_t Measured::of(Measure m) const { return this->*measure_info(m).field; }
 
-const char* measure_json(Measure m) {
-  switch (m) {
-    case Measure::peak:
-      return "peak_bytes";
-    case Measure::allocated:
-      return "allocated_bytes";
-    case Measure::allocations:
-      return "allocations";
-    case Measure::leaked:
-      return "leaked_bytes";
-  }
-  return "";
-}
-
-std::string option_name(const Limit& l) {
-  if (l.growth) return "--max-growth";
-  switch (l.measure) {
-    case Measure::peak:
-      return "--max-peak";
-    case Measure::allocated:
-      return "--max-allocated";
-    case Measure::allocations:
-      return "--max-allocations";
-    case Measure::leaked:
-      return "--max-leaked";
-  }
-  return "";
-}
+const char* option_name(const Limit& l) { return l.growth ? "--max-growth" : measure_info(l.measure).option; }
 
 LimitResult evaluate(const Limit& limit, std::uint64_t value, std::optional<std::uint64_t> base) {
   LimitResult r;
@@ -170,18 +112,19 @@ std::string format_broken(const LimitResult& r) {
   std::string line = r.where.empty() ? std::string() : r.where + ": ";
   if (r.limit.growth) {
     const std::uint64_t b = r.base.value_or(0);
-    line += std::string(label(m)) + " grew " + (r.growth_percent ? percent(*r.growth_percent) : std::string("from 0")) +
-            " (" + amount(m, b) + " -> " + amount(m, r.value) + ") > --max-growth " + r.limit.shown;
+    line += std::string(measure_info(m).label) + " grew " +
+            (r.growth_percent ? percent(*r.growth_percent) : std::string("from 0")) + " (" + amount(m, b) + " -> " +
+            amount(m, r.value) + ") > --max-growth " + r.limit.shown;
     return line;
   }
   std::string value = amount(m, r.value);
   std::string limit = r.limit.shown;
   // When the rounded figure reads as the limit itself, the bytes say why it is over.
-  if (is_bytes(m) && human_bytes(r.value) == human_bytes(r.limit.max)) {
+  if (measure_info(m).bytes && human_bytes(r.value) == human_bytes(r.limit.max)) {
     value += " (" + std::to_string(r.value) + " B)";
     limit += " (" + std::to_string(r.limit.max) + " B)";
   }
-  return line + label(m) + " " + value + " > " + option_name(r.limit) + " " + limit;
+  return line + measure_info(m).label + " " + value + " > " + option_name(r.limit) + " " + limit;
 }
 
 std::string format_check_json(const std::string& file, const std::optional<std::string>& baseline,
@@ -198,7 +141,8 @@ std::string format_check_json(const std::string& file, const std::optional<std::
     char max_pct[48];
     std::snprintf(max_pct, sizeof max_pct, "%.6g", r.limit.max_percent);
     o += (i ? "," : "") + std::string("{\"option\":\"") + option_name(r.limit) + "\",\"measure\":\"" +
-         measure_json(r.limit.measure) + "\",\"limit\":" + (r.limit.growth ? max_pct : std::to_string(r.limit.max)) +
+         measure_info(r.limit.measure).json +
+         "\",\"limit\":" + (r.limit.growth ? max_pct : std::to_string(r.limit.max)) +
          ",\"value\":" + std::to_string(r.value) + ",\"base\":" + (r.base ? std::to_string(*r.base) : "null") +
          ",\"growth_percent\":" + pct + ",\"where\":" + (r.where.empty() ? "null" : json_string(r.where)) +
          ",\"ok\":" + (r.ok ? "true" : "false") + "}";

@@ -2,7 +2,9 @@
 // lines and JSON that say which hold.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +24,31 @@ struct Measured {
   std::uint64_t peak = 0, allocated = 0, allocations = 0, leaked = 0;
   [[nodiscard]] std::uint64_t of(Measure m) const;
 };
+
+// Everything a measure is called and where its value is: the one table the limits, their lines and their
+// JSON read (kMeasures[m] describes Measure m).
+struct MeasureInfo {
+  Measure measure;
+  const char* label;   // in limit lines: "peak heap"
+  const char* option;  // its absolute limit: "--max-peak"
+  const char* json;    // top --json's name: "peak_bytes"
+  std::uint64_t Measured::*field;
+  bool bytes;  // a size (parsed as one, shown in KiB/MiB), else a count
+};
+inline constexpr MeasureInfo kMeasures[] = {
+    {Measure::peak, "peak heap", "--max-peak", "peak_bytes", &Measured::peak, true},
+    {Measure::allocated, "bytes allocated", "--max-allocated", "allocated_bytes", &Measured::allocated, true},
+    {Measure::allocations, "allocations", "--max-allocations", "allocations", &Measured::allocations, false},
+    {Measure::leaked, "leaked", "--max-leaked", "leaked_bytes", &Measured::leaked, true},
+};
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < std::size(kMeasures); ++i)
+        if (static_cast<std::size_t>(kMeasures[i].measure) != i) return false;
+      return true;
+    }(),
+    "kMeasures lists the measures in Measure's order");
+[[nodiscard]] constexpr const MeasureInfo& measure_info(Measure m) { return kMeasures[static_cast<std::size_t>(m)]; }
 
 struct Limit {
   Measure measure = Measure::peak;
@@ -47,10 +74,8 @@ LimitResult evaluate(const Limit& limit, std::uint64_t value, std::optional<std:
 // prefixed by `where` and ": " when set.
 std::string format_broken(const LimitResult& r);
 
-// "--max-peak", ..., "--max-growth".
-std::string option_name(const Limit& limit);
-// "peak_bytes", "allocated_bytes", "allocations", "leaked_bytes" (top --json's names).
-const char* measure_json(Measure m);
+// The limit's option: its measure's (MeasureInfo::option), or "--max-growth".
+const char* option_name(const Limit& limit);
 
 std::string format_check_json(const std::string& file, const std::optional<std::string>& baseline,
                               const std::optional<std::string>& region, const std::vector<LimitResult>& results);

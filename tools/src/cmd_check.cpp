@@ -93,27 +93,23 @@ int run_check(int argc, char** argv) {
   }
   const bool json = args.flag("json");
   std::vector<Limit> limits;
-  const auto size_limit = [&](const char* name, Measure m) {
-    const auto v = args.value(name);
-    if (!v) return;
+  for (const MeasureInfo& info : kMeasures) {
+    const std::string option = info.option + 2;  // without "--"
+    const auto v = args.value(option);
+    if (!v) continue;
     Limit l;
-    l.measure = m;
-    const auto size = parse_size(*v, &l.shown);
-    if (!size)
-      throw UsageError("--" + std::string(name) + " '" + *v + "': expected a size (24MB, 24MiB, 1.5GiB, bytes)");
-    l.max = *size;
-    limits.push_back(l);
-  };
-  size_limit("max-peak", Measure::peak);
-  size_limit("max-allocated", Measure::allocated);
-  if (const auto v = args.value("max-allocations")) {
-    Limit l;
-    l.measure = Measure::allocations;
-    l.max = static_cast<std::uint64_t>(parse_int("max-allocations", *v, 0, INT64_MAX));
-    l.shown = std::to_string(l.max);
+    l.measure = info.measure;
+    if (info.bytes) {
+      const auto size = parse_size(*v, &l.shown);
+      if (!size)
+        throw UsageError(std::string(info.option) + " '" + *v + "': expected a size (24MB, 24MiB, 1.5GiB, bytes)");
+      l.max = *size;
+    } else {
+      l.max = static_cast<std::uint64_t>(parse_int(option, *v, 0, INT64_MAX));
+      l.shown = std::to_string(l.max);
+    }
     limits.push_back(l);
   }
-  size_limit("max-leaked", Measure::leaked);
   const std::optional<std::string> baseline = args.value("baseline");
   const std::optional<std::string> growth = args.value("max-growth");
   if (baseline.has_value() != growth.has_value())
@@ -125,9 +121,9 @@ int run_check(int argc, char** argv) {
     const double pct = text.empty() ? NAN : std::strtod(text.c_str(), &end);
     if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(pct) || pct < 0)
       throw UsageError("--max-growth '" + *growth + "': expected a percentage (10, 2.5%)");
-    for (const Measure m : {Measure::peak, Measure::allocated, Measure::allocations, Measure::leaked}) {
+    for (const MeasureInfo& info : kMeasures) {
       Limit l;
-      l.measure = m;
+      l.measure = info.measure;
       l.growth = true;
       l.max_percent = pct;
       l.shown = text + "%";

@@ -43,11 +43,22 @@ constexpr const char* kHelp =
     "                           file order). jsonl only; not with --salvage\n"
     "  --context-only           the context records alone, no events\n\n"
     "On a damaged artifact the output holds exactly the events before the damage, then one line on stderr\n"
-    "names the frame index and byte offset, and the exit status is 1.\n";
+    "names the frame index and byte offset, and the exit status is 1.\n\n"
+    "An event of a type this version does not know (CodSpeed's newer kinds: Rss, Fork, Exec, ...) is passed\n"
+    "through in its place: jsonl with all its keys, csv with its pid, tid, timestamp, addr and type; raw\n"
+    "records cannot hold it, so --format raw stops there with exit status 1.\n";
 
 enum class Context { none, with_events, only };
 
 using analysis::FrameRange;
+
+// A foreign event (a type this reader does not know) passed through; raw records cannot hold one.
+codec::Status write_foreign(std::string& out, const std::string& name, std::uint64_t events_before,
+                            const codec::ForeignEvent& f, OutputFormat format) {
+  if (format == OutputFormat::raw) return {codec::Errc::bad_record, raw_foreign_error(name, events_before, f)};
+  append_foreign_event(out, f, format);
+  return {};
+}
 
 FrameRange parse_frames(const std::string& text) {
   const auto colon = text.find(':');
@@ -85,8 +96,17 @@ codec::Status decode_frames(int fd, const std::string& name, const codec::SeekTa
   ProgressMeter meter(reader.bytes_in_range());
   std::uint64_t done = 0, count = 0;
   return reader.run({}, [&](const analysis::DecodedFrame& f) {
-    if (context != Context::only)
-      for (const codec::Event& e : f.events) append_event(out.buffer(), e, format);
+    if (context != Context::only) {
+      std::size_t written = 0;
+      for (std::size_t i = 0; f.foreign != nullptr && i < f.foreign->size(); ++i) {
+        const codec::ForeignEvent foreign = (*f.foreign)[i];
+        for (; written < foreign.position && written < f.events.size(); ++written)
+          append_event(out.buffer(), f.events[written], format);
+        codec::Status status = write_foreign(out.buffer(), name, count + written, foreign, format);
+        if (!status.is_ok()) return status;
+      }
+      for (; written < f.events.size(); ++written) append_event(out.buffer(), f.events[written], format);
+    }
     if (context != Context::none)
       for (const codec::ContextRecord& r : f.context) append_context_json(out.buffer(), r);
     codec::Status status = out.maybe_flush();
@@ -107,6 +127,9 @@ class ContextWriter final : public analysis::ArtifactConsumer {
     if (!events_) return;
     for (const codec::Event& e : events) append_event(out_.buffer(), e, format_);
   }
+  void add_foreign(const codec::ForeignEvent& event) override {
+    if (events_) append_foreign_event(out_.buffer(), event, format_);  // jsonl: --context is JSON lines only
+  }
 
  private:
   BufferedOutput& out_;
@@ -125,7 +148,7 @@ codec::Status decode_with_context(int fd, const std::string& name, Context conte
   ProgressMeter meter(file_size(fd));
   bool output_failed = false;
   const codec::Status status = reader.run([&](const analysis::DecodedFrame& f) {
-    order.add(f.context, f.events);
+    order.add(f.context, f.events, f.foreign);
     meter.update(reader.progress().compressed_bytes, order.events());
     codec::Status flushed = out.maybe_flush();
     output_failed = !flushed.is_ok();
@@ -146,7 +169,12 @@ codec::Status decode_stream(int fd, const std::string& name, bool salvage, Outpu
   codec::Status first_damage;
   for (;;) {
     const std::size_t n = decoder.next(events);
-    if (n > 0) {
+    const codec::ForeignEvents& foreign = decoder.foreign();
+    for (std::size_t i = 0; i < foreign.size(); ++i) {
+      codec::Status status = write_foreign(out.buffer(), name, decoder.progress().events - n, foreign[i], format);
+      if (!status.is_ok()) return status;
+    }
+    if (n > 0 || !foreign.empty()) {
       for (std::size_t i = 0; i < n; ++i) append_event(out.buffer(), events[i], format);
       codec::Status flushed = out.maybe_flush();
       if (!flushed.is_ok()) return flushed;

@@ -48,7 +48,7 @@ constexpr const char* kHelp =
     "parent still holds it), an exec ends the old image's heap (shown as \"freed by exec\", not as leaks), a\n"
     "fork child starts with its parent's blocks (its frees of them match; those it still holds unchanged at\n"
     "its exit are its parent's, shown as \"inherited at exit\", not as its leaks), an exec of a program that\n"
-    "cannot be tracked (static, setuid) ends the image as an exec does, and there is a row per process\n"
+    "cannot be tracked (static, setuid, setgid) ends the image as an exec does, and there is a row per process\n"
     "image with its command. Without one (older artifacts, other writers) the numbers are as before: every\n"
     "pid alive to the end, and a note says so (JSON: \"context\": false).\n"
     "JSON \"complete\": true when the writer's end mark is there (the End record, or the frame index), false\n"

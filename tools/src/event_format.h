@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "memtrack/codec/event.h"
+#include "memtrack/codec/foreign_event.h"
 
 namespace memtrack::tools {
 
@@ -20,5 +21,16 @@ std::string_view format_header(OutputFormat format);
 // names and order (pid, tid, timestamp, addr, type, old_addr, size); absent fields are omitted (JSON) or empty
 // (CSV).
 void append_event(std::string& out, const codec::Event& e, OutputFormat format);
+
+// Appends one foreign event (a type this reader does not know), jsonl or csv. JSON: every key of its map in
+// its order, the values as msgpack gave them (integers, strings, nil, booleans, floats, arrays, maps; binary
+// data as a string of hex digits, an ext value as {"ext":TYPE,"data":HEX}; a key that is not a string
+// becomes its JSON text, or "[...]"/"{...}" for an array or a map). CSV: its pid, tid, timestamp, addr and
+// type; the size and old_addr columns, which are the known kinds', stay empty. Raw records have no kind for
+// it: the caller refuses (raw_foreign_error).
+void append_foreign_event(std::string& out, const codec::ForeignEvent& e, OutputFormat format);
+// Why `decode --format raw` stops at a foreign event: `name` the input, `events` the events written before.
+[[nodiscard]] std::string raw_foreign_error(const std::string& name, std::uint64_t events,
+                                            const codec::ForeignEvent& e);
 
 }  // namespace memtrack::tools

@@ -6,6 +6,7 @@
 
 #include "artifact_command.h"
 #include "memtrack/analysis/event_kinds.h"
+#include "diff_format.h"
 #include "json_writer.h"
 #include "stats_format.h"
 #include "top_format.h"
@@ -41,12 +42,35 @@ class ModuleList final : public analysis::ArtifactConsumer {
   std::vector<codec::Module>& modules_;
 };
 
-void flame_node(JsonWriter& j, const FlameNode& n) {
+// `differential`: with the baseline's value and count.
+void flame_node(JsonWriter& j, const FlameNode& n, bool differential) {
   j.begin_object().member("name", n.name).member("value", n.value).member("count", n.count);
+  if (differential) j.member("base", n.base_value).member("base_count", n.base_count);
   j.key("module").str_or_null(n.module).key("file").str_or_null(n.file).key("line").num_or_null(n.line);
-  if (!n.children.empty()) j.key("children").array(n.children, flame_node);
+  if (!n.children.empty())
+    j.key("children").array(n.children, [differential](JsonWriter& w, const FlameNode& c) {
+      flame_node(w, c, differential);
+    });
   j.end_object();
 }
+
+// Nothing to draw: no bytes on either side.
+bool empty(const FlameGraph& g) { return g.root.value == 0 && g.root.base_value == 0; }
+
+// "14.1 KiB (head +2.7 KiB, +19.2%)": a baseline's figure and head's change from it.
+std::string against(std::uint64_t base, std::uint64_t head, bool bytes) {
+  const auto amount = [&](std::uint64_t v) { return bytes ? human_bytes(v) : std::to_string(v); };
+  const std::string delta = head >= base ? "+" + amount(head - base) : "-" + amount(base - head);
+  return amount(base) + " (head " +
+         (head == base ? std::string("the same") : delta + ", " + percent_change(base, head)) + ")";
+}
+
+// How the page pairs the two recordings, shown as is.
+constexpr const char* kBaselineMatch =
+    "allocation sites are paired as `memtrack diff` pairs them: frames with a function name by function, file "
+    "name and module name (two builds of one program pair although every address moved), others by the "
+    "module's build-id and offset; the width of a frame is head's bytes, its colour the change from the "
+    "baseline (red grew, blue shrank, grey unchanged)";
 
 // The summary table: what `memtrack stats` says first, as label/value pairs.
 std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& d) {
@@ -95,6 +119,14 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& 
   if (!s.heap.has_lifecycle())
     rows.emplace_back("note", "no lifecycle records: every pid is one process alive to the end");
   if (d.options.pid) rows.emplace_back("charts and sites", "pid " + std::to_string(*d.options.pid) + " only");
+  if (d.baseline) {
+    const analysis::RunTotals &b = d.baseline->totals, &h = d.baseline->head_totals;
+    rows.emplace_back("baseline", d.baseline->artifact);
+    rows.emplace_back("baseline peak live heap", against(b.peak_bytes, h.peak_bytes, true));
+    rows.emplace_back("baseline bytes allocated", against(b.allocated_bytes, h.allocated_bytes, true));
+    rows.emplace_back("baseline allocations", against(b.allocations, h.allocations, false));
+    rows.emplace_back("baseline leaked at end", against(b.leaked_bytes, h.leaked_bytes, true));
+  }
   return rows;
 }
 
@@ -128,14 +160,32 @@ ReportData build_report(std::span<const std::byte> file, const std::string& name
   d.timeline = timeline.result();
   d.has_stacks = sites.has_stacks();
   if (d.has_stacks) {
-    const analysis::SitesResult all = sites.result(SiteOrder::allocated, 0, symbolizer);
+    analysis::SitesResult all = sites.result(SiteOrder::allocated, 0, symbolizer);
     d.sites = all.sites.size();
     d.flame_peak = build_flame_graph(all, FlameValue::peak, options.prune_fraction);
     d.flame_allocated = build_flame_graph(all, FlameValue::allocated, options.prune_fraction);
     d.flame_leaked = build_flame_graph(all, FlameValue::leaked, options.prune_fraction);
     for (const SiteOrder o : kOrders) d.top.emplace_back(o, sites.result(o, options.top_sites, symbolizer));
+    if (options.keep_sites) d.all_sites = std::move(all);
   }
   return d;
+}
+
+void add_baseline(ReportData& head, ReportData&& base) {
+  ReportBaseline b;
+  b.artifact = base.artifact;
+  b.totals = analysis::run_totals(base.stats, base.all_sites ? &*base.all_sites : nullptr);
+  b.head_totals = analysis::run_totals(head.stats, head.all_sites ? &*head.all_sites : nullptr);
+  b.timeline = std::move(base.timeline);
+  b.has_stacks = base.has_stacks;
+  b.differential = head.all_sites && base.all_sites;
+  if (b.differential) {
+    const double prune = head.options.prune_fraction;
+    head.flame_peak = build_diff_flame_graph(*base.all_sites, *head.all_sites, FlameValue::peak, prune);
+    head.flame_allocated = build_diff_flame_graph(*base.all_sites, *head.all_sites, FlameValue::allocated, prune);
+    head.flame_leaked = build_diff_flame_graph(*base.all_sites, *head.all_sites, FlameValue::leaked, prune);
+  }
+  head.baseline = std::move(b);
 }
 
 std::string report_json(const ReportData& d) {
@@ -150,6 +200,20 @@ std::string report_json(const ReportData& d) {
   j.member("memtrack", s.context.recording ? s.context.recording->memtrack_version : std::string());
   j.member("events", c.events).member("duration_ns", c.events ? c.last_timestamp - c.first_timestamp : 0);
   j.member("artifact", d.artifact).end_object();
+  if (d.baseline) {
+    const ReportBaseline& b = *d.baseline;
+    const auto totals = [](JsonWriter& w, const analysis::RunTotals& t) {
+      w.begin_object().member("peak_bytes", t.peak_bytes).member("allocated_bytes", t.allocated_bytes);
+      w.member("allocations", t.allocations).member("leaked_bytes", t.leaked_bytes).member("events", t.events);
+      w.end_object();
+    };
+    j.key("baseline").begin_object().member("artifact", b.artifact).member("differential", b.differential);
+    j.member("match", kBaselineMatch).key("totals").begin_object().key("base");
+    totals(j, b.totals);
+    j.key("head");
+    totals(j, b.head_totals);
+    j.end_object().end_object();
+  }
 
   std::vector<std::pair<std::string, std::string>> missing;
   if (!d.status.is_ok()) missing.emplace_back("summary", "the artifact is damaged: " + d.status.message());
@@ -167,11 +231,14 @@ std::string report_json(const ReportData& d) {
         "the artifact has no call stacks (recorded with --no-stacks, or by a memtrack or writer without them)";
     missing.emplace_back("flame", why);
     missing.emplace_back("top", why);
-  } else if (d.flame_leaked && d.flame_leaked->root.value == 0) {
+  } else if (d.flame_leaked && empty(*d.flame_leaked)) {
     missing.emplace_back("flame.leaked", "nothing leaked: every block was freed (or went with an exec)");
   }
-  if (d.has_stacks && d.flame_peak && d.flame_peak->root.value == 0)
+  if (d.has_stacks && d.flame_peak && empty(*d.flame_peak))
     missing.emplace_back("flame.peak", "nothing was live at the peak");
+  if (d.baseline && d.has_stacks && !d.baseline->differential)
+    missing.emplace_back("flame.baseline",
+                         d.baseline->artifact + " has no call stacks: the flame graphs are of this recording alone");
   if (!missing.empty()) {
     j.key("missing").begin_object();
     for (const auto& [key, why] : missing) j.member(key, why);
@@ -210,6 +277,13 @@ std::string report_json(const ReportData& d) {
         w.member("begin_ns", rel(r.begin_timestamp)).member("end_ns", rel(r.end_timestamp)).end_object();
       });
     }
+    if (d.baseline && !d.baseline->timeline.total.empty()) {
+      const analysis::Timeline& b = d.baseline->timeline;
+      j.key("baseline").begin_object().member("label", "baseline live heap (" + d.baseline->artifact + ")");
+      j.key("t_ns").array(b.total, times).key("heap").array(b.total, values);
+      j.key("peak").begin_object().member("t_ns", b.peak_t_ns).member("bytes", b.peak_bytes).end_object();
+      j.end_object();
+    }
     j.member("downsampled_from", t.samples).end_object();
   }
 
@@ -218,9 +292,9 @@ std::string report_json(const ReportData& d) {
     const std::pair<const char*, const std::optional<FlameGraph>*> graphs[] = {
         {"peak", &d.flame_peak}, {"allocated", &d.flame_allocated}, {"leaked", &d.flame_leaked}};
     for (const auto& [key, g] : graphs) {
-      if (!*g || (*g)->root.value == 0) continue;
+      if (!*g || empty(**g)) continue;
       j.key(key);
-      flame_node(j, (*g)->root);
+      flame_node(j, (*g)->root, (*g)->differential);
     }
     j.key("pruned").begin_object();
     for (const auto& [key, g] : graphs) {

@@ -15,6 +15,7 @@
 #include "memtrack/analysis/artifact_pass.h"
 #include "memtrack/analysis/flame.h"
 #include "memtrack/analysis/regions.h"
+#include "memtrack/analysis/run_compare.h"
 #include "memtrack/analysis/sites.h"
 #include "memtrack/analysis/stats.h"
 #include "memtrack/analysis/timeline.h"
@@ -30,6 +31,16 @@ struct ReportOptions {
   std::size_t max_images = 32;    // per-process series charted
   std::size_t top_sites = 50;     // rows per ranking
   double prune_fraction = 0.001;  // flame-graph frames below this fraction of the root are dropped
+  bool keep_sites = false;        // keep every site (ReportData::all_sites), for add_baseline
+};
+
+// The recording a report is compared with (`memtrack report --baseline`).
+struct ReportBaseline {
+  std::string artifact;
+  analysis::RunTotals totals, head_totals;  // what `memtrack diff` compares
+  analysis::Timeline timeline;              // its heap over time, drawn beside head's
+  bool has_stacks = false;
+  bool differential = false;  // the flame graphs pair both sides' sites (both have call stacks)
 };
 
 struct ReportData {
@@ -46,6 +57,8 @@ struct ReportData {
   std::vector<analysis::RegionOccurrence> regions;  // every occurrence, drawn on the time axis
   std::uint64_t region_occurrences = 0;             // of options.region
   std::set<std::int32_t> processes;                 // every pid of the artifact (ProcessList), for --pid
+  std::optional<analysis::SitesResult> all_sites;   // with ReportOptions::keep_sites and call stacks
+  std::optional<ReportBaseline> baseline;           // add_baseline
 };
 
 // Reads `file` and computes everything the page shows. `symbolizer` names frames of modules the artifact has
@@ -53,6 +66,11 @@ struct ReportData {
 ReportData build_report(std::span<const std::byte> file, const std::string& name, const ReportOptions& options,
                         const analysis::ProgressFn& progress = {},
                         const analysis::ModuleSymbolizer& symbolizer = {});
+
+// Makes `head` the page of head against `base` (both read with keep_sites and the same options): base's
+// name, totals and heap series join the page, and when both have call stacks the flame graphs become
+// differential (analysis::build_diff_flame_graph: sites paired as `memtrack diff` pairs them).
+void add_baseline(ReportData& head, ReportData&& base);
 
 // The page's JSON document (schema version 1, report_html.h).
 std::string report_json(const ReportData& data);

@@ -1,5 +1,6 @@
 #include "stats_format.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <set>
@@ -22,6 +23,13 @@ using codec::EventKind;
 namespace {
 
 std::string u64(std::uint64_t v) { return std::to_string(v); }
+
+// A name from the input as the table shows it: as it is when printable ASCII, else as a JSON string.
+std::string printable(std::string_view name) {
+  const bool plain =
+      !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) { return ch > 0x20 && ch < 0x7f; });
+  return plain ? std::string(name) : json_string(name);
+}
 
 std::uint64_t duration(const EventCounts& c) { return c.events == 0 ? 0 : c.last_timestamp - c.first_timestamp; }
 
@@ -173,7 +181,8 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
     add("freed by exec", counted(ex.count, "block") + ", " + u64(ex.bytes) + " bytes (" + human_bytes(ex.bytes) + ")");
     // Only when there are some: the table of an artifact without fork children that exited is unchanged.
     if (const BlockTotals inh = inherited_at_exit(s); inh.count != 0)
-      add("inherited at exit", counted(inh.count, "block") + ", " + u64(inh.bytes) + " bytes (" + human_bytes(inh.bytes) +
+      add("inherited at exit", counted(inh.count, "block") + ", " + u64(inh.bytes) + " bytes (" +
+                                   human_bytes(inh.bytes) +
                                    "): fork children's copies of their parents' blocks, not leaks");
     std::uint64_t exited = 0;
     for (const ProcessImage& img : s.heap.images()) exited += img.end == ProcessImage::End::exit ? 1 : 0;
@@ -197,6 +206,18 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
     std::snprintf(line, sizeof line, "  %-14s %12" PRIu64 "\n",
                   std::string(codec::kind_name(static_cast<EventKind>(k))).c_str(), c.by_kind[k]);
     out += line;
+  }
+
+  if (s.foreign.events != 0) {
+    out += "\nevents of other types (unknown to this version, in no number above)\n";
+    for (const auto& [type, n] : s.foreign.by_type) {
+      std::snprintf(line, sizeof line, "  %-14s %12" PRIu64 "\n", printable(type).c_str(), n);
+      out += line;
+    }
+    if (s.foreign.other_types != 0) {
+      std::snprintf(line, sizeof line, "  %-14s %12" PRIu64 "\n", "(more types)", s.foreign.other_types);
+      out += line;
+    }
   }
 
   if (s.has_context()) {
@@ -293,7 +314,14 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
   j.member("peak_live_bytes", s.heap.total_peak_bytes()).member("peak_live_timestamp", s.heap.total_peak_timestamp());
   j.key("by_kind").begin_object();
   for (std::size_t k = 1; k < kKinds; ++k) j.member(codec::kind_name(static_cast<EventKind>(k)), c.by_kind[k]);
-  j.end_object().key("pids").begin_array();
+  j.end_object();
+  // Only when there are some: the document of an artifact without them is unchanged.
+  if (s.foreign.events != 0) {
+    j.key("foreign_events").begin_object().member("events", s.foreign.events).key("by_type").begin_object();
+    for (const auto& [type, n] : s.foreign.by_type) j.member(type, n);
+    j.end_object().member("other_types", s.foreign.other_types).end_object();
+  }
+  j.key("pids").begin_array();
   std::uint64_t leak_count = 0, leak_bytes = 0;
   // With context, pids known only from records (a process without events) are listed too.
   std::set<std::int32_t> pids;

@@ -76,12 +76,21 @@ std::string format_stack_json(const std::vector<SiteFrame>& stack) {
   return out;
 }
 
+namespace {
+
+void write_totals(JsonWriter& j, const analysis::SiteTotals& t) {
+  j.member("peak_bytes", t.peak_bytes)
+      .member("allocated_bytes", t.allocated_bytes)
+      .member("allocations", t.allocations);
+  j.member("leaked_bytes", t.leaked_bytes).member("leaked_blocks", t.leaked_blocks).member("temporary", t.temporary);
+}
+
+}  // namespace
+
 void write_site_json(JsonWriter& j, const Site& s) {
   j.begin_object().key("stack");
   write_stack_json(j, s.stack);
-  const analysis::SiteTotals& t = s.totals;
-  j.member("peak_bytes", t.peak_bytes).member("allocated_bytes", t.allocated_bytes).member("allocations", t.allocations);
-  j.member("leaked_bytes", t.leaked_bytes).member("leaked_blocks", t.leaked_blocks).member("temporary", t.temporary);
+  write_totals(j, s.totals);
   j.end_object();
 }
 
@@ -95,7 +104,18 @@ std::string format_site_json(const Site& s) {
 std::string format_top_json(const SitesResult& result, SiteOrder order) {
   std::string out;
   JsonWriter j(out);
-  j.begin_object().member("by", order_name(order)).key("sites").array(result.sites, write_site_json).end_object();
+  j.begin_object().member("by", order_name(order)).key("sites").array(result.sites, write_site_json);
+  // The listed sites + "rest" + "without_stack" = "totals", the whole artifact's (of --pid P, --region NAME).
+  j.key("rest").begin_object().member("sites", result.rest_sites);
+  write_totals(j, result.rest);
+  j.end_object().key("without_stack").begin_object();
+  write_totals(j, result.unknown);
+  analysis::SiteTotals all = result.rest;
+  all += result.unknown;
+  for (const Site& s : result.sites) all += s.totals;
+  j.end_object().key("totals").begin_object().member("sites", result.sites.size() + result.rest_sites);
+  write_totals(j, all);
+  j.end_object().end_object();
   return out + "\n";
 }
 
@@ -143,9 +163,8 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
   std::size_t rank = 0;
   for (const Site& s : result.sites) {
     const analysis::SiteTotals& t = s.totals;
-    std::snprintf(line, sizeof line,
-                  "\n#%zu  peak %s, allocated %s in %s, leaked %s in %s, %" PRIu64 " temporary\n", ++rank,
-                  human_bytes(t.peak_bytes).c_str(), human_bytes(t.allocated_bytes).c_str(),
+    std::snprintf(line, sizeof line, "\n#%zu  peak %s, allocated %s in %s, leaked %s in %s, %" PRIu64 " temporary\n",
+                  ++rank, human_bytes(t.peak_bytes).c_str(), human_bytes(t.allocated_bytes).c_str(),
                   counted(t.allocations, "allocation").c_str(), human_bytes(t.leaked_bytes).c_str(),
                   counted(t.leaked_blocks, "block").c_str(), t.temporary);
     out += line;
@@ -160,10 +179,10 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
     }
   }
   if (result.unknown.allocations > 0) {
-    std::snprintf(line, sizeof line,
-                  "\nwithout a stack: %s, %s allocated, %s leaked, %s at the peak\n",
-                  counted(result.unknown.allocations, "allocation").c_str(), human_bytes(result.unknown.allocated_bytes).c_str(),
-                  human_bytes(result.unknown.leaked_bytes).c_str(), human_bytes(result.unknown.peak_bytes).c_str());
+    std::snprintf(line, sizeof line, "\nwithout a stack: %s, %s allocated, %s leaked, %s at the peak\n",
+                  counted(result.unknown.allocations, "allocation").c_str(),
+                  human_bytes(result.unknown.allocated_bytes).c_str(), human_bytes(result.unknown.leaked_bytes).c_str(),
+                  human_bytes(result.unknown.peak_bytes).c_str());
     out += line;
   }
   return out;

@@ -18,8 +18,9 @@ std::string_view order_name(analysis::SiteOrder order);
 bool parse_order(std::string_view name, analysis::SiteOrder& out);
 
 // {"by": ..., "sites": [{"stack": [{"function", "module", "file", "line", "address"}...], "peak_bytes",
-// "allocated_bytes", "allocations", "leaked_bytes", "leaked_blocks", "temporary"}...]}: stack innermost
-// first; unknown fields null; "address" a hex string (module-relative, absolute for an address in no known
+// "allocated_bytes", "allocations", "leaked_bytes", "leaked_blocks", "temporary"}...], "rest": {"sites", the
+// same numbers}, "without_stack": {the numbers}, "totals": {"sites", the numbers}}: the listed sites plus the
+// rest (the sites beyond -n) plus the allocations without a stack are the totals; stack innermost first; unknown fields null; "address" a hex string (module-relative, absolute for an address in no known
 // module); a stack cut at the depth cap ends with a frame whose function is "[truncated]" and the rest null.
 std::string format_top_json(const analysis::SitesResult& result, analysis::SiteOrder order);
 

@@ -12,6 +12,8 @@
 #include <limits>
 #include <map>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "memtrack/codec/event.h"
 
@@ -46,6 +48,19 @@ struct EventCounts {
 
   void add(std::span<const codec::Event> block);  // any order
   void merge(const EventCounts& other);
+};
+
+// Foreign events (codec/foreign_event.h: types this reader does not know) by type name, apart from every
+// count above, which they never enter (docs/FORMAT.md, "Readers' rule").
+struct ForeignCounts {
+  // Distinct names kept, so that hostile input cannot grow the table; events of further names are counted
+  // in other_types.
+  static constexpr std::size_t kMaxTypes = 64;
+  std::uint64_t events = 0;
+  std::map<std::string, std::uint64_t, std::less<>> by_type;
+  std::uint64_t other_types = 0;
+
+  void add(std::string_view type);
 };
 
 }  // namespace memtrack::analysis

@@ -2,10 +2,10 @@
 // every site's stack merged into one tree from the outermost frame (main, or the thread's start) to the
 // innermost (the call that allocated), a node's value the sum of its sites' values.
 //
-// A node is a function in its caller: frames are merged by (name, module, file), so two calls from the same
-// function on different lines are one node (its line is kept when they agree, else 0). Inlined frames are
-// nodes of their own, like the functions they were inlined into. Allocations without a stack are one child
-// of the root, "[no stack]".
+// A node is a function in its caller: frames are merged by (name, module, file) (in a differential graph by
+// their identity, below), so two calls from the same function on different lines are one node (its line is
+// kept when they agree, else 0). Inlined frames are nodes of their own, like the functions they were inlined
+// into. Allocations without a stack are one child of the root, "[no stack]".
 //
 // Pruning keeps a graph small whatever the recording: a node whose value is below `prune_fraction` of the
 // root's is dropped with its subtree; its bytes stay in its parent's value (a node's value includes its
@@ -28,15 +28,17 @@ struct FlameNode {
   std::string module;  // empty: unknown
   std::string file;    // empty: unknown
   std::uint32_t line = 0;
-  std::uint64_t value = 0;          // bytes (count: allocations)
-  std::uint64_t count = 0;          // allocations (leaked: blocks)
-  std::vector<FlameNode> children;  // in the order first seen
+  std::uint64_t value = 0;                       // bytes (count: allocations)
+  std::uint64_t count = 0;                       // allocations (leaked: blocks)
+  std::uint64_t base_value = 0, base_count = 0;  // the baseline's (build_diff_flame_graph only)
+  std::vector<FlameNode> children;               // in the order first seen
 };
 
 struct FlameGraph {
   FlameNode root;  // name "all"
   std::uint64_t pruned_nodes = 0, pruned_value = 0;
-  double threshold = 0;  // the fraction of the root's value below which nodes were pruned
+  double threshold = 0;       // the fraction of the root's value below which nodes were pruned
+  bool differential = false;  // build_diff_flame_graph: nodes carry the baseline's values too
 };
 
 // A site's value for `v`, and its count (allocations; leaked blocks for leaked).
@@ -50,5 +52,14 @@ std::string frame_name(const SiteFrame& frame);
 // The tree of every site with a non-zero value for `v` (sites in any order), pruned as described above
 // (prune_fraction 0: nothing pruned).
 FlameGraph build_flame_graph(const SitesResult& sites, FlameValue v, double prune_fraction = 0.001);
+
+// Both recordings' sites in one tree (`memtrack report --baseline`): value and count are head's, base_value
+// and base_count the baseline's. Frames merge by their identity (site_match.h: function, file's and
+// module's basenames, or build-id + offset), so a node holds exactly the sites `memtrack diff` pairs under
+// that path, and two builds of one program share their nodes although every address moved; the name, module,
+// file and line shown are of the first site seen (head's first). A node is pruned when both its values are
+// below prune_fraction of the larger root value.
+FlameGraph build_diff_flame_graph(const SitesResult& base, const SitesResult& head, FlameValue v,
+                                  double prune_fraction = 0.001);
 
 }  // namespace memtrack::analysis

@@ -30,6 +30,7 @@
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
+#include "memtrack/codec/foreign_event.h"
 #include "memtrack/codec/seek_table.h"
 #include "memtrack/codec/status.h"
 
@@ -49,9 +50,10 @@ struct DecodedFrame {
   // Which of the reader's slots() holds the frame: state the caller keeps per slot (e.g. partial counts
   // made by the parallel callback) is the frame's own until its in-order callback returns.
   std::size_t slot = 0;
-  std::span<const codec::Event> events;  // valid until the in-order callback returns
-  std::uint64_t compressed_bytes = 0;    // the frame's bytes in the file
-  std::uint64_t msgpack_bytes = 0;       // decompressed
+  std::span<const codec::Event> events;           // valid until the in-order callback returns
+  const codec::ForeignEvents* foreign = nullptr;  // the foreign events among them (null: none), as long
+  std::uint64_t compressed_bytes = 0;             // the frame's bytes in the file
+  std::uint64_t msgpack_bytes = 0;                // decompressed
   // The records of the context frames after this data frame, up to the next one (the first frame of the
   // artifact also gets those before it), in file order; not sorted by position. Valid until the in-order
   // callback returns, which may move them away.

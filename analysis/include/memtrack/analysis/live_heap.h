@@ -68,7 +68,7 @@ struct ProcessImage {
 };
 
 // Whether an Untracked record says its pid execs an image memtrack cannot track (reason "static" or
-// "setuid", pid known): the lifecycle rule above, shared with the sites' books (sites.h).
+// "setuid", "setgid", "no-access", pid known): the lifecycle rule above, shared with the sites' books (sites.h).
 [[nodiscard]] bool untracked_exec(const codec::Untracked& record);
 
 // A client of a LiveHeap: attributes the live heap (to sites, and later to resident memory) from the heap's

@@ -39,8 +39,10 @@ struct SitesDiff {
   std::uint64_t same = 0, changed = 0, added = 0, removed = 0;
 };
 
-// The identity above, as a byte string (equal strings: the same site).
+// The identity above, as a byte string (equal strings: the same site): the frames' identities in order.
 [[nodiscard]] std::string site_identity(const Site& site);
+// One frame's identity appended to `key` (self-delimiting: a sequence of them is a site's identity).
+void append_frame_identity(std::string& key, const SiteFrame& frame);
 
 // `base`, `head`: every site of each recording (SiteAccumulator::result with limit 0); their order decides
 // which merged site's frames are shown (the first). Ranked by the absolute change in `order`'s measure, then

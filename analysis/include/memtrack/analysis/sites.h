@@ -14,8 +14,9 @@
 //   peak_bytes                    live at the moment of the peak of the live heap (LiveHeap's total: the sum
 //                                 over pids; with a pid filter, that pid's own peak), the first time it was
 //                                 reached
-//   temporary                     allocations freed before the thread that made them allocated again
-//                                 (heaptrack's definition; a Realloc counts as a free, then an allocation)
+//   temporary                     allocations whose free directly follows them: no other allocation or free
+//                                 of the same process between the two (heaptrack's definition, docs/ACCOUNTING.md;
+//                                 a Realloc counts as a free, then an allocation)
 // Allocations without a stack (id 0, or a node the trace tree does not define) are counted in `unknown`.
 //
 // Lifecycle: ProcessStart with a parent that has a trace tree copies the parent's tree and module list
@@ -65,6 +66,16 @@ struct SiteTotals {
   std::uint64_t leaked_bytes = 0, leaked_blocks = 0;
   std::uint64_t peak_bytes = 0;
   std::uint64_t temporary = 0;
+
+  SiteTotals& operator+=(const SiteTotals& t) {
+    allocations += t.allocations;
+    allocated_bytes += t.allocated_bytes;
+    leaked_bytes += t.leaked_bytes;
+    leaked_blocks += t.leaked_blocks;
+    peak_bytes += t.peak_bytes;
+    temporary += t.temporary;
+    return *this;
+  }
 };
 
 struct Site {
@@ -86,7 +97,9 @@ using ModuleSymbolizer =
 
 struct SitesResult {
   std::vector<Site> sites;  // in the requested order, best first
-  SiteTotals unknown;       // allocations without a stack (peak_bytes: their bytes live at the peak)
+  SiteTotals rest;          // the sites beyond the limit, summed
+  std::size_t rest_sites = 0;
+  SiteTotals unknown;  // allocations without a stack (peak_bytes: their bytes live at the peak)
   std::uint64_t peak_bytes = 0, peak_timestamp = 0;  // the live heap's peak the peak_bytes refer to
   bool has_stacks = false;                           // the artifact had stack records (EventStacks or StackNodes)
   std::uint64_t events = 0;

@@ -52,6 +52,7 @@ struct Stats {
   codec::Status status;  // not ok: the artifact is damaged, and the stats cover the events before the damage
 
   ContextSummary context;
+  ForeignCounts foreign;  // events of types this reader does not know, in none of the numbers above
 
   // Events in artifact order (the live heap depends on it). compute_stats_indexed instead counts each frame
   // on its own thread and merges, which gives the same counts.
@@ -95,6 +96,7 @@ class StatsConsumer final : public ArtifactConsumer {
     if (part_ != Part::heap_and_context) stats_.counts.add(events);
     if (part_ != Part::counts_and_context) stats_.heap.add(events);
   }
+  void add_foreign(const codec::ForeignEvent& event) override { stats_.foreign.add(event.type); }
 
  private:
   Stats& stats_;

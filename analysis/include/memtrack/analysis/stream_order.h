@@ -19,6 +19,7 @@
 
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
+#include "memtrack/codec/foreign_event.h"
 
 namespace memtrack::analysis {
 
@@ -28,6 +29,9 @@ class ArtifactConsumer {
   virtual ~ArtifactConsumer() = default;
   virtual void add_context(const codec::ContextRecord& record) = 0;
   virtual void add(std::span<const codec::Event> events) = 0;
+  // An event of a type this reader does not know, where it was among the events (foreign_event.h). The
+  // analyses ignore them; decode writes them, stats counts them.
+  virtual void add_foreign(const codec::ForeignEvent&) {}
 };
 
 // Several consumers as one (a region filter's downstream), fed in the order given.
@@ -39,6 +43,9 @@ class Fanout final : public ArtifactConsumer {
   }
   void add(std::span<const codec::Event> events) override {
     for (ArtifactConsumer* c : consumers_) c->add(events);
+  }
+  void add_foreign(const codec::ForeignEvent& event) override {
+    for (ArtifactConsumer* c : consumers_) c->add_foreign(event);
   }
 
  private:
@@ -110,8 +117,9 @@ class PositionQueue {
 class StreamOrder {
  public:
   explicit StreamOrder(std::span<ArtifactConsumer* const> consumers, std::uint64_t first_event = 0);
-  // The frame's records (moved from), then its events, interleaved.
-  void add(std::span<codec::ContextRecord> records, std::span<const codec::Event> events);
+  // The frame's records (moved from), then its events and its foreign events, interleaved.
+  void add(std::span<codec::ContextRecord> records, std::span<const codec::Event> events,
+           const codec::ForeignEvents* foreign = nullptr);
   void finish();
   [[nodiscard]] std::uint64_t events() const { return next_event_; }
 

@@ -12,6 +12,7 @@
 
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/event.h"
+#include "memtrack/codec/foreign_event.h"
 #include "memtrack/codec/status.h"
 
 namespace memtrack::codec {
@@ -44,6 +45,9 @@ class ArtifactDecoder {
   // Fills up to out.size() events. Returns how many; 0 means the end of the artifact or an error. What it
   // yields does not depend on out.size().
   std::size_t next(std::span<Event> out);
+  // The foreign events (foreign_event.h) that come just before the events the last next() filled, or, when
+  // it returned 0, after the last event. Valid until the next call to next().
+  [[nodiscard]] const ForeignEvents& foreign() const;
 
   // ok at a clean end; otherwise one line: "<name>: frame <i> at byte <offset>: <what>".
   [[nodiscard]] const Status& status() const;

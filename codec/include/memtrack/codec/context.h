@@ -91,7 +91,7 @@ struct ProcessExit {
 struct Untracked {
   std::optional<std::int32_t> pid;
   std::string executable;
-  std::string reason;  // "setuid", "static", "no-access" (an image) or "left-running" (a process)
+  std::string reason;  // "setuid", "setgid", "static", "no-access" (an image) or "left-running" (a process)
   std::uint64_t event = 0;
   friend bool operator==(const Untracked&, const Untracked&) = default;
 };

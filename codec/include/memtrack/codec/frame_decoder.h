@@ -18,6 +18,7 @@
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/compact.h"
 #include "memtrack/codec/event.h"
+#include "memtrack/codec/foreign_event.h"
 #include "memtrack/codec/status.h"
 
 struct ZSTD_DCtx_s;
@@ -33,8 +34,11 @@ class FrameDecoder {
 
   // `frame` must be exactly one zstd frame (trailing bytes are an error). Appends its events to `out` and
   // returns ok, or returns an error whose message says what was wrong (without file name or frame index:
-  // the caller knows them) and leaves `out` as it was. `decompressed_bytes` receives the frame's content size.
-  Status decode(std::span<const std::byte> frame, std::vector<Event>& out, std::size_t* decompressed_bytes = nullptr);
+  // the caller knows them) and leaves `out` as it was. `decompressed_bytes` receives the frame's content size;
+  // `foreign` the frame's foreign events (positions counted among the frame's events; without it they are
+  // skipped).
+  Status decode(std::span<const std::byte> frame, std::vector<Event>& out, std::size_t* decompressed_bytes = nullptr,
+                ForeignEvents* foreign = nullptr);
 
   // The largest compressed frame decode() can succeed on (zstd's bound for max_buffered_frame_bytes of
   // content). Callers reading frames by an index check sizes against it before allocating.

@@ -28,6 +28,7 @@
 #include "memtrack/codec/artifact_decoder.h"  // DecoderLimits
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/event.h"
+#include "memtrack/codec/foreign_event.h"
 #include "memtrack/codec/status.h"
 
 namespace memtrack::codec {
@@ -63,6 +64,8 @@ class FrameWalker {
   // or events without frame_done() (so a whole frame's events stay valid across the skippable frames after
   // it, up to the next frame's frame_begin included).
   [[nodiscard]] std::span<const Event> events() const;
+  // Item::events: the foreign events among them (positions counted in events()), with the same lifetime.
+  [[nodiscard]] const ForeignEvents& foreign() const;
   // Item::events: true when the frame is complete and verified (its last piece, or the whole frame).
   [[nodiscard]] bool frame_done() const;
   // The number of the current data frame (while in it), or of the next one; among data frames only.

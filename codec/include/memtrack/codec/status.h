@@ -10,8 +10,8 @@ namespace memtrack::codec {
 enum class Errc {
   ok = 0,
   truncated,    // input ended inside a record, event or frame
-  bad_record,   // raw record: unknown kind, reserved bits, flags on a non-Realloc
-  bad_msgpack,  // malformed msgpack, wrong value types, unknown "type", missing field
+  bad_record,   // raw record: unknown kind, reserved bits, flags on a non-Realloc; an event no raw record holds
+  bad_msgpack,  // malformed msgpack, wrong value types, missing field
   bad_zstd,     // corrupted zstd data, checksum mismatch, a frame header zstd rejects
   too_large,    // a size beyond the decoder's limits: a window above DecoderLimits::window_log_max, an event
                 // above max_event_bytes, a frame FrameDecoder would have to hold above max_buffered_frame_bytes

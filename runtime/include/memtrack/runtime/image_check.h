@@ -18,8 +18,9 @@ namespace memtrack::runtime {
 
 // 0 when the image at `path` (relative to dirfd; AT_FDCWD for the cwd; "" with AT_EMPTY_PATH for dirfd
 // itself) can be tracked, or why not:
-// - Setuid: a set-user-ID or set-group-ID file whose owner (group) differs from the caller's effective user
-//   (group). The kernel then runs it with AT_SECURE, and the dynamic loader ignores LD_PRELOAD paths.
+// - Setuid (Setgid): a set-user-ID (set-group-ID) file whose owner (group) differs from the caller's
+//   effective user (group). The kernel then runs it with AT_SECURE, and the dynamic loader ignores
+//   LD_PRELOAD paths.
 // - Static: an ELF executable without a PT_INTERP program header (statically linked, static-pie too): no
 //   dynamic loader runs, so nothing is preloaded.
 // Anything that is not a readable 64-bit ELF file (a script, an unreadable execute-only file) gives 0: its
@@ -31,9 +32,10 @@ inline int image_untrackable(int dirfd, const char* path, int at_flags = 0) {
   int reason = 0;
   struct stat st;
   if (syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    if (((st.st_mode & S_ISUID) && st.st_uid != static_cast<uid_t>(syscall(SYS_geteuid))) ||
-        ((st.st_mode & S_ISGID) && st.st_gid != static_cast<gid_t>(syscall(SYS_getegid)))) {
+    if ((st.st_mode & S_ISUID) && st.st_uid != static_cast<uid_t>(syscall(SYS_geteuid))) {
       reason = static_cast<int>(RingUntrackedReason::Setuid);
+    } else if ((st.st_mode & S_ISGID) && st.st_gid != static_cast<gid_t>(syscall(SYS_getegid))) {
+      reason = static_cast<int>(RingUntrackedReason::Setgid);  // ssh-agent, wall, write
     } else {
       Elf64_Ehdr eh;
       if (syscall(SYS_pread64, fd, &eh, sizeof eh, 0) == static_cast<long>(sizeof eh) &&
@@ -64,6 +66,8 @@ inline const char* untracked_reason_name(int reason) {
   switch (reason) {
     case static_cast<int>(RingUntrackedReason::Setuid):
       return "setuid";
+    case static_cast<int>(RingUntrackedReason::Setgid):
+      return "setgid";
     case static_cast<int>(RingUntrackedReason::Static):
       return "static";
     case static_cast<int>(RingUntrackedReason::LeftRunning):

@@ -133,11 +133,11 @@ inline constexpr std::uint8_t kRingNoteTruncated = 0x02;  // RingEvent::flags of
 inline constexpr std::uint8_t kRingNoteHasStatus = 0x04;  // NoteExit: addr holds the exit status
 inline constexpr std::uint8_t kRingNoteSignal = 0x08;     // NoteExit: addr holds the signal that killed it
 
-// NoteUntracked::addr. Setuid and Static come from a tracked process about an image it starts; LeftRunning
+// NoteUntracked::addr. Setuid, Setgid and Static come from a tracked process about an image it starts; LeftRunning
 // from the recorder (a process still running when the recording ended).
 // NoAccess: an exec by a process whose credentials no longer reach the ring (privileges dropped before it:
 // setpriv, su), noted by the exec hook before the exec (process_hooks.cpp).
-enum class RingUntrackedReason : std::uint8_t { Setuid = 1, Static = 2, LeftRunning = 3, NoAccess = 4 };
+enum class RingUntrackedReason : std::uint8_t { Setuid = 1, Static = 2, LeftRunning = 3, NoAccess = 4, Setgid = 5 };
 
 // Notes are written by tracked processes (NoteStart, NoteExec, NoteExit from exit(), NoteUntracked before an
 // exec or after a spawn) and by the recorder itself, which takes tickets like a producer: NoteExit for a

@@ -48,7 +48,7 @@ struct RecordOptions {
 struct ProcessNote {
   std::int32_t pid = 0;  // 0: not known
   std::string executable;
-  std::string reason;  // untracked: "setuid", "static", "no-access", "left-running"
+  std::string reason;  // untracked: "setuid", "setgid", "static", "no-access", "left-running"
 };
 
 // A diagnostic the preload wrote to the recorder instead of the program's stderr (docs/RUNTIME.md,
