@@ -56,6 +56,7 @@ Status FrameDecoder::decode(std::span<const std::byte> frame, std::vector<Event>
   }
   if (decompressed_bytes != nullptr) *decompressed_bytes = produced;
 
+  if (is_compact_content({buffer_.data(), produced})) return compact_.decode({buffer_.data(), produced}, out);
   const std::size_t first = out.size();
   std::string error;
   std::size_t pos = 0;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "memtrack/codec/compact.h"
 #include "memtrack/codec/context.h"  // the skippable frame magics, context frame sizes
 #include "memtrack/codec/msgpack_decoder.h"
 #include "zstd_internal.h"  // ZSTD_getFrameHeader: the content size, and a truncated header told from a bad one
@@ -31,6 +32,10 @@ struct FrameWalker::Impl {
   std::size_t mp_end = 0;
   std::uint64_t content_pos = 0;  // the offset of mp[0] in the current frame's content
 
+  CompactFrameDecoder compact;
+  // mp_end when the current frame's header was read: an unfinished event carried over from the frame before
+  // (older writers); a frame that continues one is msgpack whatever its first bytes.
+  std::size_t carried = 0;
   std::vector<Event> events;  // the last events item's; cleared when the next one is parsed
   ForeignEvents foreign;      // the foreign events among them, cleared with them
   bool events_out = false;    // `events` went out as an item
@@ -197,6 +202,7 @@ struct FrameWalker::Impl {
     }
     declared = header.frameContentSize;
     produced = 0;
+    carried = mp_end;
     content_pos = 0;
     buffered = declared != ZSTD_CONTENTSIZE_UNKNOWN && declared <= limits.max_buffered_frame_bytes;
     ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
@@ -267,7 +273,12 @@ struct FrameWalker::Impl {
         if (r == SIZE_MAX) return Item::end;
         if (r == 0) break;
       }
-      if (!parse()) {
+      const std::span<const std::byte> content{mp.data(), mp_end};
+      if (carried == 0 && is_compact_content(content)) {
+        const Status s = compact.decode(content, events);
+        mp_end = 0;
+        if (!s.is_ok()) return fail(s.code(), frame_offset, s.message());
+      } else if (!parse()) {
         events.clear();
         foreign.clear();
         return Item::end;
@@ -278,7 +289,14 @@ struct FrameWalker::Impl {
     }
     for (;;) {
       const std::size_t r = decompress();
-      if (r == SIZE_MAX || !parse()) break;
+      if (r == SIZE_MAX) break;
+      if (carried == 0 && content_pos == 0 && is_compact_content({mp.data(), mp_end})) {
+        fail(Errc::bad_compact, frame_offset,
+             "a compact frame must declare a content size of at most " +
+                 std::to_string(limits.max_buffered_frame_bytes) + " bytes");
+        break;
+      }
+      if (!parse()) break;
       if (r == 0) complete_frame();
       if (r == 0 || events.size() + foreign.size() >= options.piece_events) {
         events_out = true;

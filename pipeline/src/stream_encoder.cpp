@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "memtrack/codec/compact.h"
 #include "memtrack/codec/msgpack_encoder.h"
 #include "memtrack/codec/seek_table.h"
 #include "stream_encoder_internal.h"
@@ -67,6 +68,7 @@ struct FrameSlot {
   codec::FrameCompressor compressor;
   std::vector<codec::Event> events;
   std::optional<codec::FrameSerializer> serializer;  // the one codec::FrameSerializer, as benchmarked
+  std::optional<codec::CompactFrameEncoder> compact;  // instead of it, for EncoderOptions::compact
   std::unique_ptr<std::byte[]> compressed;
   std::size_t compressed_capacity = 0;
 
@@ -97,6 +99,11 @@ const EncodeHook& current_encode_hook() { return t_encode_hook; }
 
 std::size_t slot_bytes(const EncoderOptions& options) {
   const std::size_t events = std::clamp<std::size_t>(options.frame_events, 1, kMaxFrameEvents);
+  if (options.compact) {
+    const std::size_t content = codec::CompactFrameEncoder::output_bound(events);
+    return events * sizeof(codec::Event) + codec::CompactFrameEncoder::memory_bytes(events) +
+           codec::FrameCompressor::bound(content) + codec::FrameCompressor::context_bytes(options.level, content);
+  }
   const std::size_t msgpack = codec::FrameSerializer::output_bound(events);
   return events * sizeof(codec::Event) + codec::FrameSerializer::buffer_bytes(events) +
          codec::FrameCompressor::bound(msgpack) + codec::FrameCompressor::context_bytes(options.level, msgpack);
@@ -148,10 +155,12 @@ class Engine {
         on_encode_(internal::current_encode_hook()),
         write_seek_table_(options.write_seek_table),
         context_(options.context),
-        frame_context_(options.frame_context) {
-    if (frame_events_ == 0 || frame_events_ > kMaxFrameEvents) {
-      throw std::runtime_error("frame_events must be in 1.." + std::to_string(kMaxFrameEvents) + ", got " +
-                               std::to_string(frame_events_));
+        frame_context_(options.frame_context),
+        compact_(options.compact) {
+    const std::size_t max_events = compact_ ? codec::kMaxCompactFrameEvents : kMaxFrameEvents;
+    if (frame_events_ == 0 || frame_events_ > max_events) {
+      throw std::runtime_error(std::string(compact_ ? "compact " : "") + "frame_events must be in 1.." +
+                               std::to_string(max_events) + ", got " + std::to_string(frame_events_));
     }
     stats_.in_flight_cap = k_;
     // Compressors are created up front (cheap: zstd allocates its workspace on the first frame) so that a bad
@@ -220,12 +229,19 @@ class Engine {
     if (slot.events.empty()) {
       try {
         slot.events.resize(frame_events_);
-        slot.serializer.emplace(frame_events_);
-        slot.compressed_capacity = codec::FrameCompressor::bound(slot.serializer->capacity_bytes());
+        if (compact_) {
+          slot.compact.emplace(frame_events_);
+          slot.compressed_capacity =
+              codec::FrameCompressor::bound(codec::CompactFrameEncoder::output_bound(frame_events_));
+        } else {
+          slot.serializer.emplace(frame_events_);
+          slot.compressed_capacity = codec::FrameCompressor::bound(slot.serializer->capacity_bytes());
+        }
         slot.compressed = std::make_unique_for_overwrite<std::byte[]>(slot.compressed_capacity);
       } catch (const std::bad_alloc&) {
         slot.events = {};
         slot.serializer.reset();
+        slot.compact.reset();
         slot.compressed.reset();
         std::lock_guard lock(mutex_);
         slot.state = SlotState::Free;
@@ -313,7 +329,9 @@ class Engine {
     // After a failure nothing more is written, so the work would be wasted.
     if (!failed_.load(std::memory_order_relaxed)) {
       if (on_encode_) on_encode_(slot.frame);
-      const std::span<const std::byte> msgpack = slot.serializer->serialize({slot.events.data(), slot.count});
+      const std::span<const codec::Event> events{slot.events.data(), slot.count};
+      const std::span<const std::byte> msgpack =
+          slot.compact ? slot.compact->encode(events) : slot.serializer->serialize(events);
       slot.msgpack_size = msgpack.size();
       slot.compressed_size =
           slot.compressor.compress(msgpack, {slot.compressed.get(), slot.compressed_capacity}, status);
@@ -438,6 +456,7 @@ class Engine {
   const bool write_seek_table_;
   ContextChannel* const context_;
   const FrameContextBuilder frame_context_;
+  const bool compact_;
   std::vector<std::byte> channel_frame_;  // writer-owned, then close()'s
   codec::SeekTableBuilder index_;         // written by the writer thread, then by close() after it has joined
   std::vector<std::unique_ptr<FrameSlot>> slots_;

@@ -1,14 +1,16 @@
-// Building artifacts in tests: frames from FrameSerializer + FrameCompressor, optionally followed by the
-// frame index from SeekTableBuilder (the layout the pipeline's writer produces), and generated traces.
+// Building artifacts in tests: frames from FrameSerializer (or CompactFrameEncoder) + FrameCompressor, optionally
+// followed by the frame index from SeekTableBuilder (the layout the pipeline's writer produces), and generated traces.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <random>
 #include <span>
 #include <stdexcept>
 #include <vector>
 
+#include "memtrack/codec/compact.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/frame_compressor.h"
 #include "memtrack/codec/msgpack_encoder.h"
@@ -22,9 +24,12 @@ struct Artifact {
   std::vector<std::size_t> frame_events;   // events per data frame
 };
 
+// `compact`: compact frame content (memtrack/codec/compact.h) instead of msgpack.
 inline Artifact build_artifact(std::span<const codec::Event> events, std::size_t frame_events, bool with_index,
-                               int level = codec::kDefaultLevel) {
+                               int level = codec::kDefaultLevel, bool compact = false) {
   codec::FrameSerializer serializer(frame_events);
+  std::optional<codec::CompactFrameEncoder> compact_encoder;
+  if (compact) compact_encoder.emplace(frame_events);
   codec::FrameCompressor compressor(level);
   codec::SeekTableBuilder index;
   std::vector<std::byte> buf(codec::FrameCompressor::bound(serializer.capacity_bytes()));
@@ -32,7 +37,8 @@ inline Artifact build_artifact(std::span<const codec::Event> events, std::size_t
   std::size_t i = 0;
   do {
     const std::size_t n = std::min(frame_events, events.size() - i);
-    const auto msgpack = serializer.serialize(events.subspan(i, n));
+    const auto msgpack =
+        compact ? compact_encoder->encode(events.subspan(i, n)) : serializer.serialize(events.subspan(i, n));
     codec::Status s;
     const std::size_t size = compressor.compress(msgpack, buf, s);
     if (!s.is_ok()) throw std::runtime_error(s.message());

@@ -5,13 +5,16 @@
 //   pieces the walker gives a streamed frame in (1 for ArtifactDecoder, 65536 for StreamFrameReader);
 // - an error names the frame the decoder stopped in and a byte offset;
 // - a clean end consumed the whole input, yielded exactly the events an independent reading finds (zstd's
-//   streaming decompressor and parse_event over the whole content), and re-encoding the events with our
+//   streaming decompressor, then parse_event over the content, or the compact decoder over a frame's content
+//   that starts with its magic), and re-encoding the events with our
 //   writer then decoding again gives the same events.
 #include <zstd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "fuzz/fuzz_common.h"
+#include "memtrack/codec/compact.h"
 #include "memtrack/codec/msgpack_decoder.h"
 #include "memtrack/codec/raw_record.h"
 
@@ -21,7 +24,8 @@ using memtrack::codec::Event;
 
 // An independent reading of the same bytes, to check that the decoder yields exactly what the input holds:
 // zstd's streaming decompressor over the whole input (it passes over skippable frames itself), then
-// parse_event over the concatenated content. Returns false if the content is larger than `max_content`.
+// parse_event over the concatenated content (a compact frame's content, whole, through the compact decoder). Returns
+// false if the content is larger than `max_content`.
 bool reference_decode(std::span<const std::byte> input, std::size_t max_content, memtrack::fuzz::Decoded& out,
                       std::string& error) {
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
@@ -29,6 +33,7 @@ bool reference_decode(std::span<const std::byte> input, std::size_t max_content,
   std::vector<std::byte> content(64 << 10);
   ZSTD_inBuffer in{input.data(), input.size(), 0};
   std::size_t produced = 0;
+  std::vector<std::size_t> starts = {0};  // where each frame's content starts (zstd returns 0 at a frame's end)
   bool ok = true;
   for (;;) {
     if (produced == content.size()) {
@@ -46,6 +51,7 @@ bool reference_decode(std::span<const std::byte> input, std::size_t max_content,
       ok = false;
       break;
     }
+    if (r == 0 && starts.back() != produced) starts.push_back(produced);
     if (in.pos == in.size) {
       if (r == 0) break;     // every frame complete and flushed
       if (o.pos < o.size) {  // zstd wants input there is no more of
@@ -58,7 +64,25 @@ bool reference_decode(std::span<const std::byte> input, std::size_t max_content,
   ZSTD_freeDCtx(dctx);
   if (!ok) return false;
   std::size_t offset = 0;
+  memtrack::codec::CompactFrameDecoder compact;
   while (offset < produced) {
+    // A frame that starts with the compact magic, with no event of the frame before left open, is compact.
+    const auto frame = std::lower_bound(starts.begin(), starts.end(), offset);
+    if (frame != starts.end() && *frame == offset) {
+      const std::size_t end = frame + 1 != starts.end() ? *(frame + 1) : produced;
+      const std::span<const std::byte> bytes(content.data() + offset, end - offset);
+      if (memtrack::codec::is_compact_content(bytes)) {
+        std::vector<Event> events;
+        const memtrack::codec::Status s = compact.decode(bytes, events);
+        if (!s.is_ok()) {
+          error = s.message();
+          return false;
+        }
+        for (const Event& e : events) out.add(e);
+        offset = end;
+        continue;
+      }
+    }
     Event e;
     const auto r = memtrack::codec::parse_event(content.data(), produced, offset, e, error);
     if (r == memtrack::codec::ParseResult::foreign) continue;  // not among the events (foreign_event.h)

@@ -118,4 +118,66 @@ T = "frame_round_trip_fuzz"
 write(T, "recipe_small_frames", b"\x07\x00\x05" + raw[: 6 * R])
 write(T, "recipe_skippable_level3", b"\x3f\x13\x40" + raw[6 * R: 12 * R])
 write(T, "recipe_wide_ints", b"\x01\x02\x00" + bytes(range(256)))
+
+# --- compact_frame_fuzz: first byte = mode. Even: the content after the magic and version; odd: a recipe of
+# events, round-tripped, then damaged. compact() below writes the format of docs/FORMAT.md ("Compact data
+# frames") with delta-coded addresses only; the hand-made content uses references.
+def uvarint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def zz64(v):
+    v &= (1 << 64) - 1
+    return ((v << 1) ^ (-(v >> 63))) & ((1 << 64) - 1)
+
+
+def zz32(v):
+    return ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF
+
+
+def compact(events):
+    """events: (kind, pid, tid, timestamp, addr, size, old_addr or None)."""
+    pairs = []
+    for e in events:
+        if (e[1], e[2]) not in pairs:
+            pairs.append((e[1], e[2]))
+    out = bytearray(b"\xc1mtc\x01") + uvarint(len(events))
+    out += bytes(e[0] | (0x10 if e[6] is not None else 0) for e in events)
+    out += uvarint(len(pairs))
+    for pid, tid in pairs:
+        out += uvarint(zz32(pid)) + uvarint(zz32(tid))
+    out += b"".join(uvarint(pairs.index((e[1], e[2]))) for e in events)
+    prev = 0
+    for e in events:
+        out += uvarint(zz64(e[3] - prev))
+        prev = e[3]
+    last = {}
+    for e in events:
+        for a in ([e[6]] if e[6] is not None else []) + [e[4]]:
+            p = last.get((e[1], e[2]), 0)
+            out += uvarint(zz64(a - p) * 4 + 1)
+            last[(e[1], e[2])] = a
+    out += b"".join(uvarint(e[5]) for e in events if e[0] != 2)
+    return bytes(out)
+
+
+T = "compact_frame_fuzz"
+every_kind = [(1, 1, 2, 10, 0x1000, 16, None), (3, 1, 2, 11, 0x2000, 32, None), (4, 1, 2, 12, 0x3000, 64, 0x1000),
+              (4, 1, 2, 13, 0x4000, 8, None), (5, 1, 3, 14, 0x5000, 4096, None), (2, 1, 2, 15, 0x3000, 0, None),
+              (6, -1, 2, 16, 0x7F0000000000, 1 << 20, None), (7, -1, 2, 17, 0x7F0000000000, 1 << 20, None),
+              (8, 2**31 - 1, -2**31, 2**64 - 1, 2**64 - 1, 2**64 - 1, None), (2, 1, 3, 0, 0x5000, 0, None)]
+write(T, "content_every_kind", b"\x00" + compact(every_kind)[5:])
+# Malloc then a Free naming it (an allocation reference), as the encoder writes it (tests/codec/compact_test.cpp).
+write(T, "content_reference", bytes.fromhex("00" "02" "0102" "01" "0204" "0000" "1402" "818002" "04" "10"))
+write(T, "recipe_few_threads", b"\x01\x04" + raw[: 20 * R])
+write(T, "recipe_damaged", b"\x0f\x02" + raw[20 * R: 40 * R])
+write(T, "recipe_cut", b"\x03\x01" + raw[: 10 * R] + b"\x80")
+# A compact artifact for artifact_decode_fuzz: two compact frames.
+write("artifact_decode_fuzz", "compact_frames",
+      zstd(compact(every_kind), "--content-size", "--check") + zstd(compact(every_kind[:3]), "--content-size", "--check"))
 print("seeds written to", OUT)

@@ -241,6 +241,22 @@ TEST(Interop, RustZstdRmpSerdeReadsAMultiProcessArtifactWithContextFrames) {
   check_rust_reader(rec.artifact);
 }
 
+// A compact recording (docs/FORMAT.md, "Compact data frames") converted with `memtrack convert --to codspeed`:
+// CodSpeed's reader reads every event of it, as memtrack reads them from the compact original.
+TEST(Interop, RustZstdRmpSerdeReadsACompactRecordingConvertedToCodspeed) {
+  const std::string compact = tmp("rec.compact"), converted = tmp("rec.converted");
+  const std::string script = "'" + kPrograms + "/churn' 2 25000 & '" + kPrograms + "/alloc_each' > /dev/null; wait";
+  const RunResult r =
+      run(memtrack_bin() + " record -q --compact -o '" + compact + "' -- /bin/sh -c \"" + script + "\"");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const RunResult c = run(memtrack_bin() + " convert --to codspeed '" + compact + "' -o '" + converted + "'");
+  ASSERT_EQ(c.status, 0) << c.err;
+  check_rust_reader(converted);
+  const RunResult a = run(memtrack_bin() + " decode --format raw '" + compact + "' | sha256sum");
+  const RunResult b = run(memtrack_bin() + " decode --format raw '" + converted + "' | sha256sum");
+  EXPECT_EQ(a.out, b.out);
+}
+
 // Version-1 artifacts: the fixture made with the reference serializer in 65,536-event frames + index, and
 // the older layout (one streaming frame without content size), as CodSpeed's writer makes it.
 TEST(Interop, RustZstdRmpSerdeReadsArtifactsWithoutContextFrames) {

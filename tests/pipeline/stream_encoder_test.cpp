@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/fixtures.h"
+#include "memtrack/codec/compact.h"
 #include "memtrack/codec/seek_table.h"
 #include "memtrack/workload/realistic_events.h"
 #include "pipeline/zstd_frames.h"
@@ -153,6 +154,26 @@ TEST(StreamEncoder, SameBytesForEveryWorkerCountAndInFlightCap) {
       EXPECT_EQ(encode_pull(events, small_frames(256, workers, k)), reference);
     }
   }
+}
+
+TEST(StreamEncoder, CompactFramesAreTheCodecsForEveryWorkerCountAndInFlightCap) {
+  const auto events = EventGenerator(12).take(20'000);
+  const auto reference = testing::build_artifact(events, 256, true, codec::kDefaultLevel, true).bytes;
+  EXPECT_NE(reference, testing::reference_artifact(events, 256));
+  for (const unsigned workers : {1u, 3u}) {
+    for (const std::size_t k : {1u, 3u}) {
+      SCOPED_TRACE("workers " + std::to_string(workers) + " K " + std::to_string(k));
+      EncoderOptions options = small_frames(256, workers, k);
+      options.compact = true;
+      EXPECT_EQ(encode_push(events, options), reference);
+      EXPECT_EQ(encode_pull(events, options), reference);
+    }
+  }
+  MemorySink sink;
+  EncoderOptions too_big;
+  too_big.compact = true;
+  too_big.frame_events = codec::kMaxCompactFrameEvents + 1;
+  EXPECT_THROW(StreamEncoder(sink, too_big), std::runtime_error);
 }
 
 TEST(StreamEncoder, DerivedCapMatchesExplicitCapBytes) {

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "interrupt.h"
 #include "io.h"
+#include "memtrack/codec/compact.h"
 #include "memtrack/pipeline/raw_record_reader.h"
 #include "memtrack/pipeline/sink.h"
 #include "memtrack/pipeline/stream_encoder.h"
@@ -18,18 +19,22 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: memtrack encode [-i FILE|-] [-o FILE|-] [--workers N] [--level L] [--frame-events N]\n"
-    "                       [--in-flight K | --memory-budget MIB] [--stats]\n\n"
+    "                       [--in-flight K | --memory-budget MIB] [--compact] [--stats]\n\n"
     "Reads 48-byte raw event records (docs/FORMAT.md) and writes a MemtrackArtifact: one zstd frame of\n"
     "msgpack events per N events, each with its content size and checksum. Frames are encoded in parallel\n"
     "and written in order; the output bytes do not depend on --workers, --in-flight or --memory-budget.\n\n"
     "  -i, --input FILE      raw records to read (default: - for stdin)\n"
     "  -o, --output FILE     artifact to write (default: - for stdout)\n"
     "  --workers N           encoding threads, 0..1024 (default 0: hardware threads)\n"
-    "  --level L             zstd level, -7..22 (default: -5)\n"
+    "  --level L             zstd level, -7..22 (default: -5; with --compact, 1)\n"
     "  --frame-events N      events per frame (default: 65536)\n"
     "  --in-flight K         frames alive at once (read, encoding, or waiting to be written); default:\n"
     "                        derived from the memory budget (4 at the default frame size)\n"
     "  --memory-budget MIB   budget for in-flight frame buffers, in MiB (default: 64)\n"
+    "  --compact             compact data frames (docs/FORMAT.md, \"Compact data frames\"): every field of\n"
+    "                        every event in a fraction of the bytes, read by every memtrack command but not\n"
+    "                        by CodSpeed's reader (memtrack convert --to codspeed gives it); --frame-events\n"
+    "                        at most 65536\n"
     "  --stats               print events, frames, bytes in and out and K on stderr at the end\n\n"
     "A bad record (unknown kind, reserved bits, truncated tail) stops encoding with an error naming the\n"
     "record index; the frames written before it stay a valid artifact holding every record before it.\n"
@@ -47,7 +52,10 @@ int run_encode(int argc, char** argv) {
   const std::string input = args.value("input", "i").value_or("-");
   const std::string output = args.value("output", "o").value_or("-");
   pipeline::EncoderOptions options;
-  options.level = static_cast<int>(parse_int("level", args.value("level").value_or("-5"), -7, 22));
+  options.compact = args.flag("compact");
+  options.level = static_cast<int>(parse_int(
+      "level", args.value("level").value_or(options.compact ? std::to_string(codec::kDefaultCompactLevel) : "-5"), -7,
+      22));
   options.frame_events =
       static_cast<std::size_t>(parse_int("frame-events", args.value("frame-events").value_or("65536"), 1, 1 << 24));
   if (auto w = args.value("workers")) options.workers = static_cast<unsigned>(parse_int("workers", *w, 0, 1024));
@@ -57,6 +65,8 @@ int run_encode(int argc, char** argv) {
   if (in_flight) options.max_in_flight = static_cast<std::size_t>(parse_int("in-flight", *in_flight, 1, 1024));
   if (budget)
     options.memory_budget_bytes = static_cast<std::size_t>(parse_int("memory-budget", *budget, 1, 1 << 20)) << 20;
+  if (options.compact && options.frame_events > codec::kMaxCompactFrameEvents)
+    throw UsageError("--compact frames hold at most " + std::to_string(codec::kMaxCompactFrameEvents) + " events");
   const bool print_stats = args.flag("stats");
   if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals().front());
 

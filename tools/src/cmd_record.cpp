@@ -14,6 +14,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "memtrack/codec/compact.h"
 #include "memtrack/runtime/recorder.h"
 #include "units.h"
 
@@ -22,7 +23,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: memtrack record [-o FILE] [--workers N] [--level L] [--no-stacks] [--stack-depth N] [-q]\n"
-    "                       [--python-malloc] [--paused] [--] CMD [ARGS...]\n\n"
+    "                       [--python-malloc] [--paused] [--compact] [--] CMD [ARGS...]\n\n"
     "Runs CMD with libmemtrack-preload.so and records every malloc, free, calloc, realloc, aligned\n"
     "allocation, mmap, munmap and brk of it and of every process it starts (forks, exec chains), in causal\n"
     "order and without loss: when the recorder falls behind, the program waits. CMD begins at the first word\n"
@@ -34,7 +35,7 @@ constexpr const char* kHelp =
     "                      CMD's, and the artifact would mix with what CMD prints; write a file and read it\n"
     "                      from there.\n"
     "  --workers N         encoder threads, 0..1024 (default 0: hardware threads)\n"
-    "  --level L           zstd level, -7..22 (default: -2)\n"
+    "  --level L           zstd level, -7..22 (default: -2; with --compact, 1)\n"
     "  --no-stacks         record no call stacks (the events cost what they cost without them)\n"
     "  --stack-depth N     frames recorded per allocation, 1..256 (default 64); deeper stacks are cut and marked\n"
     "  -q, --quiet         no summary line (and no notes) on stderr; errors are still reported\n"
@@ -42,7 +43,10 @@ constexpr const char* kHelp =
     "                      serves without calling malloc, are recorded too\n"
     "  --paused            start with recording paused: no allocation is recorded (frees are) until a resume:\n"
     "                      memtrack_resume() (memtrack/control.h), SIGUSR2 to the recorder, or\n"
-    "                      'memtrack ctl PID resume'. SIGUSR1 to the recorder pauses; see 'memtrack ctl --help'\n\n"
+    "                      'memtrack ctl PID resume'. SIGUSR1 to the recorder pauses; see 'memtrack ctl --help'\n"
+    "  --compact           compact data frames (docs/FORMAT.md, \"Compact data frames\"): every field kept in a\n"
+    "                      fraction of the bytes and CPU; every memtrack command reads them, CodSpeed's reader\n"
+    "                      does not ('memtrack convert --to codspeed' writes what it reads)\n\n"
     "The recorder finishes the artifact when CMD and every process of its session have exited, however they\n"
     "exited; daemons (a process in another session, after setsid) are left running, untracked from then on,\n"
     "and named in the summary. It exits with CMD's exit status (128+N when signal N killed it; 127 when CMD is\n"
@@ -141,8 +145,12 @@ int run_record(int argc, char** argv) {
   if (options.output == "-")
     throw UsageError("-o -: the artifact cannot go to stdout, which belongs to the program; use -o FILE");
   options.workers = static_cast<unsigned>(parse_int("workers", args.value("workers").value_or("0"), 0, 1024));
-  options.level = static_cast<int>(
-      parse_int("level", args.value("level").value_or(std::to_string(runtime::kDefaultRecordLevel)), -7, 22));
+  options.compact = args.flag("compact");
+  options.level =
+      static_cast<int>(parse_int("level",
+                                 args.value("level").value_or(std::to_string(
+                                     options.compact ? codec::kDefaultCompactLevel : runtime::kDefaultRecordLevel)),
+                                 -7, 22));
   const bool no_stacks = args.flag("no-stacks");
   options.stack_depth = static_cast<std::uint32_t>(parse_int(
       "stack-depth", args.value("stack-depth").value_or(std::to_string(runtime::kDefaultStackDepth)), 1, 256));

@@ -10,6 +10,7 @@ namespace memtrack::tools {
 
 int run_encode(int argc, char** argv);
 int run_decode(int argc, char** argv);
+int run_convert(int argc, char** argv);
 int run_stats(int argc, char** argv);
 int run_record(int argc, char** argv);
 int run_top(int argc, char** argv);

@@ -20,6 +20,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"encode", memtrack::tools::run_encode, "raw 48-byte records -> artifact (zstd frames of msgpack events)"},
     {"decode", memtrack::tools::run_decode, "artifact -> JSON lines, CSV or raw records"},
+    {"convert", memtrack::tools::run_convert, "artifact -> the same events in the other encoding (codspeed, compact)"},
     {"record", memtrack::tools::run_record, "run a command and record its allocation events into an artifact"},
     {"stats", memtrack::tools::run_stats, "artifact -> counts, peak live heap, leaks, size histogram"},
     {"top", memtrack::tools::run_top, "artifact with stacks -> allocation sites by peak, bytes, count, leaks"},

@@ -60,6 +60,7 @@ ReaderOutcome read_and_encode(RingReader& reader, SharedRing& ring, int fd, cons
       pipeline::EncoderOptions encoder;
       encoder.workers = options.workers;
       encoder.level = options.level;
+      encoder.compact = options.compact;
       encoder.context = context;
       // Each data frame's stacks, right after it (built in the parallel encode stage).
       if (options.stack_depth != 0) encoder.frame_context = event_stacks_records;

@@ -1,5 +1,6 @@
-// Decodes one complete zstd frame of msgpack events, for random access through the frame index and for
-// decoding frames in parallel (one FrameDecoder per in-flight frame; each owns a ZSTD_DCtx and a buffer).
+// Decodes one complete zstd frame of events (msgpack, or compact content: memtrack/codec/compact.h), for random access
+// through the frame index and for decoding frames in parallel (one FrameDecoder per in-flight frame; each owns a
+// ZSTD_DCtx and a buffer).
 //
 // Every frame is held whole, whatever its header declares (FrameWalker streams frames without a declared
 // size instead): it is decompressed completely and its checksum, if it has one, verified before any event is
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "memtrack/codec/artifact_decoder.h"
+#include "memtrack/codec/compact.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/foreign_event.h"
 #include "memtrack/codec/status.h"
@@ -46,6 +48,7 @@ class FrameDecoder {
   DecoderLimits limits_;
   ZSTD_DCtx_s* dctx_ = nullptr;
   std::vector<std::byte> buffer_;
+  CompactFrameDecoder compact_;
 };
 
 }  // namespace memtrack::codec

@@ -3,6 +3,10 @@
 // with memory bounded by one frame whatever the file size. Both sequential readers are views over it:
 // codec::ArtifactDecoder (events only) and analysis::StreamFrameReader (data frames with their context).
 //
+// A data frame's content is msgpack events, or compact columns (memtrack/codec/compact.h) when it starts with
+// kCompactMagic and continues no event of the frame before; a compact frame is always held whole (one that
+// declares no size, or a size above max_buffered_frame_bytes, is an error).
+//
 // A data frame that declares a content size of at most DecoderLimits::max_buffered_frame_bytes (every frame
 // our writer puts) is decompressed whole before it is parsed: it must produce exactly the declared size and
 // pass its content checksum if it carries one, so damage in it is reported as the zstd error it is, and none

@@ -18,6 +18,7 @@ enum class Errc {
   io,           // read or write failure (errno text in the message)
   usage,        // invalid argument from the caller
   interrupted,  // a signal asked the reader to stop (SIGINT, SIGTERM); what was read before it is kept
+  bad_compact,  // a compact data frame (memtrack/codec/compact.h) whose columns are malformed or inconsistent
 };
 
 class Status {

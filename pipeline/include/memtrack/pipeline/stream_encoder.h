@@ -1,9 +1,9 @@
 // The streaming encoder: events in, an artifact of independent zstd frames out (docs/FORMAT.md).
 //
 // Output. Frames of exactly `frame_events` events (the last may be shorter; an empty stream writes one empty
-// frame), each serialized to msgpack and compressed as one zstd frame with content size and checksum, written
-// strictly in order. The bytes depend only on the events, `level` and `frame_events`: they are identical for
-// every worker count and every in-flight cap.
+// frame), each serialized to msgpack (or compact columns: EncoderOptions::compact) and compressed as one zstd frame
+// with content size and checksum, written strictly in order. The bytes depend only on the events, `level` and
+// `frame_events`: they are identical for every worker count and every in-flight cap.
 //
 // How it runs. An ordered pipeline of K in-flight frames ("slots"):
 //
@@ -93,19 +93,24 @@ struct EncoderOptions {
   // gets a seek table entry (its whole size, decompressed size 0). The channel must outlive the encoder.
   ContextChannel* context = nullptr;
   FrameContextBuilder frame_context;
+  // Data frames hold compact columns (memtrack/codec/compact.h, docs/FORMAT.md "Compact data frames")
+  // instead of CodSpeed-compatible msgpack; frame_events is then at most codec::kMaxCompactFrameEvents. A
+  // slot then holds a codec::CompactFrameEncoder instead of the FrameSerializer (slot_bytes counts it).
+  bool compact = false;
 };
 
 struct EncoderStats {
   std::uint64_t events = 0;          // events in frames written to the sink
   std::uint64_t frames = 0;          // frames written to the sink
-  std::uint64_t bytes_in = 0;        // msgpack bytes of those frames
+  std::uint64_t bytes_in = 0;        // content bytes of those frames (msgpack, or compact columns)
   std::uint64_t bytes_out = 0;       // compressed bytes written (data, context and index frames)
   std::uint64_t context_frames = 0;  // context frames written
   std::uint64_t context_bytes = 0;   // their bytes (included in bytes_out)
   std::size_t in_flight_cap = 0;     // K
 };
 
-// Bytes one slot reserves for `options`: frame_events * (sizeof(Event) + kMaxEncodedEventBytes) +
+// Bytes one slot reserves for `options` (compact: the CompactFrameEncoder's memory_bytes instead of the
+// serializer's buffer, and the bounds of compact content): frame_events * (sizeof(Event) + kMaxEncodedEventBytes) +
 // kEncoderSlackBytes for the events and the msgpack buffer, plus FrameCompressor::bound of the largest
 // msgpack frame for the output buffer, plus FrameCompressor::context_bytes (zstd's estimate of a compression
 // context at that level and frame size).

@@ -36,6 +36,7 @@ struct RecordOptions {
   std::string preload_path;          // absolute path of libmemtrack-preload.so
   unsigned workers = 0;              // encoder workers; 0 = hardware threads
   int level = kDefaultRecordLevel;   // zstd level
+  bool compact = false;              // compact data frames (pipeline::EncoderOptions::compact)
   std::uint64_t ring_slots = kDefaultRingSlots;
   // Frames recorded per allocation (`record --stack-depth`), at most 256; 0: no stacks (`--no-stacks`).
   std::uint32_t stack_depth = kDefaultStackDepth;

@@ -1,0 +1,95 @@
+// The compact data-frame content (docs/FORMAT.md, "Compact data frames", version 1): the same events as the
+// CodSpeed-compatible msgpack content, stored as columns (kinds, a per-frame (pid, tid) dictionary, delta-coded
+// timestamps, addresses as deltas or as references to recent blocks of the same thread, sizes) in LEB128
+// varints. It is a second encoding of a data frame's content, inside the same zstd frame, context section,
+// frame index and damage rules; a reader tells the two apart from the content's first bytes (kCompactMagic),
+// which can never start a msgpack event (0xC1 is the one byte msgpack never uses).
+//
+// Lossless with respect to the compatible encoding: decoding a compact frame gives exactly the events that
+// decoding the msgpack frame of the same events gives (every field, in the same order). Like the msgpack map,
+// it keeps neither Event::stack (stacks live in EventStacks context records), nor a Free's size, nor an
+// old_addr outside a Realloc with kFlagHasOldAddr: those come back as 0 from both encodings.
+//
+// Neither class is thread-safe; use one per in-flight frame. Both reuse their buffers across frames.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "memtrack/codec/event.h"
+#include "memtrack/codec/status.h"
+
+namespace memtrack::codec {
+
+// The content's first 4 bytes, then the version byte.
+inline constexpr std::byte kCompactMagic[4] = {std::byte{0xC1}, std::byte{'m'}, std::byte{'t'}, std::byte{'c'}};
+inline constexpr std::uint8_t kCompactVersion = 1;
+// A compact frame holds at most this many events (so its content never reaches the readers' 16 MiB limit on
+// a frame they hold whole: at most kMaxCompactEventBytes per event).
+inline constexpr std::size_t kMaxCompactFrameEvents = 65536;
+// No event takes more than this in the columns (kind 1, thread 3, timestamp 10, two addresses 2 x 10, size 10,
+// a new dictionary entry 2 x 5); the header takes at most kCompactHeaderBytes.
+inline constexpr std::size_t kMaxCompactEventBytes = 54;
+inline constexpr std::size_t kCompactHeaderBytes = 4 + 1 + 3 + 3;
+// The zstd level of `encode --compact` and `record --compact` without --level. Compact columns are mostly
+// incompressible bytes that only zstd's entropy coding of literals (levels >= 1) shrinks: on churn events,
+// level 1 writes 4.1 bytes per event where -2 writes 5.3, for 5% more encode CPU (bench/compact_size.sh).
+inline constexpr int kDefaultCompactLevel = 1;
+
+// True when `content` (a data frame's decompressed bytes) starts with kCompactMagic: a compact frame of any
+// version. Fewer than 4 bytes: false.
+[[nodiscard]] bool is_compact_content(std::span<const std::byte> content);
+
+class CompactFrameEncoder {
+ public:
+  // Throws std::bad_alloc if the buffers cannot be allocated, std::invalid_argument if max_events is 0 or
+  // above kMaxCompactFrameEvents.
+  explicit CompactFrameEncoder(std::size_t max_events);
+  ~CompactFrameEncoder();
+  CompactFrameEncoder(const CompactFrameEncoder&) = delete;
+  CompactFrameEncoder& operator=(const CompactFrameEncoder&) = delete;
+  CompactFrameEncoder(CompactFrameEncoder&&) noexcept;
+  CompactFrameEncoder& operator=(CompactFrameEncoder&&) noexcept;
+
+  // Precondition: events.size() <= max_events(), every kind valid (is_valid_kind). Zero events give empty
+  // content (the empty frame of an empty stream, as in the compatible encoding). The returned span stays
+  // valid until the next call.
+  std::span<const std::byte> encode(std::span<const Event> events);
+
+  [[nodiscard]] std::size_t max_events() const;
+  // What an encoder for `max_events` allocates: its output buffer, a dictionary index per event and its
+  // address table (32 bytes per slot, at least 4 slots per event: 8 MiB at 65,536 events), all touched.
+  [[nodiscard]] static std::size_t memory_bytes(std::size_t max_events);
+  // The largest content encode() can return for `events` events.
+  [[nodiscard]] static constexpr std::size_t output_bound(std::size_t events) {
+    return kCompactHeaderBytes + events * kMaxCompactEventBytes;
+  }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class CompactFrameDecoder {
+ public:
+  CompactFrameDecoder();
+  ~CompactFrameDecoder();
+  CompactFrameDecoder(const CompactFrameDecoder&) = delete;
+  CompactFrameDecoder& operator=(const CompactFrameDecoder&) = delete;
+
+  // `content` is one whole frame's content, starting with kCompactMagic. Appends its events to `out` and
+  // returns ok, or returns an error (Errc::bad_compact, or Errc::truncated when the content ends inside a
+  // column) whose message is "compact content at byte <offset>: <what>" (the caller adds the file name and
+  // frame) and leaves `out` as it was. Never allocates from a count before checking it against the bytes
+  // that remain.
+  Status decode(std::span<const std::byte> content, std::vector<Event>& out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace memtrack::codec

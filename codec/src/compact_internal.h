@@ -1,0 +1,71 @@
+// What the compact encoder and decoder share (docs/FORMAT.md, "Compact data frames"): the address tags, which
+// addresses of an event are releases and which allocations, zigzag, and the LEB128 writers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "memtrack/codec/event.h"
+
+namespace memtrack::codec::compact {
+
+// The low 2 bits of an address code; the value is code >> 2.
+enum Tag : unsigned {
+  kTagAllocationRef = 0,  // the thread's k-th most recent allocation address in the frame (k = value >= 1)
+  kTagDelta = 1,          // zigzag(address - the thread's previous address in the frame), mod 2^64
+  kTagReleaseRef = 2,     // the thread's k-th most recent release address in the frame (k = value >= 1)
+};
+
+inline constexpr std::uint8_t kKindMask = 0x0F;
+inline constexpr std::uint8_t kKindOldAddr = 0x10;  // Realloc only: an old_addr follows in the addresses
+
+// The kind byte of an event, as the msgpack map keeps it: old_addr only on a Realloc with kFlagHasOldAddr.
+inline std::uint8_t kind_byte(const Event& e) {
+  const auto k = static_cast<std::uint8_t>(e.kind);
+  return static_cast<std::uint8_t>(k | (e.kind == EventKind::Realloc && e.has_old_addr() ? kKindOldAddr : 0));
+}
+
+// Free and Munmap name a block they release; everything else (a Realloc's new pointer included) names one it
+// gets. A Realloc's old_addr is a release.
+inline bool addr_is_release(std::uint8_t kind) {
+  return kind == static_cast<std::uint8_t>(EventKind::Free) || kind == static_cast<std::uint8_t>(EventKind::Munmap);
+}
+inline bool has_size(std::uint8_t kind) { return kind != static_cast<std::uint8_t>(EventKind::Free); }
+
+inline std::uint64_t zigzag64(std::uint64_t delta) {
+  return (delta << 1) ^ static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) >> 63);
+}
+inline std::uint64_t unzigzag64(std::uint64_t z) { return (z >> 1) ^ (~(z & 1) + 1); }
+inline std::uint32_t zigzag32(std::int32_t v) {
+  return (static_cast<std::uint32_t>(v) << 1) ^ static_cast<std::uint32_t>(v >> 31);
+}
+inline std::int32_t unzigzag32(std::uint32_t z) { return static_cast<std::int32_t>((z >> 1) ^ (~(z & 1) + 1)); }
+
+inline std::byte* put_varint(std::byte* p, std::uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<std::byte>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<std::byte>(v);
+  return p;
+}
+inline unsigned varint_size(std::uint64_t v) {
+  unsigned n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// An address code: value * 4 + tag, a 66-bit integer in at most 10 LEB128 bytes.
+inline std::byte* put_tagged(std::byte* p, std::uint64_t value, unsigned tag) {
+  if (value < (std::uint64_t{1} << 62)) return put_varint(p, (value << 2) | tag);
+  *p++ = static_cast<std::byte>(((value << 2) | tag) | 0x80);  // the low 5 value bits and the tag
+  return put_varint(p, value >> 5);
+}
+inline unsigned tagged_size(std::uint64_t value) {
+  return value < (std::uint64_t{1} << 62) ? varint_size(value << 2) : 1 + varint_size(value >> 5);
+}
+
+}  // namespace memtrack::codec::compact

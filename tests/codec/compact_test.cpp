@@ -1,0 +1,297 @@
+// The compact frame content (docs/FORMAT.md, "Compact data frames"): every event decodes exactly as the
+// msgpack content of the same events decodes, on every kind and on hostile values; bad content is one error
+// naming the byte offset, never a crash; the sequential and the indexed readers read compact artifacts.
+#include "memtrack/codec/compact.h"
+
+#include <gtest/gtest.h>
+#include <zstd.h>
+
+#include <climits>
+#include <random>
+#include <string>
+
+#include "common/artifacts.h"
+#include "memtrack/codec/artifact_decoder.h"
+#include "memtrack/codec/frame_decoder.h"
+#include "memtrack/codec/msgpack_decoder.h"
+#include "memtrack/codec/msgpack_encoder.h"
+
+namespace memtrack::codec {
+namespace {
+
+using testing::build_artifact;
+using testing::generate_trace;
+
+// What the compatible encoding gives back for `events`: msgpack out, msgpack in.
+std::vector<Event> through_msgpack(std::span<const Event> events) {
+  FrameSerializer serializer(std::max<std::size_t>(events.size(), 1));
+  const auto bytes = serializer.serialize(events);
+  std::vector<Event> out;
+  std::size_t pos = 0;
+  std::string error;
+  while (pos < bytes.size()) {
+    Event e;
+    EXPECT_EQ(parse_event(bytes.data(), bytes.size(), pos, e, error), ParseResult::ok) << error;
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<Event> through_compact(std::span<const Event> events) {
+  CompactFrameEncoder encoder(std::max<std::size_t>(events.size(), 1));
+  const auto bytes = encoder.encode(events);
+  std::vector<Event> out;
+  if (events.empty()) {
+    EXPECT_TRUE(bytes.empty());
+    return out;
+  }
+  EXPECT_TRUE(is_compact_content(bytes));
+  EXPECT_LE(bytes.size(), CompactFrameEncoder::output_bound(events.size()));
+  CompactFrameDecoder decoder;
+  const Status s = decoder.decode(bytes, out);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return out;
+}
+
+void expect_lossless(std::span<const Event> events) {
+  const auto expected = through_msgpack(events);
+  const auto got = through_compact(events);
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "event " << i;
+}
+
+std::vector<Event> every_kind() {
+  return {make_event(EventKind::Malloc, 1, 2, 10, 0x1000, 16),
+          make_event(EventKind::Calloc, 1, 2, 11, 0x2000, 32),
+          make_realloc(1, 2, 12, 0x3000, 0x1000, 64),
+          make_event(EventKind::Realloc, 1, 2, 13, 0x4000, 8),  // realloc(NULL, n): no old_addr
+          make_event(EventKind::AlignedAlloc, 1, 3, 14, 0x5000, 4096),
+          make_event(EventKind::Free, 1, 2, 15, 0x3000),
+          make_event(EventKind::Mmap, 1, 2, 16, 0x7f0000000000, 1 << 20),
+          make_event(EventKind::Munmap, 1, 2, 17, 0x7f0000000000, 1 << 20),
+          make_event(EventKind::Brk, 1, 2, 18, 0x5555000, 4096),
+          make_event(EventKind::Free, 1, 3, 19, 0x5000)};
+}
+
+TEST(CompactFrame, EveryKindRoundTrips) {
+  const auto events = every_kind();
+  EXPECT_EQ(through_compact(events), events);
+  expect_lossless(events);
+}
+
+TEST(CompactFrame, HostileValuesRoundTrip) {
+  const std::uint64_t u64[] = {0, 1, UINT64_MAX, UINT64_MAX - 1, 1ull << 63, (1ull << 63) - 1, 1ull << 62, 0x7f};
+  const std::int32_t i32[] = {INT32_MIN, INT32_MAX, 0, -1, 1, INT32_MIN + 1};
+  std::vector<Event> events;
+  for (const std::uint64_t a : u64) {
+    for (const std::uint64_t b : u64) {
+      for (const std::int32_t pid : i32) {
+        const std::int32_t tid = -pid;
+        events.push_back(make_event(EventKind::Malloc, pid, tid, a, b, a ^ b));
+        events.push_back(make_realloc(pid, tid, b, a, b, a));
+        events.push_back(make_event(EventKind::Free, pid, tid, a, a));
+        events.push_back(make_event(EventKind::Munmap, tid, pid, b, b, UINT64_MAX));
+      }
+    }
+  }
+  EXPECT_EQ(through_compact(events), events);
+  expect_lossless(events);
+}
+
+TEST(CompactFrame, SixtyFourThousandDistinctThreadsInOneFrame) {
+  std::vector<Event> events;
+  for (std::size_t i = 0; i < kMaxCompactFrameEvents; ++i) {
+    const auto tid = static_cast<std::int32_t>(INT32_MAX - i);
+    events.push_back(
+        make_event(i % 2 ? EventKind::Free : EventKind::Malloc, 7, tid, 1000 - i, 0x1000 + i * 16, i % 2 ? 0 : i));
+  }
+  EXPECT_EQ(through_compact(events), events);
+}
+
+TEST(CompactFrame, WhatMsgpackDropsCompactDropsToo) {
+  Event free_with_size = make_event(EventKind::Free, 1, 1, 1, 0x10, 99);
+  Event malloc_with_old = make_event(EventKind::Malloc, 1, 1, 2, 0x20, 8);
+  malloc_with_old.old_addr = 0x30;
+  malloc_with_old.flags = kFlagHasOldAddr;
+  Event with_stack = make_event(EventKind::Malloc, 1, 1, 3, 0x40, 8);
+  with_stack.stack = 42;
+  const std::vector<Event> events = {free_with_size, malloc_with_old, with_stack};
+  expect_lossless(events);
+}
+
+TEST(CompactFrame, GeneratedTracesRoundTripAndReferencesAreUsed) {
+  for (std::uint32_t seed = 1; seed <= 5; ++seed) {
+    const auto events = generate_trace(20000, seed);
+    expect_lossless(events);
+  }
+  // A churn: each thread frees what it allocated a few events before; the references make most addresses
+  // one byte, so the content is well under msgpack's.
+  std::vector<Event> churn;
+  std::uint64_t ts = 1'000'000'000;
+  for (int i = 0; i < 30000; ++i) {
+    const std::uint64_t addr = 0x55550000 + static_cast<std::uint64_t>(i % 64) * 48;
+    churn.push_back(make_event(EventKind::Malloc, 9, 10 + i % 2, ts += 87, addr, 32 + i % 3));
+    churn.push_back(make_event(EventKind::Free, 9, 10 + i % 2, ts += 55, addr));
+  }
+  expect_lossless(churn);
+  CompactFrameEncoder encoder(churn.size());
+  FrameSerializer serializer(churn.size());
+  EXPECT_LT(encoder.encode(churn).size() * 4, serializer.serialize(churn).size());
+}
+
+std::vector<std::byte> content_of(std::span<const Event> events) {
+  CompactFrameEncoder encoder(events.size());
+  const auto c = encoder.encode(events);
+  return {c.begin(), c.end()};
+}
+
+Status decode_bytes(const std::vector<std::byte>& bytes, std::vector<Event>& out) {
+  CompactFrameDecoder decoder;
+  return decoder.decode(bytes, out);
+}
+
+TEST(CompactFrame, EveryTruncationIsAnErrorAndAppendsNothing) {
+  const auto events = every_kind();
+  const auto bytes = content_of(events);
+  for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
+    std::vector<std::byte> b(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut));
+    std::vector<Event> out(1);
+    const Status s = decode_bytes(b, out);
+    ASSERT_FALSE(s.is_ok()) << cut;
+    EXPECT_EQ(out.size(), 1u);
+    EXPECT_NE(s.message().find("compact content at byte "), std::string::npos) << s.message();
+  }
+}
+
+TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
+  const std::vector<Event> events = {make_event(EventKind::Malloc, 1, 2, 10, 0x1000, 16),
+                                     make_event(EventKind::Free, 1, 2, 11, 0x1000)};
+  const auto good = content_of(events);
+  // magic 0-3, version 4, n 5, kinds 6-7, d 8, pid tid 9-10, threads 11-12, timestamps 13-14, the Malloc's
+  // address (a delta from 0) 15-17, the Free's (a reference to the thread's last allocation) 18, sizes 19.
+  ASSERT_EQ(good.size(), 20u);
+  auto check = [&](std::size_t at, std::uint8_t value, const std::string& what, Errc code = Errc::bad_compact) {
+    auto b = good;
+    b[at] = std::byte{value};
+    std::vector<Event> out;
+    const Status s = decode_bytes(b, out);
+    EXPECT_EQ(s.code(), code) << what << ": " << s.message();
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+    EXPECT_TRUE(out.empty());
+  };
+  check(4, 2, "at byte 4: format version 2");
+  check(6, 9, "at byte 6: event 0: bad kind byte 9");
+  check(6, 0x11, "bad kind byte 17");  // old_addr flag on a Malloc
+  check(8, 3, "at byte 8: a dictionary of 3 threads for 2 events");
+  check(12, 1, "event 1: thread 1 of 1");
+  check(18, 0x03, "at byte 18: event 1: address tag 3 is reserved");
+  check(18, 0x08, "names its thread's 2th most recent allocation of 1");  // only one allocation so far
+  check(18, 0x02, "names its thread's 0th most recent release of 0");
+  auto longer = good;
+  longer.push_back(std::byte{0});
+  std::vector<Event> out;
+  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 20: 1 bytes after the last column"), std::string::npos);
+  auto many = good;
+  many[5] = std::byte{0x81};  // 129 events, in a varint of 2 bytes: more than the bytes left
+  many.insert(many.begin() + 6, std::byte{0x01});
+  EXPECT_EQ(decode_bytes(many, out).code(), Errc::truncated);
+}
+
+TEST(CompactFrame, RandomDamageNeverCrashes) {
+  const auto events = generate_trace(3000, 3);
+  const auto good = content_of(events);
+  std::mt19937 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    auto b = good;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) b[6 + rng() % (b.size() - 6)] = static_cast<std::byte>(rng());
+    std::vector<Event> out;
+    const Status s = decode_bytes(b, out);
+    if (s.is_ok()) {
+      EXPECT_EQ(out.size(), events.size());
+    } else {
+      EXPECT_TRUE(out.empty());
+    }
+  }
+}
+
+std::vector<Event> walk(const std::vector<std::byte>& bytes, Status& status) {
+  MemorySource source(bytes);
+  ArtifactDecoder decoder(source, "a.msgpack");
+  std::vector<Event> out, buf(4096);
+  while (const std::size_t n = decoder.next(buf)) out.insert(out.end(), buf.begin(), buf.begin() + n);
+  status = decoder.status();
+  return out;
+}
+
+TEST(CompactArtifact, SequentialAndIndexedReadersReadItAsTheCompatibleOne) {
+  const auto events = generate_trace(10000, 5);
+  const auto compact = build_artifact(events, 4096, true, -2, true);
+  const auto compatible = build_artifact(events, 4096, true, -2, false);
+  EXPECT_LT(compact.bytes.size(), compatible.bytes.size());
+  Status s1, s2;
+  const auto a = walk(compact.bytes, s1);
+  const auto b = walk(compatible.bytes, s2);
+  ASSERT_TRUE(s1.is_ok()) << s1.message();
+  ASSERT_TRUE(s2.is_ok()) << s2.message();
+  EXPECT_EQ(a, b);
+  FrameDecoder decoder;
+  std::vector<Event> indexed;
+  for (std::size_t f = 0; f < compact.frame_offsets.size(); ++f) {
+    const std::size_t end =
+        f + 1 < compact.frame_offsets.size() ? compact.frame_offsets[f + 1] : compact.bytes.size() - (8 + 8 * 3 + 9);
+    const Status s = decoder.decode(
+        std::span(compact.bytes).subspan(compact.frame_offsets[f], end - compact.frame_offsets[f]), indexed);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+  }
+  EXPECT_EQ(indexed, b);
+}
+
+// A compact frame compressed by hand, so its content can be damaged where the encoder never would.
+std::vector<std::byte> one_frame(std::span<const std::byte> content, bool with_size) {
+  std::vector<std::byte> out(ZSTD_compressBound(content.size()) + 64);
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, with_size ? 1 : 0);
+  std::size_t n = 0;
+  if (with_size) {
+    n = ZSTD_compress2(cctx, out.data(), out.size(), content.data(), content.size());
+  } else {
+    ZSTD_inBuffer in{content.data(), content.size(), 0};
+    ZSTD_outBuffer o{out.data(), out.size(), 0};
+    ZSTD_compressStream2(cctx, &o, &in, ZSTD_e_end);
+    n = o.pos;
+  }
+  ZSTD_freeCCtx(cctx);
+  out.resize(n);
+  return out;
+}
+
+TEST(CompactArtifact, DamagedContentIsOneErrorNamingFileFrameAndOffsets) {
+  const auto events = every_kind();
+  const auto first = build_artifact(events, 64, false, -2, true);
+  auto content = content_of(events);
+  content[content.size() - 1] = std::byte{0x80};  // the last size (4096, 2 bytes) never ends
+  auto bytes = first.bytes;
+  const std::size_t second_at = bytes.size();
+  const auto bad = one_frame(content, true);
+  bytes.insert(bytes.end(), bad.begin(), bad.end());
+  Status s;
+  const auto got = walk(bytes, s);
+  EXPECT_EQ(got.size(), events.size());  // the first frame, none of the damaged one
+  EXPECT_EQ(s.code(), Errc::truncated);
+  EXPECT_EQ(s.message(), "a.msgpack: frame 1 at byte " + std::to_string(second_at) + ": compact content at byte " +
+                             std::to_string(content.size() - 2) + ": the content ends inside the sizes");
+}
+
+TEST(CompactArtifact, AFrameWithoutContentSizeIsRefused) {
+  const auto content = content_of(every_kind());
+  Status s;
+  const auto got = walk(one_frame(content, false), s);
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(s.code(), Errc::bad_compact);
+  EXPECT_NE(s.message().find("a compact frame must declare a content size"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace memtrack::codec

@@ -1,0 +1,167 @@
+// memtrack convert: an artifact's data frames re-encoded in the other encoding (CodSpeed-compatible msgpack
+// or compact columns, docs/FORMAT.md), streaming with memory bounded by one frame.
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "io.h"
+#include "memtrack/codec/compact.h"
+#include "memtrack/codec/context.h"
+#include "memtrack/codec/frame_compressor.h"
+#include "memtrack/codec/frame_walker.h"
+#include "memtrack/codec/msgpack_encoder.h"
+#include "memtrack/codec/seek_table.h"
+#include "memtrack/pipeline/fd_io.h"
+#include "memtrack/pipeline/sink.h"
+#include "output_checks.h"
+
+namespace memtrack::tools {
+namespace {
+
+constexpr const char* kHelp =
+    "usage: memtrack convert --to codspeed|compact FILE [-o OUT|-] [--level L]\n\n"
+    "Re-encodes an artifact's data frames: --to codspeed writes CodSpeed-compatible msgpack (what\n"
+    "'memtrack encode' writes, and CodSpeed's reader reads), --to compact the compact columns of\n"
+    "'encode --compact' and 'record --compact' (docs/FORMAT.md, \"Compact data frames\"); either input\n"
+    "encoding is read. The events, their order and their frames stay as they are: one output frame per input\n"
+    "frame (a frame of more than 65536 events, which no memtrack writer writes, is cut into frames of 65536),\n"
+    "so the data frames are byte for byte what 'memtrack encode --level L' writes for the same events in the\n"
+    "same frames, and an artifact without context converts to exactly encode's file. Context frames are copied\n"
+    "unchanged after the frame they followed; the frame index is written anew; other skippable frames are\n"
+    "left out. Memory is bounded by one frame.\n\n"
+    "  --to ENCODING         codspeed or compact\n"
+    "  -o, --output OUT      artifact to write (default: - for stdout)\n"
+    "  --level L             zstd level of the data frames, -7..22 (default: encode's for the encoding:\n"
+    "                        -5 for codspeed, 1 for compact)\n\n"
+    "A damaged input stops the conversion with the decoder's error (file, frame, byte offset); OUT then holds\n"
+    "the frames before the damage, without a frame index.\n";
+
+constexpr std::size_t kMaxOutputFrameEvents = 65536;
+
+class Converter {
+ public:
+  Converter(bool compact, int level, pipeline::Sink& sink) : compressor_(level), sink_(sink) {
+    if (compact) {
+      compact_.emplace(kMaxOutputFrameEvents);
+    } else {
+      msgpack_.emplace(kMaxOutputFrameEvents);
+    }
+    compressed_.resize(codec::FrameCompressor::bound(codec::FrameSerializer::output_bound(kMaxOutputFrameEvents)));
+    events_.reserve(kMaxOutputFrameEvents);
+  }
+
+  // Adds events of the current input frame, writing a frame whenever kMaxOutputFrameEvents are pending.
+  codec::Status add(std::span<const codec::Event> events) {
+    while (!events.empty()) {
+      const std::size_t n = std::min(events.size(), kMaxOutputFrameEvents - events_.size());
+      events_.insert(events_.end(), events.begin(), events.begin() + static_cast<std::ptrdiff_t>(n));
+      events = events.subspan(n);
+      if (events_.size() == kMaxOutputFrameEvents) {
+        if (codec::Status s = flush(); !s.is_ok()) return s;
+      }
+    }
+    return {};
+  }
+
+  // The end of an input data frame: its pending events (none: an empty input frame) become one frame.
+  codec::Status end_frame(bool frame_was_empty) {
+    if (events_.empty() && !frame_was_empty) return {};
+    return flush();
+  }
+
+  codec::Status copy(std::span<const std::byte> skippable) {
+    index_.add(static_cast<std::uint32_t>(skippable.size()), 0);
+    return sink_.write(skippable);
+  }
+
+  codec::Status finish() {
+    const auto table = index_.finish();
+    return sink_.write(table);
+  }
+
+ private:
+  codec::Status flush() {
+    const std::span<const std::byte> content = compact_ ? compact_->encode(events_) : msgpack_->serialize(events_);
+    codec::Status s;
+    const std::size_t size = compressor_.compress(content, compressed_, s);
+    events_.clear();
+    if (!s.is_ok()) return s;
+    index_.add(static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(content.size()));
+    return sink_.write({compressed_.data(), size});
+  }
+
+  std::optional<codec::CompactFrameEncoder> compact_;
+  std::optional<codec::FrameSerializer> msgpack_;
+  codec::FrameCompressor compressor_;
+  pipeline::Sink& sink_;
+  std::vector<codec::Event> events_;
+  std::vector<std::byte> compressed_;
+  codec::SeekTableBuilder index_;
+};
+
+}  // namespace
+
+int run_convert(int argc, char** argv) {
+  Args args(argc, argv, 2);
+  if (args.flag("help", "h")) {
+    print_stdout(kHelp);
+    return 0;
+  }
+  const auto to = args.value("to");
+  if (!to) throw UsageError("missing --to codspeed|compact");
+  if (*to != "codspeed" && *to != "compact") throw UsageError("--to " + *to + ": expected codspeed or compact");
+  const std::string output = args.value("output", "o").value_or("-");
+  const bool compact = *to == "compact";
+  // encode's default for the encoding written, so that a default conversion is what encode writes.
+  const int level = static_cast<int>(parse_int(
+      "level", args.value("level").value_or(compact ? std::to_string(codec::kDefaultCompactLevel) : "-5"), -7, 22));
+  const auto files = args.positionals();
+  if (files.size() != 1) throw UsageError(files.empty() ? "missing FILE" : "more than one FILE");
+  refuse_output_is_input(files[0], output);
+  if (output == "-" && ::isatty(1)) throw UsageError("refusing to write a binary artifact to a terminal; use -o FILE");
+
+  const int in_fd = open_input(files[0]);
+  const std::string in_name = files[0] == "-" ? "stdin" : files[0];
+  OutputFile out_file(output);
+  pipeline::FdSink sink(out_file.fd(), out_file.name());
+  pipeline::FdSource source(in_fd);
+  codec::FrameWalker walker(source, in_name, {}, {.hold_context = true, .piece_events = kMaxOutputFrameEvents});
+  Converter converter(compact, level, sink);
+  codec::Status status;
+  bool wrote = false, frame_empty = true;
+  while (status.is_ok()) {
+    const codec::FrameWalker::Item item = walker.next();
+    if (item == codec::FrameWalker::Item::end) {
+      status = walker.status();
+      break;
+    }
+    if (item == codec::FrameWalker::Item::frame_begin) {
+      frame_empty = true;
+    } else if (item == codec::FrameWalker::Item::events) {
+      frame_empty = frame_empty && walker.events().empty();
+      status = converter.add(walker.events());
+      if (status.is_ok() && walker.frame_done()) status = converter.end_frame(frame_empty);
+      wrote = true;
+    } else if (walker.skippable_magic() == codec::kContextFrameMagic) {
+      status = converter.copy(walker.skippable_bytes());
+    }
+  }
+  if (status.is_ok()) status = converter.finish();
+  // As decode: an existing OUT is replaced by a whole conversion, or by the frames before a damage.
+  if ((status.is_ok() || wrote) && status.code() != codec::Errc::io) {
+    if (codec::Status c = out_file.commit(); status.is_ok()) status = c;
+  }
+  close_fd(in_fd);
+  if (!status.is_ok()) {
+    std::fprintf(stderr, "memtrack convert: %s\n", status.message().c_str());
+    return exit_status(status);
+  }
+  return 0;
+}
+
+}  // namespace memtrack::tools
