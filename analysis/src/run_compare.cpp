@@ -59,6 +59,8 @@ RunTotals run_totals(const Stats& stats, const SitesResult* sites) {
   }
   for (const ProcessImage& img : stats.heap.images())
     if (img.image == 0) ++t.processes;
+  t.resident_sampled = stats.resident_recorded() && stats.resident.samples() != 0;
+  t.peak_resident_bytes = stats.resident.peak().resident;
   if (sites != nullptr) {
     t.temporary = sites->unknown.temporary;
     for (const Site& s : sites->sites) t.temporary += s.totals.temporary;

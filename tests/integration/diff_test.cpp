@@ -288,6 +288,33 @@ TEST_F(DiffTest, CheckGrowthAgainstBaseline) {
   EXPECT_EQ(run(mt() + " check " + base() + " --baseline " + head() + " --max-growth 0").status, 0);
 }
 
+// --max-resident bounds stats' peak resident; it needs a recording that sampled it, and the whole recording.
+TEST_F(DiffTest, CheckMaxResident) {
+  // A process that lives long enough to be sampled (diff_prog may end before the first sample).
+  const std::string sampled = *dir_ + "/sampled.mt";
+  ASSERT_EQ(run(mt() + " record -q -o " + sampled + " -- /bin/sleep 0.3").status, 0);
+  const std::string out = py(mt() + " stats --json " + sampled,
+                             "import json,sys\nprint(json.load(sys.stdin)['peak_resident_bytes'])\n");
+  const std::uint64_t resident = std::stoull(out);
+  ASSERT_GT(resident, 0u) << out;
+  const auto ok = run(mt() + " check " + sampled + " --max-resident " + std::to_string(resident));
+  EXPECT_EQ(ok.status, 0) << ok.out << ok.err;
+  EXPECT_EQ(ok.out, "memtrack check: " + sampled + ": 1 limit holds\n");
+  const auto bad = run(mt() + " check " + sampled + " --max-resident 1KiB");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_EQ(bad.out, "peak resident " + tools::human_bytes(resident) + " > --max-resident 1 KiB\n");
+  const std::string unsampled = *dir_ + "/unsampled.mt";
+  ASSERT_EQ(run(mt() + " record -q --no-resident -o " + unsampled + " -- " + kPrograms + "/head/diff_prog").status, 0);
+  const auto none = run(mt() + " check " + unsampled + " --max-resident 1GiB");
+  EXPECT_EQ(none.status, 1);
+  EXPECT_EQ(none.err, "memtrack check: " + unsampled +
+                          " has no resident samples (recorded with --no-resident or by an older memtrack, or its "
+                          "processes ended before the first sample): --max-resident cannot be checked\n");
+  const auto region = run(mt() + " check " + head() + " --max-resident 1GiB --region first");
+  EXPECT_EQ(region.status, 2);
+  EXPECT_NE(region.err.find("--max-resident with --region"), std::string::npos) << region.err;
+}
+
 TEST_F(DiffTest, CheckUsage) {
   const auto none = run(mt() + " check " + head());
   EXPECT_EQ(none.status, 2);

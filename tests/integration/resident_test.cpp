@@ -91,8 +91,9 @@ struct Collect final : memtrack::analysis::ArtifactConsumer {
   void add(std::span<const memtrack::codec::Event>) override {}
 };
 
-Recorded record(const fs::path& dir, std::vector<std::string> args) {
+Recorded record(const fs::path& dir, std::vector<std::string> args, bool sampled = true) {
   std::vector<std::string> argv = {kMemtrack, "record", "-q", "-o", (dir / "a.mt").string(), "--", kProgram};
+  if (!sampled) argv.insert(argv.begin() + 5, "--no-resident");
   argv.insert(argv.end(), args.begin(), args.end());
   EXPECT_EQ(run(argv, dir / "out", dir / "err"), 0) << slurp(dir / "err");
   Recorded r;
@@ -142,6 +143,16 @@ TEST(Resident, ThePeakOfOneProcessIsWithinFivePercentOfItsNativeHighWaterMark) {
   EXPECT_NE(r.stats_text.find("  peak resident          " + std::to_string(r.stats.resident.peak().resident)),
             std::string::npos)
       << r.stats_text;
+}
+
+// record --no-resident: no samples, no section, and stats shows no resident figures at all.
+TEST(Resident, NoResidentRecordsNone) {
+  const fs::path dir = scratch_dir();
+  const Recorded r = record(dir, {"touch", "16", "16", "100"}, false);
+  EXPECT_FALSE(r.stats.resident_recorded());
+  EXPECT_TRUE(r.samples.empty());
+  EXPECT_EQ(r.stats_text.find("resident memory"), std::string::npos) << r.stats_text;
+  EXPECT_EQ(r.stats_text.find("peak resident"), std::string::npos) << r.stats_text;
 }
 
 TEST(Resident, UntouchedPagesAreNotResident) {

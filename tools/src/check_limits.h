@@ -17,11 +17,12 @@ namespace memtrack::tools {
 // size, or above 2^64-1. `shown`: the size as limit lines print it ("1.5 GiB", "512 B").
 std::optional<std::uint64_t> parse_size(std::string_view text, std::string* shown = nullptr);
 
-enum class Measure : std::uint8_t { peak, allocated, allocations, leaked };
+enum class Measure : std::uint8_t { peak, allocated, allocations, leaked, resident };
 
-// What a recording (or one region occurrence) measured.
+// What a recording (or one region occurrence) measured. `resident`: the peak of resident memory (0 for a
+// region occurrence, or a recording that did not sample it: cmd_check refuses limits on it there).
 struct Measured {
-  std::uint64_t peak = 0, allocated = 0, allocations = 0, leaked = 0;
+  std::uint64_t peak = 0, allocated = 0, allocations = 0, leaked = 0, resident = 0;
   [[nodiscard]] std::uint64_t of(Measure m) const;
 };
 
@@ -40,6 +41,7 @@ inline constexpr MeasureInfo kMeasures[] = {
     {Measure::allocated, "bytes allocated", "--max-allocated", "allocated_bytes", &Measured::allocated, true},
     {Measure::allocations, "allocations", "--max-allocations", "allocations", &Measured::allocations, false},
     {Measure::leaked, "leaked", "--max-leaked", "leaked_bytes", &Measured::leaked, true},
+    {Measure::resident, "peak resident", "--max-resident", "peak_resident_bytes", &Measured::resident, true},
 };
 static_assert(
     [] {

@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: memtrack record [-o FILE] [--workers N] [--level L] [--no-stacks] [--stack-depth N] [-q]\n"
-    "                       [--python-malloc] [--paused] [--compact] [--] CMD [ARGS...]\n\n"
+    "                       [--python-malloc] [--paused] [--compact] [--no-resident] [--] CMD [ARGS...]\n\n"
     "Runs CMD with libmemtrack-preload.so and records every malloc, free, calloc, realloc, aligned\n"
     "allocation, mmap, munmap and brk of it and of every process it starts (forks, exec chains), in causal\n"
     "order and without loss: when the recorder falls behind, the program waits. CMD begins at the first word\n"
@@ -46,7 +46,9 @@ constexpr const char* kHelp =
     "                      'memtrack ctl PID resume'. SIGUSR1 to the recorder pauses; see 'memtrack ctl --help'\n"
     "  --compact           compact data frames (docs/FORMAT.md, \"Compact data frames\"): every field kept in a\n"
     "                      fraction of the bytes and CPU; every memtrack command reads them, CodSpeed's reader\n"
-    "                      does not ('memtrack convert --to codspeed' writes what it reads)\n\n"
+    "                      does not ('memtrack convert --to codspeed' writes what it reads)\n"
+    "  --no-resident       do not sample the processes' resident memory (by default a recorder thread reads\n"
+    "                      /proc/PID/statm and status, at most ~1.5% of one core; 'memtrack stats' shows it)\n\n"
     "The recorder finishes the artifact when CMD and every process of its session have exited, however they\n"
     "exited; daemons (a process in another session, after setsid) are left running, untracked from then on,\n"
     "and named in the summary. It exits with CMD's exit status (128+N when signal N killed it; 127 when CMD is\n"
@@ -158,6 +160,7 @@ int run_record(int argc, char** argv) {
   const bool quiet = args.flag("quiet", "q");
   const bool python_malloc = args.flag("python-malloc");
   options.paused = args.flag("paused");
+  options.resident = !args.flag("no-resident");
   args.positionals();  // throws on an unknown option before CMD (CMD itself is not in args)
   options.command.assign(argv + split.command_begin, argv + argc);
   if (options.command.empty()) throw UsageError("no command given: memtrack record [options] [--] CMD [ARGS...]");

@@ -37,6 +37,14 @@ extern char** environ;
 namespace memtrack::runtime {
 namespace {
 
+// The Recording's sections list (docs/FORMAT.md, "Versions and sections"): what this recording writes.
+std::vector<std::string> recorded_sections(const RecordOptions& options) {
+  std::vector<std::string> sections = {"lifecycle", "control"};
+  if (options.resident) sections.emplace_back("resident");
+  if (options.stack_depth != 0) sections.insert(sections.end(), {"stacks", "modules", "symbols"});
+  return sections;
+}
+
 // The reader thread's work: the ring's events, read straight into the encoder's frame buffers, encoded into
 // the artifact. After an encoder failure, or in discard mode, it keeps draining the ring without encoding:
 // the program must never block on us.
@@ -157,10 +165,7 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
                                    options.command,
                                    clock_ns(CLOCK_REALTIME),
                                    clock_ns(CLOCK_MONOTONIC),
-                                   options.stack_depth != 0
-                                       ? std::vector<std::string>{"lifecycle", "control", "resident", "stacks",
-                                                                  "modules", "symbols"}
-                                       : std::vector<std::string>{"lifecycle", "control", "resident"},
+                                   recorded_sections(options),
                                    static_cast<std::int32_t>(::getpid())});
   const std::string command_path = find_command(options.command[0]);
   const int command_untrackable = command_path.empty() ? 0 : image_untrackable(AT_FDCWD, command_path.c_str());
@@ -205,10 +210,11 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   }
   const bool reading = fd >= 0 || internal.discard;
   Supervisor supervisor(child, ring, reader, lifecycle, watch, reading);
-  ResidentSampler sampler(ring);
+  std::optional<ResidentSampler> sampler;
+  if (options.resident) sampler.emplace(ring);
   lifecycle.on_new_process([&](std::int32_t pid) {
     supervisor.watch(pid);
-    sampler.watch(pid);
+    if (sampler) sampler->watch(pid);
   });
   ReaderOutcome outcome;
   std::thread reader_thread;
@@ -220,7 +226,7 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
 
   signals.enter_wait();
   const WaitOutcome waited = supervisor.wait();
-  const ResidentCost resident = sampler.stop();
+  const ResidentCost resident = sampler ? sampler->stop() : ResidentCost{};
   result.resident_polls = resident.polls;
   result.resident_cpu_seconds = resident.cpu_seconds;
   result.resident_wall_seconds = resident.wall_seconds;

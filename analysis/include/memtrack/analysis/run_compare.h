@@ -26,6 +26,9 @@ struct RunTotals {
   std::uint64_t leaked_bytes = 0, leaked_blocks = 0;   // stats' leaks (live at the end, exec'd images aside)
   std::uint64_t temporary = 0;                         // the sites' and the allocations' without a stack
   std::uint64_t processes = 0;                         // process images that began as a process (not an exec)
+  // The peak of resident memory (stats' "peak resident", resident.h), when the recording has samples.
+  bool resident_sampled = false;
+  std::uint64_t peak_resident_bytes = 0;
 };
 
 // `sites`: the same pass's sites (any limit: only the unknown and per-site temporary counts are read, so it

@@ -43,6 +43,9 @@ struct RecordOptions {
   // `record --paused`: allocations are not recorded until a resume (memtrack_resume(), SIGUSR2 to the
   // recorder, `memtrack ctl PID resume`); frees are. docs/RUNTIME.md, "Harness control".
   bool paused = false;
+  // Sample each tracked process's resident memory (docs/RUNTIME.md, "Resident memory"); `--no-resident`: no
+  // sampler thread, no Resident records, and the Recording does not list the section.
+  bool resident = true;
 };
 
 struct ProcessNote {
