@@ -86,7 +86,7 @@ TEST(CompactFrame, HostileValuesRoundTrip) {
   for (const std::uint64_t a : u64) {
     for (const std::uint64_t b : u64) {
       for (const std::int32_t pid : i32) {
-        const std::int32_t tid = -pid;
+        const std::int32_t tid = ~pid;  // every i32 value has one (-INT32_MIN has none)
         events.push_back(make_event(EventKind::Malloc, pid, tid, a, b, a ^ b));
         events.push_back(make_realloc(pid, tid, b, a, b, a));
         events.push_back(make_event(EventKind::Free, pid, tid, a, a));
