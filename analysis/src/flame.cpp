@@ -10,15 +10,15 @@
 namespace memtrack::analysis {
 
 std::uint64_t site_value(const SiteTotals& t, FlameValue v) {
-  switch (v) {
+  switch (v) {  // the same measures as the sites' orders (site_measure), temporary aside
     case FlameValue::peak:
-      return t.peak_bytes;
+      return site_measure(t, SiteOrder::peak);
     case FlameValue::allocated:
-      return t.allocated_bytes;
+      return site_measure(t, SiteOrder::allocated);
     case FlameValue::count:
-      return t.allocations;
+      return site_measure(t, SiteOrder::count);
     case FlameValue::leaked:
-      return t.leaked_bytes;
+      return site_measure(t, SiteOrder::leaked);
   }
   return 0;
 }

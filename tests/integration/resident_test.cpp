@@ -2,26 +2,20 @@
 // memory is known (tests/integration/programs/resident.c) against the artifact's Resident records and
 // `memtrack stats`' figures: touched and untouched pages, a fork holding memory in both processes,
 // MADV_DONTNEED returning pages, and the peak against the kernel's own high-water mark.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/run.h"
 #include "memtrack/analysis/stats.h"
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/context.h"
-
-extern char** environ;
 
 namespace {
 
@@ -33,36 +27,12 @@ constexpr std::uint64_t kMiB = 1 << 20;
 const std::string kMemtrack = MEMTRACK_BIN_DIR "/memtrack";
 const std::string kProgram = MEMTRACK_PROGRAMS_DIR "/resident";
 
-fs::path scratch_dir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir =
-      fs::path(testing::TempDir()) / (std::string("memtrack_rss_") + info->name() + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
+fs::path scratch_dir() { return memtrack::testing::test_dir("rss"); }
+std::string slurp(const fs::path& p) { return memtrack::testing::slurp(p); }
 int run(std::vector<std::string> argv, const fs::path& out, const fs::path& err) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> a;
-  for (std::string& s : argv) a.push_back(s.data());
-  a.push_back(nullptr);
-  pid_t pid = 0;
-  EXPECT_EQ(posix_spawn(&pid, a[0], &fa, nullptr, a.data(), environ), 0) << argv[0];
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const int status = memtrack::testing::spawn(argv, out, err);
+  EXPECT_GE(status, 0) << "cannot run " << argv[0];
+  return status;
 }
 
 // The "hwm <bytes>" lines a run of the program printed, in order.

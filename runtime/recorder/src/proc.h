@@ -34,9 +34,9 @@ std::set<int> children_of_us();
 // stays bound to the process it was opened for: after the process ends it reads nothing, never a newer
 // process that took the pid.
 
-// /proc/<pid>/statm: resident and shared (file + shmem) bytes. Measured 0.4-0.7 us per read, against 6-11 us
-// for status and 73-97 us for smaps_rollup (a 16 MiB and a 512 MiB process; docs/RUNTIME.md). False once the
-// process has ended (a zombie's statm is all zeros).
+// /proc/<pid>/statm: resident and shared (file + shmem) bytes, the cheapest of the files: about a tenth of a
+// status read, and smaps_rollup's cost grows with resident memory (bench/proc_read_cost.c; the table in
+// docs/RUNTIME.md, "Resident memory"). False once the process has ended (a zombie's statm is all zeros).
 struct Statm {
   std::uint64_t resident = 0, shared = 0;
 };

@@ -3,9 +3,9 @@
 // becomes a `Resident` record positioned among the events as causally as a lifecycle note (the ticket is
 // taken after the read).
 //
-// How often: /proc/<pid>/statm (about half a microsecond) is polled every kMinPoll while the process's
+// How often: /proc/<pid>/statm (the cheapest read, docs/RUNTIME.md) is polled every kMinPoll while the process's
 // resident size moves, backing off to kMaxPoll while it stays put. A sample (status: the anon/file/shmem/swap
-// split and VmHWM, ~10 us) is written when the resident size reached a new high by 1%, or moved by 1% (at
+// split and VmHWM, about ten statm reads) is written when the resident size reached a new high by 1%, or moved by 1% (at
 // least kMinStep) and kMinGap passed since the last sample, or settled (unchanged since the last poll) at
 // least kMinStep away from the last sample (so a plateau just short of the 1% step is sampled); and when the kernel's VmHWM, read every
 // kHwmCheck, shows a high the samples missed. Cost bound: the thread measures its own CPU time and stretches
