@@ -24,6 +24,9 @@ using memtrack::analysis::Stats;
 using memtrack::codec::Resident;
 
 constexpr std::uint64_t kMiB = 1 << 20;
+// What stdio may hold beside a program's own blocks when a sample lands after its last printf: stdout's
+// buffer (4 KiB on a pipe), fopen's FILE and its buffer while it reads /proc/self/status.
+constexpr std::uint64_t kStdioSlack = 16 * 1024;
 const std::string kMemtrack = MEMTRACK_BIN_DIR "/memtrack";
 const std::string kProgram = MEMTRACK_PROGRAMS_DIR "/resident";
 
@@ -103,7 +106,8 @@ TEST(Resident, ThePeakOfOneProcessIsWithinFivePercentOfItsNativeHighWaterMark) {
   expect_within(pid.peak.resident, hwm[0], 0.05, "peak resident against the native VmHWM");
   expect_within(r.stats.resident.peak().resident, hwm[0], 0.05, "the recording's peak");
   // The heap block is touched whole: resident anonymous memory holds it, the gap is small and positive.
-  EXPECT_EQ(pid.peak.live_heap, 64 * kMiB);
+  EXPECT_GE(pid.peak.live_heap, 64 * kMiB);
+  EXPECT_LE(pid.peak.live_heap, 64 * kMiB + kStdioSlack);
   EXPECT_GE(pid.peak.anon, 64 * kMiB);
   EXPECT_LT(pid.peak.gap(), static_cast<std::int64_t>(4 * kMiB));
   // The kernel's mark under record (memtrack's pages included) is at least what the samples say.
@@ -135,7 +139,8 @@ TEST(Resident, UntouchedPagesAreNotResident) {
   EXPECT_LT(peak.resident, 24 * kMiB);
   EXPECT_GE(peak.anon, 16 * kMiB);
   // 64 MiB of live heap, 16 resident: the gap is about -48 MiB.
-  EXPECT_EQ(peak.live_heap, 64 * kMiB);
+  EXPECT_GE(peak.live_heap, 64 * kMiB);
+  EXPECT_LE(peak.live_heap, 64 * kMiB + kStdioSlack);
   EXPECT_LT(peak.gap(), -static_cast<std::int64_t>(44 * kMiB));
   EXPECT_GT(peak.gap(), -static_cast<std::int64_t>(49 * kMiB));
 }
@@ -149,11 +154,13 @@ TEST(Resident, AForkHoldingMemoryInBothProcessesCountsBoth) {
   for (const auto& [pid, p] : r.stats.resident.pids()) {
     EXPECT_GE(p.peak.anon, 32 * kMiB) << pid;
     EXPECT_LT(p.peak.resident, 40 * kMiB) << pid;
-    EXPECT_EQ(p.peak.live_heap, 32 * kMiB) << pid;
+    EXPECT_GE(p.peak.live_heap, 32 * kMiB) << pid;
+    EXPECT_LE(p.peak.live_heap, 32 * kMiB + kStdioSlack) << pid;
   }
   // Both hold their 32 MiB at once: the recording's peak is the sum of the two, within 5%.
   expect_within(r.stats.resident.peak().resident, hwm[0] + hwm[1], 0.05, "the sum of both processes");
-  EXPECT_EQ(r.stats.resident.peak().live_heap, 64 * kMiB);
+  EXPECT_GE(r.stats.resident.peak().live_heap, 64 * kMiB);
+  EXPECT_LE(r.stats.resident.peak().live_heap, 64 * kMiB + 2 * kStdioSlack);
 }
 
 TEST(Resident, MadvDontneedReturnsPagesAndTheSamplesFollow) {
