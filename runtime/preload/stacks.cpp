@@ -35,9 +35,15 @@ struct Tree {
   std::atomic<uint32_t>* slots;   // [kHashSlots]: 0 = empty, else a node id
   std::atomic<uint32_t> next_id;  // ids handed out so far + 1
   std::atomic<uint64_t> overflowed;
-  size_t bytes;
+  size_t bytes;  // the tables' mapping: the unwinder's cache, then the tree's arrays
+  void* view;  // the tables' memfd mapped shared, never touched: MADV_REMOVE through it (map_tables)
 };
-constinit Tree g_tree = {nullptr, nullptr, nullptr, {1}, {0}, 0};
+constinit Tree g_tree = {nullptr, nullptr, nullptr, {1}, {0}, 0, nullptr};
+
+// New nodes between two punches of the tables' memfd (punch_file_pages): each first touch of a page of the
+// tables leaves a zero page in the memfd until then, at most 2 pages per node (a node array and a hash slot).
+constexpr uint32_t kPunchEvery = 256;
+void punch_file_pages();
 
 // The last stack this thread captured, outermost first, and its node ids (t_ids[i] is the node of
 // t_addrs[0..i]). Initial-exec TLS (preload_internal.h): 2 * 257 * 8 + 257 * 4 bytes.
@@ -128,7 +134,47 @@ uint32_t intern_from(const uint64_t* frames, uint32_t* ids, uint32_t from, uint3
     rescan_if_changed();  // an unload (dlclose) since the last scan
   for (uint32_t j = i; j < n; ++j) ids[j] = parent = insert(first + (j - i), parent, frames[j]);
   note_nodes(first, missing);
+  if ((first + missing) / kPunchEvery != first / kPunchEvery) punch_file_pages();
   return parent;
+}
+
+// The tables (the unwinder's rule cache, then the tree) in a private mapping of a memfd named
+// kTablesMemfdName: its written pages are private copy-on-write pages like an anonymous mapping's (a fork child
+// keeps the parent's tables and copies what it writes), but /proc/<pid>/maps names the mapping, so the
+// recorder's resident sampler leaves them out of the program's resident memory (docs/RUNTIME.md, "Resident
+// memory"). The kernel copies each page from the memfd at its first touch, allocating a zero page in the file
+// that no process counts; punch_file_pages frees those. Without a memfd: an anonymous mapping, counted as the
+// program's. Null when neither can be mapped.
+void* map_tables(size_t bytes) {
+  const long fd = syscall(SYS_memfd_create, runtime::kTablesMemfdName, MFD_CLOEXEC);
+  if (fd >= 0) {
+    void* map = MAP_FAILED;
+    if (syscall(SYS_ftruncate, fd, bytes) == 0) {
+      map = reinterpret_cast<void*>(
+          syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0));
+      void* view = reinterpret_cast<void*>(
+          syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0));
+      if (map != MAP_FAILED && view != MAP_FAILED) {
+        g_tree.view = view;
+      } else {
+        if (map != MAP_FAILED) syscall(SYS_munmap, map, bytes);
+        if (view != MAP_FAILED) syscall(SYS_munmap, view, bytes);
+        map = MAP_FAILED;
+      }
+    }
+    syscall(SYS_close, fd);  // the mappings keep the file
+    if (map != MAP_FAILED) return map;
+  }
+  void* map = reinterpret_cast<void*>(
+      syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  return map == MAP_FAILED ? nullptr : map;
+}
+
+// Frees the memfd's pages (zeros: nothing writes the file) and unmaps them where a process only read them;
+// every process's private copies stay (a hole punch leaves copy-on-write pages, as MADV_REMOVE documents for
+// private mappings of the file).
+void punch_file_pages() {
+  if (g_tree.view != nullptr) (void)syscall(SYS_madvise, g_tree.view, g_tree.bytes, MADV_REMOVE);
 }
 
 }  // namespace
@@ -136,15 +182,17 @@ uint32_t intern_from(const uint64_t* frames, uint32_t* ids, uint32_t from, uint3
 void stacks_attach() {
   g_stack_depth = g_ring->stack_depth < kMaxStackDepth ? g_ring->stack_depth : kMaxStackDepth;
   if (g_stack_depth == 0) return;
-  const size_t bytes = size_t{kMaxNodes} * (8 + 4) + size_t{kHashSlots} * 4;
-  void* map = reinterpret_cast<void*>(
-      syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-  if (map == MAP_FAILED) {
+  const size_t cache = (memtrack_unwind_cache_bytes() + 4095) & ~size_t{4095};
+  const size_t bytes = cache + size_t{kMaxNodes} * (8 + 4) + size_t{kHashSlots} * 4;
+  char* map = static_cast<char*>(map_tables(bytes));
+  if (map == nullptr) {
     say("cannot map the stack table; this process is recorded without stacks");
     g_stack_depth = 0;
     return;
   }
-  g_tree.addresses = static_cast<uint64_t*>(map);
+  // No capture has run in this image yet (they start when attach publishes kRecording).
+  memtrack_unwind_use_cache_memory(map);
+  g_tree.addresses = reinterpret_cast<uint64_t*>(map + cache);
   g_tree.parents = reinterpret_cast<uint32_t*>(g_tree.addresses + kMaxNodes);
   g_tree.slots = reinterpret_cast<std::atomic<uint32_t>*>(g_tree.parents + kMaxNodes);
   g_tree.next_id.store(1, std::memory_order_relaxed);

@@ -47,7 +47,7 @@ extern uintptr_t g_self_start, g_self_end;
 struct StackCounters {
   uint64_t nodes;       // nodes allocated in this image's tree
   uint64_t overflowed;  // captures that hit the tree's bound and were cut to their longest known prefix
-  uint64_t tree_bytes;  // bytes mapped for the tree and its hash table
+  uint64_t tree_bytes;  // bytes mapped for the tree, its hash table and the unwinder's rule cache
 };
 StackCounters stack_counters();
 

@@ -153,7 +153,7 @@ std::string resident_table(const Stats& s) {
   if (r.samples() == 0) return "\nresident memory: not recorded (no process was sampled)\n";
   const EventCounts& c = s.counts;
   std::string out = "\nresident memory (sampled from /proc; memtrack's own pages left out: at most " +
-                    human_bytes(r.own_max()) + ", its shared ring's)\n";
+                    human_bytes(r.own_max()) + " in one process, its ring's and its tables')\n";
   const analysis::ResidentPoint& p = r.peak();
   out += "  peak resident          " + u64(p.resident) + " (" + human_bytes(p.resident) + ") at " +
          since_start(c, p.timestamp) + ": anon " + human_bytes(p.anon) + ", file " + human_bytes(p.file) + ", shmem " +

@@ -103,32 +103,35 @@ bool read_status_memory(int fd, StatusMemory& out) {
          status_kb(buf, "\nVmHWM:", out.hwm);
 }
 
-std::uint64_t resident_bytes_of_mapping(int pid, const char* name) {
+MappingResident resident_bytes_of_mapping(int pid, const char* name) {
+  MappingResident out;
   char path[48];
   std::snprintf(path, sizeof path, "/proc/%d/maps", pid);
   FILE* maps = std::fopen(path, "re");
-  if (maps == nullptr) return 0;
+  if (maps == nullptr) return out;
   std::snprintf(path, sizeof path, "/proc/%d/pagemap", pid);
   const int pagemap = ::open(path, O_RDONLY | O_CLOEXEC);
   static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  std::uint64_t bytes = 0;
   char line[512];
   while (pagemap >= 0 && std::fgets(line, sizeof line, maps) != nullptr) {
     if (std::strstr(line, name) == nullptr) continue;
     unsigned long long lo = 0, hi = 0;
     if (std::sscanf(line, "%llx-%llx", &lo, &hi) != 2) continue;
-    std::uint64_t entries[512];  // 8 bytes per page, bit 63: present
+    std::uint64_t entries[512];  // 8 bytes per page, bit 63: present, bit 61: a file page or shared anonymous
     for (std::uint64_t p = lo; p < hi;) {
       const std::uint64_t n = std::min<std::uint64_t>((hi - p) / page, 512);
       const ssize_t got = ::pread(pagemap, entries, n * 8, static_cast<off_t>(p / page * 8));
       if (got <= 0) break;
-      for (ssize_t i = 0; i < got / 8; ++i) bytes += (entries[i] >> 63) * page;
+      for (ssize_t i = 0; i < got / 8; ++i) {
+        const std::uint64_t present = (entries[i] >> 63) * page;
+        ((entries[i] >> 61) & 1 ? out.shared : out.anon) += present;
+      }
       p += static_cast<std::uint64_t>(got / 8) * page;
     }
   }
   if (pagemap >= 0) ::close(pagemap);
   std::fclose(maps);
-  return bytes;
+  return out;
 }
 
 std::string find_command(const std::string& file) {

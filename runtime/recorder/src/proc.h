@@ -49,9 +49,13 @@ struct StatusMemory {
 };
 bool read_status_memory(int fd, StatusMemory& out);
 
-// Resident bytes of the mappings of /proc/<pid>/maps whose path contains `name` (memtrack's ring:
-// "memfd:memtrack-ring"), from /proc/<pid>/pagemap's present bits over their pages: readable by the process's
-// owner without privileges (only the frame numbers are hidden). 0 when there is none or it cannot be read.
-std::uint64_t resident_bytes_of_mapping(int pid, const char* name);
+// Resident bytes of the mappings of /proc/<pid>/maps whose path contains `name` (memtrack's memfds:
+// "memfd:memtrack-"), from /proc/<pid>/pagemap's bits over their pages: readable by the process's owner
+// without privileges (only the frame numbers are hidden). `shared`: pages of the file (bit 61), which status
+// counts as RssShmem; `anon`: private copies, RssAnon. Zero when there is none or it cannot be read.
+struct MappingResident {
+  std::uint64_t anon = 0, shared = 0;
+};
+MappingResident resident_bytes_of_mapping(int pid, const char* name);
 
 }  // namespace memtrack::runtime

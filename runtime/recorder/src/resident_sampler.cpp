@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "memtrack/runtime/ring.h"
 #include "proc.h"
@@ -13,8 +14,12 @@
 namespace memtrack::runtime {
 namespace {
 
-// The name every process's mapping of the ring has in /proc/<pid>/maps (shared_ring.cpp's memfd).
-constexpr const char* kRingMapping = "memfd:memtrack-ring";
+// What memtrack's own mappings (the ring, the preload's tables: ring.h, kOwnMemfdPrefix) are called in
+// /proc/<pid>/maps.
+const std::string& own_mapping() {
+  static const std::string name = std::string("memfd:") + kOwnMemfdPrefix;
+  return name;
+}
 
 double thread_cpu_seconds() {
   struct timespec ts;
@@ -60,15 +65,28 @@ ResidentCost ResidentSampler::stop() {
   return cost_;
 }
 
+// memtrack's resident pages in the process, now: the ring's pages only grow (touched lap by lap, never
+// unmapped), the tables' too (nodes are never removed), but a sample's figures need them as of the sample.
+void ResidentSampler::scan_own(Process& p) {
+  const MappingResident own = resident_bytes_of_mapping(p.pid, own_mapping().c_str());
+  p.own_anon = own.anon;
+  p.own_shared = own.shared;
+  p.own = own.anon + own.shared;
+  ++cost_.own_scans;
+}
+
 void ResidentSampler::sample(Process& p, clock::time_point now) {
+  scan_own(p);
   StatusMemory m;
   if (!read_status_memory(p.status, m)) return;  // ended meanwhile: the next poll drops it
-  const std::uint64_t own = std::min(p.own, m.shmem);
-  const RingResidentPayload payload{m.anon, m.file, m.shmem - own, m.swap, own, m.hwm};
+  // The two reads are not one instant: a count a little past what status shows is clamped.
+  const std::uint64_t own_anon = std::min(p.own_anon, m.anon), own_shared = std::min(p.own_shared, m.shmem);
+  const RingResidentPayload payload{m.anon - own_anon, m.file, m.shmem - own_shared, m.swap, own_anon + own_shared,
+                                    m.hwm};
   if (!ring_.write_note(RingEventKind::NoteResident, p.pid, 0, 0,
                         {reinterpret_cast<const char*>(&payload), sizeof payload}))
     return;  // the ring is detached: the recording is over
-  const std::uint64_t program = m.anon + m.file + (m.shmem - own);
+  const std::uint64_t program = payload.anon + payload.file + payload.shmem;
   p.sampled = true;
   p.sampled_resident = program;
   p.sampled_high = std::max(p.sampled_high, program);
@@ -85,12 +103,8 @@ bool ResidentSampler::poll(Process& p, clock::time_point now, double stretch) {
   p.last_resident = st.resident;
   p.interval = moved ? clock::duration(kMinPoll) : std::min<clock::duration>(p.interval * 2, kMaxPoll);
   p.next_poll = now + std::chrono::duration_cast<clock::duration>(p.interval * stretch);
-  // memtrack's pages only grow (the ring is touched lap by lap, never unmapped): rescanned while memory moves.
-  if (!p.sampled || (moved && now - p.last_own_scan >= kOwnEvery)) {
-    p.own = resident_bytes_of_mapping(p.pid, kRingMapping);
-    p.last_own_scan = now;
-    ++cost_.own_scans;
-  }
+  // Between samples, memtrack's pages as of the last one (they only grow: the program's figure errs high, so a
+  // sample may come a little early, never late).
   const std::uint64_t program = st.resident - std::min(p.own, st.resident);
   const std::uint64_t moved_by =
       program > p.sampled_resident ? program - p.sampled_resident : p.sampled_resident - program;

@@ -8,7 +8,8 @@
 // split and VmHWM, about ten statm reads) is written when the resident size reached a new high by 1%, or moved by 1% (at
 // least kMinStep) and kMinGap passed since the last sample, or settled (unchanged since the last poll) at
 // least kMinStep away from the last sample (so a plateau just short of the 1% step is sampled); and when the kernel's VmHWM, read every
-// kHwmCheck, shows a high the samples missed. Cost bound: the thread measures its own CPU time and stretches
+// kHwmCheck, shows a high the samples missed. Each sample also counts memtrack's own pages (its memfds'; proc.h,
+// resident_bytes_of_mapping) and leaves them out. Cost bound: the thread measures its own CPU time and stretches
 // every poll interval while it exceeds kCpuBudget of one core.
 //
 // Thread safety: watch() from any thread (the reader's, through Lifecycle::on_new_process); everything else
@@ -29,7 +30,7 @@ namespace memtrack::runtime {
 struct ResidentCost {
   std::uint64_t polls = 0;      // statm reads
   std::uint64_t samples = 0;    // notes written
-  std::uint64_t own_scans = 0;  // maps + pagemap reads for memtrack's own pages
+  std::uint64_t own_scans = 0;  // maps + pagemap reads for memtrack's own pages (one per sample)
   double cpu_seconds = 0;       // the sampler thread's CPU time
   double wall_seconds = 0;      // from start to stop()
 };
@@ -41,7 +42,6 @@ class ResidentSampler {
   static constexpr auto kMaxPoll = std::chrono::milliseconds(32);
   static constexpr auto kMinGap = std::chrono::milliseconds(20);
   static constexpr auto kHwmCheck = std::chrono::milliseconds(100);
-  static constexpr auto kOwnEvery = std::chrono::milliseconds(250);
   static constexpr std::uint64_t kMinStep = 256 << 10;
   static constexpr double kCpuBudget = 0.015;
 
@@ -61,15 +61,17 @@ class ResidentSampler {
     std::int32_t pid = 0;
     int statm = -1, status = -1;
     clock::duration interval = kMinPoll;
-    clock::time_point next_poll, last_sample, last_hwm_check, last_own_scan;
+    clock::time_point next_poll, last_sample, last_hwm_check;
     bool sampled = false;
     std::uint64_t last_resident = 0;  // statm's, memtrack's pages included
-    std::uint64_t own = 0;            // memtrack's own resident bytes (the ring's pages in this process)
+    std::uint64_t own = 0;  // memtrack's own resident bytes in this process (its memfds' pages), at the last sample
+    std::uint64_t own_anon = 0, own_shared = 0;  // of which private copies (RssAnon) and file pages (RssShmem)
     std::uint64_t sampled_resident = 0, sampled_high = 0;  // the program's, at the last sample and its highest
   };
   void run();
   bool poll(Process& p, clock::time_point now, double stretch);
   void sample(Process& p, clock::time_point now);
+  void scan_own(Process& p);
 
   SharedRing& ring_;
   std::mutex mutex_;

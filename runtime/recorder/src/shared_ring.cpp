@@ -17,7 +17,7 @@ namespace memtrack::runtime {
 
 SharedRing::SharedRing(std::uint64_t slots) : slots_(slots) {
   if (slots < 64 || (slots & (slots - 1)) != 0) throw std::runtime_error("ring size must be a power of two >= 64");
-  fd_ = static_cast<int>(::syscall(SYS_memfd_create, "memtrack-ring", MFD_CLOEXEC));
+  fd_ = static_cast<int>(::syscall(SYS_memfd_create, kRingMemfdName, MFD_CLOEXEC));
   if (fd_ < 0) throw sys_error("memfd_create");
   bytes_ = ring_bytes(slots);
   if (::ftruncate(fd_, static_cast<off_t>(bytes_)) != 0) {

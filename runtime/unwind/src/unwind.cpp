@@ -51,7 +51,8 @@ memtrack_unwind_capture:
 namespace memtrack::unwind {
 namespace {
 
-// The cache: a direct-mapped table of 2^16 slots (1 MiB of .bss, touched only where used). Each slot is a
+// The cache: a direct-mapped table of 2^16 slots (1 MiB, touched only where used: in .bss unless
+// memtrack_unwind_use_cache_memory gave other memory). Each slot is a
 // sequence-locked pair: `tag` holds the address in its upper 48 bits and a sequence number in its lower 16
 // (odd while a writer owns the slot); `value` holds the packed rule in its lower 48 bits and the generation
 // it was computed in in its upper 16. Readers never write; a writer that finds the slot owned gives up
@@ -61,7 +62,9 @@ struct alignas(16) Slot {
   std::atomic<std::uint64_t> tag{0};
   std::atomic<std::uint64_t> value{0};
 };
-Slot g_cache[std::size_t{1} << kCacheBits];
+constexpr std::size_t kCacheSlots = std::size_t{1} << kCacheBits;
+Slot g_static_cache[kCacheSlots];
+Slot* g_cache = g_static_cache;
 
 std::atomic<std::uint32_t> g_generation{1};
 std::atomic<std::uint64_t> g_dl_adds{0}, g_dl_subs{0};
@@ -618,8 +621,12 @@ extern "C" bool memtrack_unwind_init(void* (*open)(const char*, int), void* (*sy
 
 extern "C" memtrack_unwind_stats memtrack_unwind_get_stats(void) {
   return {g_misses.load(std::memory_order_relaxed), g_fallback_steps.load(std::memory_order_relaxed),
-          g_invalidations.load(std::memory_order_relaxed), sizeof(g_cache)};
+          g_invalidations.load(std::memory_order_relaxed), sizeof(g_static_cache)};
 }
+
+extern "C" std::size_t memtrack_unwind_cache_bytes(void) { return sizeof(g_static_cache); }
+
+extern "C" void memtrack_unwind_use_cache_memory(void* memory) { g_cache = static_cast<Slot*>(memory); }
 
 #ifdef MEMTRACK_UNWIND_TEST_HOOKS
 extern "C" void memtrack_unwind_test_force_fallback(bool on) { g_force_fallback.store(on, std::memory_order_relaxed); }

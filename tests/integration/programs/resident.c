@@ -4,6 +4,9 @@
 //   touch TOTAL_MIB TOUCHED_MIB HOLD_MS   malloc TOTAL, touch TOUCHED of it a MiB at a time, hold, free
 //   fork MIB HOLD_MS                      fork; parent and child each malloc and touch MIB, hold it together
 //   dontneed MIB HOLD_MS                  mmap and touch MIB, hold, MADV_DONTNEED it all, hold, touch 1/4 again
+//   stacks DEPTH MIB HOLD_MS              malloc/free from 2^DEPTH distinct call stacks (memtrack's trace tree
+//                                         grows by ~2^(DEPTH+2) nodes: many MiB of its own pages with stacks
+//                                         on), then malloc and touch MIB, hold, free
 //   busy MS                               for MS milliseconds: map, touch and unmap 1..16 MiB, and malloc/free,
 //                                         without a pause (resident memory always moving: the sampler's worst
 //                                         case, for measuring its cost)
@@ -36,6 +39,27 @@ static void touch(char* p, size_t bytes) {
     p[off] = 1;
     if (off % (1 << 20) == 0) sleep_ms(1);
   }
+}
+
+// Two call sites per level, never tail calls (the barrier after each call keeps every frame on the stack).
+static void branch(int depth, unsigned path);
+static __attribute__((noinline)) void left(int depth, unsigned path) {
+  branch(depth - 1, path << 1);
+  __asm__ volatile("" ::: "memory");
+}
+static __attribute__((noinline)) void right(int depth, unsigned path) {
+  branch(depth - 1, path << 1 | 1);
+  __asm__ volatile("" ::: "memory");
+}
+static __attribute__((noinline)) void branch(int depth, unsigned path) {
+  if (depth == 0) {
+    void* volatile block = malloc(16 + path % 64);  // volatile: the compiler may not drop the pair
+    free(block);
+    return;
+  }
+  left(depth, path);
+  right(depth, path);
+  __asm__ volatile("" ::: "memory");
 }
 
 int main(int argc, char** argv) {
@@ -89,6 +113,17 @@ int main(int argc, char** argv) {
     sleep_ms(atol(argv[3]));
     printf("hwm %llu\n", hwm_bytes());
     munmap(p, bytes);
+    return 0;
+  }
+  if (strcmp(argv[1], "stacks") == 0 && argc == 5) {
+    branch(atoi(argv[2]), 0);
+    const size_t bytes = strtoul(argv[3], NULL, 10) * mib;
+    char* p = malloc(bytes);
+    if (p == NULL) return 1;
+    touch(p, bytes);
+    sleep_ms(atol(argv[4]));
+    printf("hwm %llu\n", hwm_bytes());
+    free(p);
     return 0;
   }
   if (strcmp(argv[1], "busy") == 0 && argc == 3) {

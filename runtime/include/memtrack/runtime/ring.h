@@ -49,6 +49,14 @@ inline constexpr const char* kEnvRing = "MEMTRACK_RING";  // a path the preload 
 // recorder prints them, deduplicated, in record's summary (docs/RUNTIME.md, "Diagnostics").
 inline constexpr const char* kEnvMessages = "MEMTRACK_MESSAGES";
 
+// memtrack's own memory in a tracked process is in memfds named with this prefix, so the recorder's resident
+// sampler finds it by name in /proc/<pid>/maps and leaves it out of the program's resident memory
+// (docs/RUNTIME.md, "Resident memory"): the ring ("memtrack-ring", shared_ring.cpp) and the preload's tables
+// ("memtrack-tables": the trace tree and the unwinder's rule cache, runtime/preload/stacks.cpp).
+inline constexpr const char* kOwnMemfdPrefix = "memtrack-";
+inline constexpr const char* kRingMemfdName = "memtrack-ring";
+inline constexpr const char* kTablesMemfdName = "memtrack-tables";
+
 // RingEvent::kind. The values are the artifact's kinds (codec::EventKind) on purpose, so the recorder's
 // conversion is a copy, but they belong to this ABI: ring_reader.cpp checks they still agree.
 enum class RingEventKind : std::uint8_t {

@@ -51,9 +51,16 @@ struct memtrack_unwind_stats {
   std::uint64_t misses;          // rules computed (each a dl_iterate_phdr + FDE search + CFI run)
   std::uint64_t fallback_steps;  // steps taken by libunwind
   std::uint64_t invalidations;   // generation bumps (explicit or seen through dl_iterate_phdr)
-  std::uint64_t cache_bytes;     // size of the rule cache (static, in .bss)
+  std::uint64_t cache_bytes;     // size of the rule cache
 };
 memtrack_unwind_stats memtrack_unwind_get_stats(void);
+
+// The rule cache lives in this library's .bss unless this moves it: `memory` is memtrack_unwind_cache_bytes()
+// zeroed bytes, 16-aligned, that stay mapped for the rest of the process. Call it before the first capture and
+// never concurrently with one (the preload calls it at attach, to keep the cache in memory it names: its
+// pages are memtrack's, not the program's, docs/RUNTIME.md "Resident memory"). Rules cached before are lost.
+std::size_t memtrack_unwind_cache_bytes(void);
+void memtrack_unwind_use_cache_memory(void* memory);
 
 // Prefix reuse (on by default): each thread keeps its last complete stack (up to 128 frames, 10 KiB of
 // initial-exec TLS) and a capture that reaches one of its frames checks the rest with one load per frame
