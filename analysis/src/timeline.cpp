@@ -69,7 +69,12 @@ std::string command_of(const ProcessImage& img) {
 
 TimelineBuilder::TimelineBuilder(LiveHeap& heap, std::size_t max_points, std::size_t max_images,
                                  std::optional<std::int32_t> pid)
-    : heap_(heap), max_points_(max_points), max_images_(max_images), pid_(pid), total_(max_points) {}
+    : heap_(heap),
+      max_points_(max_points),
+      max_images_(max_images),
+      pid_(pid),
+      total_(max_points),
+      resident_total_(max_points) {}
 
 // Images begin in order and never move (a deque), so the new ones are those past what was seen.
 void TimelineBuilder::sync_images() {
@@ -101,8 +106,34 @@ void TimelineBuilder::sample_total(std::uint64_t ts) {
   total_.add(rel(ts), live, total_mapped_);
 }
 
+void TimelineBuilder::add_resident(const codec::ContextRecord& record) {
+  resident_.add(record, heap_);
+  std::int32_t pid = 0;
+  std::uint64_t ts = 0, bytes = 0;
+  if (const auto* r = std::get_if<codec::Resident>(&record)) {
+    pid = r->pid;
+    ts = r->timestamp;
+    bytes = r->resident();
+  } else if (const auto* e = std::get_if<codec::ProcessExit>(&record)) {
+    pid = e->pid;
+    ts = e->timestamp;
+  } else {
+    return;
+  }
+  if (pid_ && pid != *pid_) return;
+  const auto it = std::holds_alternative<codec::Resident>(record)
+                      ? resident_pids_.try_emplace(pid, PidResidentTrack{MaxSeries(max_points_), 0}).first
+                      : resident_pids_.find(pid);
+  if (it == resident_pids_.end()) return;  // an exit of a process never sampled changes nothing
+  const std::uint64_t t = origin_set_ ? rel(ts) : 0;
+  it->second.series.add(t, bytes);
+  it->second.peak = std::max(it->second.peak, bytes);
+  resident_total_.add(t, pid_ ? bytes : resident_.current().resident);
+}
+
 void TimelineBuilder::add_context(const codec::ContextRecord& record) {
   heap_.add_context(record);
+  add_resident(record);
   TimelineMarker m;
   if (const auto* s = std::get_if<codec::ProcessStart>(&record)) {
     m = {rel(s->timestamp), TimelineMarker::Kind::start, s->pid,
@@ -166,6 +197,12 @@ Timeline TimelineBuilder::result() const {
     out.peak_bytes = heap_.total_peak_bytes();
     out.peak_t_ns = rel(heap_.total_peak_timestamp());
   }
+  out.resident = resident_total_.points();
+  for (const auto& [pid, track] : resident_pids_)
+    out.resident_pids.push_back({pid, track.peak, track.series.points()});
+  std::stable_sort(out.resident_pids.begin(), out.resident_pids.end(),
+                   [](const PidResidentSeries& a, const PidResidentSeries& b) { return a.peak_bytes > b.peak_bytes; });
+  if (out.resident_pids.size() > max_images_) out.resident_pids.resize(max_images_);
   const auto& images = heap_.images();
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < tracks_.size(); ++i)

@@ -181,6 +181,33 @@ TEST(Resident, AForkHoldingMemoryInBothProcessesCountsBoth) {
   EXPECT_LE(r.stats.resident.peak().live_heap, 64 * kMiB + 2 * kStdioSlack);
 }
 
+// The report's chart data (docs: tools/report/report_html.h, timeline.resident): the whole recording's resident
+// series and one per sampled pid, only when the artifact has samples.
+TEST(Resident, TheReportChartsResidentMemoryOnlyWhenSampled) {
+  const fs::path dir = scratch_dir();
+  const Recorded r = record(dir, {"fork", "16", "200"});
+  ASSERT_EQ(r.stats.resident.pids().size(), 2u);
+  ASSERT_EQ(run({kMemtrack, "report", (dir / "a.mt").string(), "-o", (dir / "a.html").string()}, dir / "rep.out",
+                dir / "rep.err"),
+            0)
+      << slurp(dir / "rep.err");
+  const std::string page = slurp(dir / "a.html");
+  const std::size_t at = page.find("\"resident\":{\"t_ns\":[");
+  ASSERT_NE(at, std::string::npos);
+  const std::string resident = page.substr(at, page.find("]}]}", at) - at);
+  for (const auto& [pid, p] : r.stats.resident.pids())
+    EXPECT_NE(resident.find("{\"pid\":" + std::to_string(pid) + ",\"t_ns\":["), std::string::npos) << pid;
+  // The whole recording's highest resident sample is its peak (a bucket keeps its largest sample).
+  EXPECT_NE(resident.find(std::to_string(r.stats.resident.peak().resident)), std::string::npos);
+
+  const fs::path bare = scratch_dir();
+  (void)record(bare, {"touch", "4", "4", "50"}, false);
+  ASSERT_EQ(run({kMemtrack, "report", (bare / "a.mt").string(), "-o", (bare / "a.html").string()}, bare / "rep.out",
+                bare / "rep.err"),
+            0);
+  EXPECT_EQ(slurp(bare / "a.html").find("\"resident\":{"), std::string::npos);
+}
+
 TEST(Resident, MadvDontneedReturnsPagesAndTheSamplesFollow) {
   const fs::path dir = scratch_dir();
   const Recorded r = record(dir, {"dontneed", "64", "200"});

@@ -168,6 +168,7 @@ TEST(ReportBrowser, SmallReportDrawsChartFlameGraphAndTables) {
   EXPECT_NE(r.dom.find("id=\"mt-chart\""), std::string::npos);
   EXPECT_NE(r.dom.find("data-series=\"live heap\""), std::string::npos);
   EXPECT_NE(r.dom.find("data-series=\"mapped\""), std::string::npos);
+  EXPECT_EQ(r.dom.find("data-series=\"resident"), std::string::npos) << "no resident samples, no resident line";
   EXPECT_NE(r.dom.find("class=\"mt-peak\""), std::string::npos);
   EXPECT_NE(r.dom.find("peak 484 KiB at 6.000 ms"), std::string::npos);  // 120 * 4096 + 4096 B at sample 120
   EXPECT_EQ(count_of(r.dom, "class=\"mt-marker\""), 6u);
@@ -447,6 +448,63 @@ constexpr const char* kDiffScript = R"JS(
 // `memtrack report --baseline`: the flame graphs are differential (width = this recording's bytes, red grown,
 // blue shrunk, grey unchanged), the baseline's heap is drawn dashed beside the recording's, and the page says
 // which two recordings it compares and how their sites were paired.
+// Resident memory (timeline.resident, from the artifact's Resident samples): a line in the whole view and a
+// dashed one per pid in the per-process view, drawn as steps (a sample's value holds until the next), in the
+// tooltip with the value of the last sample at or before the time; without it the chart is as before (the
+// small report above has none: two lines, no resident note).
+TEST(ReportBrowser, ResidentMemoryIsDrawnWholeAndPerProcess) {
+  SKIP_WITHOUT_CHROMIUM();
+  const std::string json = R"({"version": 1, "meta": {"command": ["./prog"], "events": 4, "duration_ns": 4000000},
+    "timeline": {"t_ns": [0, 1000000, 2000000, 3000000], "heap": [0, 1048576, 2097152, 1048576],
+                 "processes": [{"pid": 7, "label": "pid 7 ./prog", "t_ns": [0, 1000000, 2000000, 3000000],
+                                "heap": [0, 1048576, 2097152, 1048576]}],
+                 "resident": {"t_ns": [500000, 1500000, 2500000, 3500000],
+                              "bytes": [3145728, 4194304, 6291456, 5242880],
+                              "processes": [{"pid": 7, "t_ns": [500000, 1500000, 2500000, 3500000],
+                                             "bytes": [3145728, 4194304, 6291456, 5242880]}]}}})";
+  constexpr const char* kScript = R"JS(
+(function () {
+  const r = window.memtrackReport, out = [];
+  const put = (k, v) => out.push(k + '=' + String(v).replace(/\n/g, ' '));
+  const lines = () => Array.from(document.querySelectorAll('#mt-chart .mt-line'));
+  put('whole.lines', lines().map((p) => p.getAttribute('data-series')).join('|'));
+  const res = lines().find((p) => p.getAttribute('data-series') === 'resident');
+  put('whole.resident.d', res ? res.getAttribute('d') : 'none');
+  put('whole.legend', document.querySelector('#mt-timeline .mt-legend').textContent);
+  put('whole.notes', document.querySelector('#mt-timeline p.mt-note').textContent);
+  put('hover', r.timeline.hoverAt(2900000));
+  r.timeline.unhover();
+  put('view.process', r.timeline.setView('process'));
+  put('process.lines', lines().map((p) => p.getAttribute('data-series') + ':' + (p.getAttribute('stroke-dasharray') || '-') + ':' + p.getAttribute('stroke')).join('|'));
+  const pre = document.createElement('pre');
+  pre.id = 'mt-test-results';
+  pre.textContent = out.join('\n');
+  document.body.appendChild(pre);
+})();
+)JS";
+  const std::string page = render_report_html(json, {.test_script = kScript});
+  const mt::BrowserResult r = load_clean(write_page("resident", page), "resident", true);
+  const auto res = mt::test_results(r.dom);
+  ASSERT_FALSE(res.empty()) << "the test hook wrote nothing";
+  EXPECT_EQ(value_or(res, "whole.lines"), "live heap|resident");
+  // Steps: 4 samples make 7 vertices (each later one preceded by a corner at the previous value).
+  const std::string d = value_or(res, "whole.resident.d");
+  EXPECT_EQ(std::count(d.begin(), d.end(), 'L'), 6) << d;
+  EXPECT_NE(value_or(res, "whole.legend").find("resident (max 6.00 MiB)"), std::string::npos)
+      << value_or(res, "whole.legend");
+  EXPECT_NE(value_or(res, "whole.notes").find("Resident: the memory the processes held in RAM"), std::string::npos);
+  // At 2.9 ms the last resident sample is the one at 2.5 ms (6 MiB), the heap's the one at 2 ms (2 MiB).
+  const std::string hover = value_or(res, "hover");
+  EXPECT_NE(hover.find("resident: 6.00 MiB (6,291,456 B)"), std::string::npos) << hover;
+  EXPECT_NE(hover.find("live heap: 2.00 MiB"), std::string::npos) << hover;
+  EXPECT_EQ(value_or(res, "view.process"), "true");
+  // The pid's resident line is dashed, in its heap line's colour.
+  const std::string lines = value_or(res, "process.lines");
+  const std::string heap_color = lines.substr(lines.rfind(':', lines.find('|')) + 1,
+                                              lines.find('|') - lines.rfind(':', lines.find('|')) - 1);
+  EXPECT_EQ(lines, "pid 7 ./prog (pid 7):-:" + heap_color + "|resident (pid 7):5,3:" + heap_color);
+}
+
 TEST(ReportBrowser, DifferentialFlameGraphAgainstABaseline) {
   SKIP_WITHOUT_CHROMIUM();
   const std::string page =

@@ -192,6 +192,7 @@
   // ---- memory over time ------------------------------------------------------------------------------------
   const PROCESS_COLORS = ['#2f6fdf', '#d9822b', '#2e9d5b', '#7b4fd6', '#c0392b', '#1a9aa8', '#b0499b', '#7a6a2f'];
   const MARKER_COLORS = {start: '#2e9d5b', exec: '#7b4fd6', exit: '#c0392b'};
+  const RESIDENT_COLOR = '#1a9aa8';
 
   function lowerBound(a, x, n) {  // first index with a[i] >= x
     let lo = 0, hi = n;
@@ -244,10 +245,27 @@
     const base = tl.baseline && typeof tl.baseline === 'object' ? tl.baseline : null;
     const baseSeries = base ? makeSeries(typeof base.label === 'string' ? base.label : 'baseline live heap', '#5d6678', base.t_ns, base.heap, false) : null;
     if (baseSeries) baseSeries.dash = true;
-    const whole = [makeSeries('live heap', '#2f6fdf', tl.t_ns, tl.heap, true), baseSeries, makeSeries('mapped', '#d9822b', tl.t_ns, tl.mapped, false)].filter(Boolean);
+    // Resident memory (optional): sampled, so a value holds until the next sample and is drawn as steps.
+    const res = tl.resident && typeof tl.resident === 'object' ? tl.resident : null;
+    const resSeries = res ? makeSeries('resident', RESIDENT_COLOR, res.t_ns, res.bytes, false) : null;
+    if (resSeries) resSeries.step = true;
+    const whole = [makeSeries('live heap', '#2f6fdf', tl.t_ns, tl.heap, true), baseSeries, resSeries, makeSeries('mapped', '#d9822b', tl.t_ns, tl.mapped, false)].filter(Boolean);
     const procs = Array.isArray(tl.processes) ? tl.processes : [];
-    const perProcess = procs.map((p, i) => makeSeries((p.label ? p.label + ' ' : '') + '(pid ' + p.pid + ')',
-      PROCESS_COLORS[i % PROCESS_COLORS.length], p.t_ns, p.heap, false)).filter(Boolean);
+    const perProcess = procs.map((p, i) => {
+      const s = makeSeries((p.label ? p.label + ' ' : '') + '(pid ' + p.pid + ')', PROCESS_COLORS[i % PROCESS_COLORS.length], p.t_ns, p.heap, false);
+      if (s) s.pid = p.pid;
+      return s;
+    }).filter(Boolean);
+    // Each pid's resident memory, dashed, in the colour of its (first) heap series.
+    const resProcs = res && Array.isArray(res.processes) ? res.processes : [];
+    resProcs.forEach((p, i) => {
+      const heap = perProcess.find((s) => s.pid === p.pid);
+      const color = heap ? heap.color : PROCESS_COLORS[(procs.length + i) % PROCESS_COLORS.length];
+      const s = makeSeries('resident (pid ' + p.pid + ')', color, p.t_ns, p.bytes, false);
+      if (!s) return;
+      s.step = true; s.dash = true; s.pid = p.pid;
+      perProcess.push(s);
+    });
     const markers = (Array.isArray(tl.markers) ? tl.markers : []).filter((m) => m && isNum(m.t_ns));
     const regions = (Array.isArray(tl.regions) ? tl.regions : []).filter((r) => r && isNum(r.begin_ns) && isNum(r.end_ns));
     let peak = tl.peak && isNum(tl.peak.t_ns) && isNum(tl.peak.bytes) ? tl.peak : null;
@@ -373,7 +391,11 @@
       const p = g.pts[k];
       if (!p.px.length) return;
       const coords = new Array(p.px.length);
-      for (let i = 0; i < p.px.length; ++i) coords[i] = p.px[i].toFixed(1) + ',' + g.sy(p.py[i]).toFixed(1);
+      for (let i = 0; i < p.px.length; ++i) {
+        const xy = p.px[i].toFixed(1) + ',' + g.sy(p.py[i]).toFixed(1);
+        // A step: the previous value holds until this sample.
+        coords[i] = s.step && i > 0 ? p.px[i].toFixed(1) + ',' + g.sy(p.py[i - 1]).toFixed(1) + 'L' + xy : xy;
+      }
       const line = 'M' + coords.join('L');
       if (s.area) {
         parts.push('<path d="' + line + 'L' + p.px[p.px.length - 1].toFixed(1) + ',' + plotB + 'L' + p.px[0].toFixed(1) + ',' + plotB + 'Z" fill="' + s.color + '" fill-opacity="0.13" stroke="none"/>');
@@ -432,6 +454,7 @@
     n.push(fmtInt(total) + ' samples' + (isNum(tl.downsampled_from) && tl.downsampled_from > total ? ' (downsampled from ' + fmtInt(tl.downsampled_from) + ')' : '') + '.');
     if (!Array.isArray(tl.markers)) n.push(reason('timeline.markers', 'No process start/exec/exit markers: the artifact has no context section (recorded by an older memtrack).'));
     if (peak && peak.derived && c.state.view === 'whole') n.push(reason('timeline.peak', 'The report gives no exact peak; the highest sample is marked.'));
+    if (series.some((s) => s.step)) n.push('Resident: the memory the processes held in RAM (anonymous, file and shared pages, sampled from /proc; memtrack\u2019s own pages left out), drawn as steps: a value holds until the next sample.');
     if (c.state.view === 'process') n.push('Dots mark each process\u2019s highest sample in view.');
     n.push('Hover for values; drag across the chart to zoom into a time range, double-click to reset.');
     c.notes.textContent = n.join(' ');

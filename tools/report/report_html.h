@@ -24,6 +24,9 @@
 //      "peak": {"t_ns": int, "bytes": int},                // optional: the heap's exact peak, marked on the
 //                                                          // chart (without it the highest sample is marked)
 //      "processes": [{"pid": int, "label": str, "t_ns": [int], "heap": [int]}],  // optional
+//      "resident": {"t_ns": [int], "bytes": [int],         // optional: resident memory of the processes alive
+//                   "processes": [{"pid": int, "t_ns": [int], "bytes": [int]}]},  // and of each pid (0 from
+//                   // its exit on); a value holds until the next sample (drawn as steps)
 //      "markers": [{"t_ns": int, "kind": "start"|"exec"|"exit", "pid": int, "label": str}],  // optional
 //      "regions": [{"name": str, "begin_ns": int, "end_ns": int}],                         // optional
 //      "baseline": {"label": str, "t_ns": [int], "heap": [int],  // optional: the baseline's live heap (its

@@ -261,6 +261,16 @@ std::string report_json(const ReportData& d) {
       w.begin_object().member("pid", img.pid).member("label", img.label);
       w.key("t_ns").array(img.points, times).key("heap").array(img.points, values).end_object();
     });
+    if (!t.resident.empty()) {
+      // Only with Resident samples (docs/FORMAT.md, "Context section: resident"): every other report is unchanged.
+      j.key("resident").begin_object();
+      j.key("t_ns").array(t.resident, times).key("bytes").array(t.resident, values);
+      j.key("processes").array(t.resident_pids, [&](JsonWriter& w, const analysis::PidResidentSeries& p) {
+        w.begin_object().member("pid", p.pid);
+        w.key("t_ns").array(p.points, times).key("bytes").array(p.points, values).end_object();
+      });
+      j.end_object();
+    }
     if (t.has_lifecycle) {
       j.key("markers").array(t.markers, [](JsonWriter& w, const analysis::TimelineMarker& m) {
         static constexpr const char* kKinds[] = {"start", "exec", "exit"};

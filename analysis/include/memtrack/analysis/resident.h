@@ -44,6 +44,8 @@ class ResidentBooks {
   [[nodiscard]] const ResidentPoint& peak() const { return peak_; }
   // Per pid, every pid with at least one sample.
   [[nodiscard]] const std::map<std::int32_t, PidResident>& pids() const { return pids_; }
+  // The latest sample of every process alive now, summed (resident, its split and own; no live heap).
+  [[nodiscard]] const ResidentPoint& current() const { return sum_; }
   // The most of memtrack's own pages left out of any sample.
   [[nodiscard]] std::uint64_t own_max() const { return own_max_; }
 

@@ -1,5 +1,6 @@
 // Memory over time, what `memtrack report` charts: the global live heap and mapped bytes after every event,
-// per process image its own live heap, and the lifecycle markers (start, exec, exit), downsampled as they are
+// per process image its own live heap, resident memory (the whole recording's and each process's, from the
+// `Resident` samples when the artifact has them), and the lifecycle markers (start, exec, exit), downsampled as they are
 // recorded so that a recording of any length keeps a bounded series.
 //
 // Downsampling: a series is a row of at most `max_points` time buckets of equal width over
@@ -14,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "memtrack/analysis/live_heap.h"
+#include "memtrack/analysis/resident.h"
 #include "memtrack/analysis/stream_order.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
@@ -67,6 +70,14 @@ struct ImageSeries {
   std::vector<MaxSeries::Point> points;  // value = the image's live heap
 };
 
+// One process's resident memory (docs/FORMAT.md, "Context section: resident"): each sample's anon + file +
+// shmem, and 0 at its exit. A pid, not an image: a sample does not change at exec.
+struct PidResidentSeries {
+  std::int32_t pid = 0;
+  std::uint64_t peak_bytes = 0;
+  std::vector<MaxSeries::Point> points;  // value = resident bytes
+};
+
 struct Timeline {
   std::vector<MaxSeries::Point> total;  // value = live heap, value2 = mapped bytes (images alive)
   std::uint64_t samples = 0;            // samples before downsampling (events, and lifecycle records)
@@ -75,6 +86,9 @@ struct Timeline {
   std::size_t images_total = 0;     // images that had any heap (images.size() may be fewer)
   std::vector<TimelineMarker> markers;
   bool has_lifecycle = false;
+  // Empty without Resident records. value = the resident bytes of the processes alive (of `pid` when set).
+  std::vector<MaxSeries::Point> resident;
+  std::vector<PidResidentSeries> resident_pids;  // the pids with the largest peaks, largest first
 };
 
 class TimelineBuilder final : public ArtifactConsumer {
@@ -97,6 +111,7 @@ class TimelineBuilder final : public ArtifactConsumer {
   void sync_images();
   [[nodiscard]] std::uint64_t rel(std::uint64_t ts) const { return ts > origin_ ? ts - origin_ : 0; }
   void sample_total(std::uint64_t ts);
+  void add_resident(const codec::ContextRecord& record);
   void recount_mapped();
 
   LiveHeap& heap_;
@@ -110,6 +125,13 @@ class TimelineBuilder final : public ArtifactConsumer {
   std::unordered_map<std::int32_t, std::size_t> current_;  // pid -> its current image's index
   std::size_t images_seen_ = 0;
   std::vector<TimelineMarker> markers_;
+  ResidentBooks resident_;  // the sum over the processes alive
+  MaxSeries resident_total_;
+  struct PidResidentTrack {
+    MaxSeries series;
+    std::uint64_t peak = 0;
+  };
+  std::map<std::int32_t, PidResidentTrack> resident_pids_;
 };
 
 }  // namespace memtrack::analysis
