@@ -119,6 +119,47 @@ TEST(Resident, ThePeakOfOneProcessIsWithinFivePercentOfItsNativeHighWaterMark) {
       << r.stats_text;
 }
 
+// Children that call _exit right after fork are gone (or zombies, whose statm reads nothing) before the sampler
+// reads their /proc files: not sampled, and said so, never shown with 0 figures; the parent's peak stays right.
+TEST(Resident, AProcessThatExitsBeforeASampleIsReportedAsNotSampled) {
+  const fs::path dir = scratch_dir();
+  const std::vector<std::string> args = {"children", "8", "32", "300"};
+  const std::vector<std::uint64_t> hwm = native(dir, args);
+  ASSERT_EQ(hwm.size(), 1u);
+  const Recorded r = record(dir, args);
+  ASSERT_EQ(r.stats.heap.pids().size(), 9u);
+  std::vector<std::int32_t> unsampled;
+  for (const auto& [pid, h] : r.stats.heap.pids())
+    if (!r.stats.resident.pids().contains(pid)) unsampled.push_back(pid);
+  // Each child exits within microseconds of its first note; the sampler opens its files only after the reader
+  // met that note. Almost all of them are missed; one is enough for the check.
+  ASSERT_FALSE(unsampled.empty()) << r.stats_text;
+  ASSERT_EQ(run({kMemtrack, "stats", "--json", (dir / "a.mt").string()}, dir / "json", dir / "json.err"), 0);
+  const std::string json = slurp(dir / "json");
+  const std::size_t list = json.find("\"resident_unsampled_pids\":[");
+  ASSERT_NE(list, std::string::npos) << json;
+  const std::string listed = json.substr(list, json.find(']', list) - list);
+  for (const std::int32_t pid : unsampled) {
+    const std::string p = std::to_string(pid);
+    // The table: one "not sampled" line, no row of figures.
+    EXPECT_NE(r.stats_text.find("\n  " + p + std::string(8 - std::min<std::size_t>(8, p.size()), ' ') +
+                                " not sampled (it ended before its first sample, or /proc hid it)\n"),
+              std::string::npos)
+        << pid << "\n" << r.stats_text;
+    // JSON: null figures and in the list, never 0.
+    const std::size_t at = json.find("{\"pid\":" + p + ",");
+    ASSERT_NE(at, std::string::npos) << pid;
+    const std::size_t fig = json.find("\"peak_resident_bytes\":", at);
+    ASSERT_NE(fig, std::string::npos);
+    EXPECT_EQ(json.substr(fig, 26), "\"peak_resident_bytes\":null") << pid;
+    EXPECT_NE(listed.find(p), std::string::npos) << pid << " not in " << listed;
+  }
+  // The parent, sampled, holds the recording's peak: its 32 MiB, within 5% of its native high-water mark.
+  ASSERT_FALSE(r.stats.resident.pids().empty());
+  expect_within(r.stats.resident.peak().resident, hwm[0], 0.05, "the recording's peak");
+  EXPECT_GE(r.stats.resident.peak().anon, 32 * kMiB);
+}
+
 // With stacks on, the preload's trace tree and the unwinder's rule cache hold many MiB in the process (2^16
 // distinct stacks: ~260k nodes); they are memtrack's pages, in its named memfd, and left out like the ring's.
 TEST(Resident, MemtracksOwnTablesAreLeftOutOfTheProgramsPeak) {

@@ -4,6 +4,9 @@
 //   touch TOTAL_MIB TOUCHED_MIB HOLD_MS   malloc TOTAL, touch TOUCHED of it a MiB at a time, hold, free
 //   fork MIB HOLD_MS                      fork; parent and child each malloc and touch MIB, hold it together
 //   dontneed MIB HOLD_MS                  mmap and touch MIB, hold, MADV_DONTNEED it all, hold, touch 1/4 again
+//   children N MIB HOLD_MS                fork N children one after the other, each calling _exit at once (gone
+//                                         before a sampler can read its /proc files), then malloc and touch
+//                                         MIB, hold, free
 //   stacks DEPTH MIB HOLD_MS              malloc/free from 2^DEPTH distinct call stacks (memtrack's trace tree
 //                                         grows by ~2^(DEPTH+2) nodes: many MiB of its own pages with stacks
 //                                         on), then malloc and touch MIB, hold, free
@@ -113,6 +116,23 @@ int main(int argc, char** argv) {
     sleep_ms(atol(argv[3]));
     printf("hwm %llu\n", hwm_bytes());
     munmap(p, bytes);
+    return 0;
+  }
+  if (strcmp(argv[1], "children") == 0 && argc == 5) {
+    fflush(stdout);
+    for (int i = atoi(argv[2]); i > 0; --i) {
+      const pid_t child = fork();
+      if (child < 0) return 1;
+      if (child == 0) _exit(0);
+      waitpid(child, NULL, 0);
+    }
+    const size_t bytes = strtoul(argv[3], NULL, 10) * mib;
+    char* p = malloc(bytes);
+    if (p == NULL) return 1;
+    touch(p, bytes);
+    sleep_ms(atol(argv[4]));
+    printf("hwm %llu\n", hwm_bytes());
+    free(p);
     return 0;
   }
   if (strcmp(argv[1], "stacks") == 0 && argc == 5) {
