@@ -19,7 +19,9 @@
 #              minutes): bench/record_overhead.sh (native vs heaptrack vs `memtrack record`) for 7 rounds of
 #              2 threads x 1M operations (the runtime issue's workload), then 5 rounds of 2 x 4M (the native
 #              run well above GNU time's 10 ms resolution); and bench/record_stacks.sh (the same with call
-#              stacks on and off, 2 x 1M malloc/free at a call depth of 24 frames, 5 rounds)
+#              stacks on and off, 2 x 1M malloc/free at a call depth of 24 frames, 5 rounds) and
+#              bench/resident_cost.sh (resident sampling against --no-resident: churn 2 x 4M and g++ compiling
+#              a file, 3 rounds, and the sampler's CPU for 10 busy processes; about three minutes more)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
@@ -129,7 +131,7 @@ else
   rm -f "$out/encode_rss.tsv"
 fi
 rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt" \
-  "$out/diff_cost.tsv"
+  "$out/diff_cost.tsv" "$out/resident_cost.tsv"
 if ((record)); then
   # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
   # per event without the fixed cost of starting a recording. Smoke: a few thousand operations, once.
@@ -143,6 +145,9 @@ if ((record)); then
   if ((smoke)); then spec="1 2000"; else spec="5 1000000"; fi
   read -r rounds ops <<< "$spec"
   bench_script "$out/record_stacks.txt" bench/record_stacks.sh "$build" "$rounds" 2 "$ops" 24 "$out/record_stacks.tsv"
+  # Resident sampling against --no-resident (smoke: one round; the workloads keep their sizes).
+  if ((smoke)); then rounds=1; else rounds=3; fi
+  bench_script "$out/resident_cost.txt" bench/resident_cost.sh "$build" "$out/resident_cost.tsv" "$rounds"
   part record
 fi
 if ((report)); then
