@@ -1037,7 +1037,10 @@
       for (const c of COLUMNS) out.push('<th class="mt-num' + (c.rank === key ? ' mt-ranked' : '') + '">' + c.label + '</th>');
       out.push('</tr></thead><tbody>');
       rows.forEach((r, k) => {
-        const stack = Array.isArray(r.stack) ? r.stack.filter((fr) => fr && typeof fr === 'object') : [];
+        // A stack lists indices into top.frames (each frame once for all rankings), or the frames themselves.
+        const frames = Array.isArray(top.frames) ? top.frames : [];
+        const stack = (Array.isArray(r.stack) ? r.stack : []).map((fr) => (typeof fr === 'number' ? frames[fr] : fr))
+          .filter((fr) => fr && typeof fr === 'object');
         const label = stack.length ? siteLabel(stack) : null;
         const fr0 = label ? label.frame : null;
         const loc = fr0 ? srcLocation(fr0.file, fr0.line) : '';

@@ -331,8 +331,27 @@ std::string report_json(const ReportData& d) {
       j.key("threshold").raw(threshold).end_object();
     }
     j.end_object().end_object();
+    // Each distinct frame once ("frames"); a site's stack lists their indices. The rankings share most of
+    // their sites and frames, so the page grows with what is shown, not five times over.
+    std::unordered_map<std::string, std::uint64_t> frame_ids;
+    std::vector<const std::string*> frames;
+    const auto frame_id = [&](const analysis::SiteFrame& f) {
+      std::string text = format_stack_json({f});
+      text = text.substr(1, text.size() - 2);  // the one element of the array
+      const auto [it, fresh] = frame_ids.try_emplace(std::move(text), frames.size());
+      if (fresh) frames.push_back(&it->first);
+      return it->second;
+    };
     j.key("top").begin_object();
-    for (const auto& [order, result] : d.top) j.key(order_name(order)).array(result.sites, write_site_json);
+    for (const auto& [order, result] : d.top) {
+      j.key(order_name(order)).array(result.sites, [&](JsonWriter& w, const analysis::Site& site) {
+        w.begin_object().key("stack").array(site.stack,
+                                            [&](JsonWriter& a, const analysis::SiteFrame& f) { a.num(frame_id(f)); });
+        write_site_totals_json(w, site.totals);
+        w.end_object();
+      });
+    }
+    j.key("frames").array(frames, [](JsonWriter& w, const std::string* text) { w.raw(*text); });
     j.member("total", static_cast<std::uint64_t>(d.sites));  // every site of the recording; the rankings list the first
     j.end_object();
   }

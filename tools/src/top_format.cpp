@@ -76,15 +76,15 @@ std::string format_stack_json(const std::vector<SiteFrame>& stack) {
   return out;
 }
 
-namespace {
-
-void write_totals(JsonWriter& j, const analysis::SiteTotals& t) {
+void write_site_totals_json(JsonWriter& j, const analysis::SiteTotals& t) {
   j.member("peak_bytes", t.peak_bytes)
       .member("allocated_bytes", t.allocated_bytes)
       .member("allocations", t.allocations);
   j.member("leaked_bytes", t.leaked_bytes).member("leaked_blocks", t.leaked_blocks).member("temporary", t.temporary);
 }
 
+namespace {
+void write_totals(JsonWriter& j, const analysis::SiteTotals& t) { write_site_totals_json(j, t); }
 }  // namespace
 
 void write_site_json(JsonWriter& j, const Site& s) {
