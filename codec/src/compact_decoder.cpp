@@ -30,6 +30,10 @@ struct CompactFrameDecoder::Impl {
   }
 
   bool varint(std::uint64_t& out, const char* what) {
+    if (p != end && (static_cast<std::uint8_t>(*p) & 0x80) == 0) {  // most values: one byte
+      out = static_cast<std::uint8_t>(*p++);
+      return true;
+    }
     const std::byte* const start = p;
     std::uint64_t v = 0;
     for (unsigned shift = 0;; shift += 7) {
@@ -120,6 +124,7 @@ struct CompactFrameDecoder::Impl {
   // live_first[t]: a live rank is found by popcounts, newest word first.
   std::vector<std::uint64_t> live;
   std::vector<std::uint32_t> live_first;
+  std::vector<std::uint64_t> allocation_end;  // per thread: its latest allocation's address + its class
   std::vector<std::uint64_t> release_key;  // per release entry (compact_internal.h, kNotFree)
   struct Column {
     const std::byte* p;
@@ -128,6 +133,10 @@ struct CompactFrameDecoder::Impl {
   Column address_columns[4] = {};
 
   bool column_varint(Column& c, std::uint64_t& out, const char* what) {
+    if (c.p != c.end && (static_cast<std::uint8_t>(*c.p) & 0x80) == 0) {  // most values: one byte
+      out = static_cast<std::uint8_t>(*c.p++);
+      return true;
+    }
     const std::byte* const saved_p = p;
     const std::byte* const saved_end = end;
     p = c.p;
@@ -161,6 +170,14 @@ struct CompactFrameDecoder::Impl {
         rank -= here;
         continue;
       }
+      // The rank-th set bit from the top: whole bytes first, then bit by bit within one.
+      unsigned shift = 56;
+      for (;; shift -= 8) {
+        const auto in_byte = static_cast<unsigned>(std::popcount((mask >> shift) & 0xFF));
+        if (rank < in_byte) break;
+        rank -= in_byte;
+      }
+      mask &= std::uint64_t{0xFF} << shift;
       for (; rank > 0; --rank) mask &= ~(std::uint64_t{1} << (63 - std::countl_zero(mask)));
       return w * 64 + static_cast<std::uint32_t>(63 - std::countl_zero(mask));
     }
@@ -182,7 +199,7 @@ struct CompactFrameDecoder::Impl {
     if (column < 4 && !column_varint(address_columns[column], value, "an address column")) return false;
     std::uint64_t key = kNotFree;
     if (column == 3) {
-      out = previous[t] + unzigzag64(value);
+      out = (release ? previous[t] : allocation_end[t]) + unzigzag64(value);
     } else if (column == 4) {
       out = e.old_addr;
     } else if (column == 0) {
@@ -233,6 +250,7 @@ struct CompactFrameDecoder::Impl {
       release_key[entry] = key;
     } else {
       allocation_class[entry] = compact::size_class(size);
+      allocation_end[t] = out + allocation_class[entry];
       const std::uint32_t index = entry - first[2 * t];
       live[live_first[t] + index / 64] |= std::uint64_t{1} << (index % 64);
     }
@@ -340,6 +358,7 @@ struct CompactFrameDecoder::Impl {
       words += (first[2 * t + 1] - first[2 * t] + 63) / 64;
     }
     live.assign(words, 0);
+    allocation_end.assign(d, 0);
     previous.assign(d, 0);
     for (std::size_t i = 0; i < n; ++i) {
       Event& e = events[i];

@@ -78,6 +78,7 @@ class AddressTable {
 
 struct ThreadState {
   std::uint64_t previous = 0;            // the thread's previous address in the frame
+  std::uint64_t allocation_end = 0;      // its latest allocation's address + that size's class
   std::uint32_t allocation_first = 0;    // where its allocation entries start in the per-address arrays
   std::uint32_t live_first = 0;          // where its live masks start
   std::uint32_t allocation_count = 0;    // allocation addresses in the frame (the pre-pass counts them)
@@ -191,20 +192,21 @@ struct CompactFrameEncoder::Impl {
         mode = kAllocationClass;
       } else {
         const std::uint64_t k = ts.releases - number - 1;
-        if (varint_size(k) <= varint_size(zigzag64(address - ts.previous))) {
+        if (varint_size(k) <= varint_size(zigzag64(address - ts.allocation_end))) {
           release_end = put_varint(release_end, k);
           keys[number] = kNotFree;
           mode = kAllocationRelease;
         }
       }
     }
-    if (mode == kAllocationDelta) delta_end = put_varint(delta_end, zigzag64(address - ts.previous));
+    if (mode == kAllocationDelta) delta_end = put_varint(delta_end, zigzag64(address - ts.allocation_end));
     const std::uint32_t index = ts.allocations++;
     allocation_class[ts.allocation_first + index] = size_class;
     live[ts.live_first + index / 64] |= std::uint64_t{1} << (index % 64);
     entry.thread[0] = t;
     entry.number[0] = index;
     ts.previous = address;
+    ts.allocation_end = address + size_class;
     return mode;
   }
 

@@ -28,7 +28,7 @@ enum ReleaseMode : unsigned {
   kReleaseLive = 1,   // the thread's r-th most recent live allocation (r = value, 0-based), in the live column
 };
 enum AllocationMode : unsigned {
-  kAllocationDelta = 0,    // as kReleaseDelta
+  kAllocationDelta = 0,    // zigzag(address - the thread's latest allocation's end), in the deltas column
   kAllocationClass = 1,    // the r-th most recent free block of the size's class in the thread's window
   kAllocationRelease = 2,  // the thread's k-th most recent release address (k = value + 1)
   kAllocationSame = 3,     // the event's own old_addr (a Realloc with one only)
