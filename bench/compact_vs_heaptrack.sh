@@ -89,7 +89,9 @@ if command -v jq > /dev/null; then
     | map(select(.a % 3 == 0)) | group_by(.a % 10) | map(length)'
 fi
 if command -v python3 > /dev/null; then
-  workload "python3 --python-malloc" PYTHONMALLOC=malloc python3 -c \
+  # The interpreter itself, not a wrapper script (a pyenv shim) that heaptrack would record instead.
+  py=$(python3 -c 'import sys; print(sys.executable)')
+  workload "python3 --python-malloc" PYTHONMALLOC=malloc "$py" -c \
     'd = {str(i): [i] * 3 for i in range(100000)}; print(sum(len(v) for v in d.values()))'
 fi
 

@@ -3,7 +3,6 @@
 // (docs/FORMAT.md, "Compact data frames"). Address references come from an open-addressing table (address
 // -> the threads that allocated and released it, and their counts at the time) cleared per frame by an epoch,
 // so a frame costs no clearing.
-#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -146,8 +145,8 @@ struct CompactFrameEncoder::Impl {
     const std::uint64_t* const masks = live.get() + ts.live_first;
     const std::uint32_t word = index / 64, last = (ts.allocations - 1) / 64;
     const unsigned bit = index % 64;
-    auto rank = static_cast<std::uint32_t>(bit == 63 ? 0 : std::popcount(masks[word] >> (bit + 1)));
-    for (std::uint32_t w = word + 1; w <= last; ++w) rank += static_cast<std::uint32_t>(std::popcount(masks[w]));
+    std::uint32_t rank = bit == 63 ? 0 : popcount64(masks[word] >> (bit + 1));
+    for (std::uint32_t w = word + 1; w <= last; ++w) rank += popcount64(masks[w]);
     return rank;
   }
 

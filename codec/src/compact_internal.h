@@ -59,6 +59,17 @@ inline bool addr_is_release(std::uint8_t kind) {
 }
 inline bool has_size(std::uint8_t kind) { return kind != static_cast<std::uint8_t>(EventKind::Free); }
 
+// The set bits of each byte of `v`, one count per byte (SWAR): inline arithmetic, where std::popcount without
+// a -mpopcnt target is a call into libgcc (5% of a compact decode).
+inline std::uint64_t byte_popcounts(std::uint64_t v) {
+  v -= (v >> 1) & 0x5555555555555555ull;
+  v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+  return (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+}
+inline unsigned popcount64(std::uint64_t v) {
+  return static_cast<unsigned>((byte_popcounts(v) * 0x0101010101010101ull) >> 56);
+}
+
 inline std::uint64_t zigzag64(std::uint64_t delta) {
   return (delta << 1) ^ static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) >> 63);
 }
