@@ -37,8 +37,8 @@ inline constexpr std::size_t kMaxCompactFrameEvents = 65536;
 inline constexpr std::size_t kMaxCompactEventBytes = 54;
 inline constexpr std::size_t kCompactHeaderBytes = 4 + 1 + 3 + 3 + 4 * 3;
 // The zstd level of `encode --compact` and `record --compact` without --level. Compact columns are mostly
-// incompressible bytes that only zstd's entropy coding of literals (levels >= 1) shrinks: on churn events,
-// level 1 writes 4.1 bytes per event where -2 writes 5.3, for 5% more encode CPU (bench/compact_size.sh).
+// incompressible bytes that only zstd's entropy coding of literals (levels >= 1) shrinks: on churn events
+// (version 2), level 1 writes 3.55 bytes per event where -2 writes 4.06, for about the same encode CPU.
 inline constexpr int kDefaultCompactLevel = 1;
 
 // True when `content` (a data frame's decompressed bytes) starts with kCompactMagic: a compact frame of any
