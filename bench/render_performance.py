@@ -263,6 +263,10 @@ def render_compact(runs, alone=None):
         w(f"Goal: stats of a compact recording no slower than of the compatible one (rows with at least 0.5 s): "
           f"at most {worst:.2f}x, {verdict(worst <= 1.0)}.")
     w("")
+    if any(r["compact_bytes"] > r["heaptrack_bytes"] for r in churn + programs):
+        w("Where the compact bytes go, column by column (the nanosecond timestamps first), and why heaptrack's "
+          "file is smaller: docs/FORMAT.md, \"Compact data frames\".")
+        w("")
     return out
 
 
