@@ -5,15 +5,15 @@ Every number in the document comes from the files of that run (bench.json and he
 memtrack-bench, meta.txt and load.txt from run_suite.sh, encode_rss.tsv from bench/encode_rss.sh,
 record_overhead.*.tsv and record_stacks.tsv from the recording scripts, report_size.tsv from
 bench/report_size.sh, symbolize.txt from bench/symbolize_throughput.sh, diff_cost.tsv from
-bench/diff_cost.sh, resident_cost.tsv from bench/resident_cost.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
+bench/diff_cost.sh, compact.tsv from bench/compact_vs_heaptrack.sh, resident_cost.tsv from bench/resident_cost.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
 exception is the comparison section, which quotes the published figures of CodSpeed's pull request as
 constants below, marked as taken on another machine.
 
 usage: bench/render_performance.py --results DIR --out FILE
-       bench/render_performance.py --results DIR --out FILE --section diff|resident [--build BUILD]
-           (only the `memtrack diff` section of FILE, from DIR/diff_cost.tsv, or the resident sampling section,
-           from DIR/resident_cost.tsv: for a machine too slow or too busy for the whole suite; the section says
-           it was run alone)
+       bench/render_performance.py --results DIR --out FILE --section diff|compact|resident [--build BUILD]
+           (only the `memtrack diff` section of FILE, from DIR/diff_cost.tsv, the compact artifacts section,
+           from DIR/compact.tsv, or the resident sampling section, from DIR/resident_cost.tsv: for a machine too
+           slow or too busy for the whole suite; the section says it was run alone)
 Exits 1, writing nothing, if a benchmark row the document needs is missing from the JSON or a result file
 cannot be read.
 """
@@ -50,6 +50,15 @@ RESIDENT_CPU_GOAL = 2.0
 RESIDENT_HEADER = ["workload", "rounds", "processes", "on_wall_s", "off_wall_s", "on_cpu_s", "off_cpu_s", "samples",
                    "polls", "sampler_cpu_s", "sampler_share_pct"]
 RESIDENT_SECTION = "## Sampling resident memory"
+# issue 25: compact artifacts. Churn with stacks at most heaptrack's bytes per event; the programs at most 4x
+# heaptrack's file; realistic events at most half the compatible encoding's size at the same level; encode CPU
+# at most 0.6x the compatible encoding's at the same level; stats of a compact artifact no slower.
+COMPACT_CHURN_GOAL = 1.0
+COMPACT_PROGRAM_GOAL = 4.0
+COMPACT_REALISTIC_GOAL = 0.5
+COMPACT_CPU_GOAL = 0.6
+COMPACT_HEADER = ["name", "events", "compatible_bytes", "compact_bytes", "heaptrack_bytes", "encode_compatible_cpu_s",
+                  "encode_compact_cpu_s", "stats_compatible_cpu_s", "stats_compact_cpu_s"]
 MIB = 1024.0 * 1024.0
 TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
@@ -181,6 +190,91 @@ def load_diff_cost(path):
             raise ValueError(f"{path}:{n}: {len(cols)} columns, expected {len(DIFF_HEADER)} ({' '.join(DIFF_HEADER)})")
         runs.append({k: float(v) for k, v in zip(DIFF_HEADER, cols)})
     return sorted(runs, key=lambda r: r["events"])
+
+
+def load_compact(path):
+    """bench/compact_vs_heaptrack.sh's TSV (tab-separated: workload names have spaces), or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        lines = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    runs = []
+    for n, cols in enumerate(lines, 1):
+        if cols == COMPACT_HEADER:
+            continue
+        if len(cols) != len(COMPACT_HEADER):
+            raise ValueError(f"{path}:{n}: {len(cols)} columns, expected {len(COMPACT_HEADER)} "
+                             f"({' '.join(COMPACT_HEADER)})")
+        runs.append({k: (v if k == "name" else float(v)) for k, v in zip(COMPACT_HEADER, cols)})
+    return runs
+
+
+def render_compact(runs, alone=None):
+    """The compact artifacts section (bench/compact_vs_heaptrack.sh's runs) as template lines."""
+    out = []
+    w = out.append
+    w("## Compact artifacts against heaptrack")
+    w("")
+    w("bench/compact_vs_heaptrack.sh: each program recorded by `memtrack record` (the compatible encoding, zstd "
+      "-2), `memtrack record --compact` (compact version 2, zstd 1; docs/FORMAT.md, \"Compact data frames\") and "
+      "`heaptrack -o` (its .zst file), stacks on in all three; then the recording's events encoded by one worker "
+      "at level 1 in each encoding (serialize + compress CPU, user + system), and `memtrack stats` of each "
+      "recording. The realistic events (memtrack-gen-events) are encoded only: no program, no heaptrack. One "
+      "run each. Every compact artifact keeps every field of every event (nanosecond timestamps, every address, "
+      "size, pid and tid); heaptrack keeps a timestamp every few milliseconds and an index of a deduplicated "
+      "(size, trace) pair per allocation.")
+    if alone:
+        w("")
+        w(alone)
+    w("")
+    rows_ = []
+    for r in runs:
+        n = r["events"]
+        ht = r["heaptrack_bytes"]
+        rows_.append([r["name"], f"{int(n):,}", f"{r['compatible_bytes'] / n:.2f}", f"{r['compact_bytes'] / n:.2f}",
+                      f"{ht / n:.2f}" if ht > 0 else "-",
+                      xr(r["compact_bytes"], ht) if ht > 0 else "-",
+                      xr(r["compact_bytes"], r["compatible_bytes"]),
+                      xr(r["encode_compact_cpu_s"], r["encode_compatible_cpu_s"]),
+                      f"{r['stats_compatible_cpu_s']:.2f} / {r['stats_compact_cpu_s']:.2f} s"
+                      if r["stats_compatible_cpu_s"] > 0 else "-"])
+    w(table(["workload", "events", "compatible B/event", "compact B/event", "heaptrack B/event",
+             "compact / heaptrack", "compact / compatible", "encode CPU compact / compatible (level 1)",
+             "stats CPU compatible / compact"], rows_))
+    w("")
+    churn = [r for r in runs if r["name"].startswith("churn") and r["heaptrack_bytes"] > 0]
+    programs = [r for r in runs if not r["name"].startswith("churn") and r["heaptrack_bytes"] > 0]
+    realistic = [r for r in runs if r["heaptrack_bytes"] == 0]
+    if churn:
+        worst = max(r["compact_bytes"] / r["heaptrack_bytes"] for r in churn)
+        w(f"Goal (issue 25): churn with stacks at most heaptrack's bytes per event: at most {worst:.2f}x here, "
+          f"{verdict(worst <= COMPACT_CHURN_GOAL)}.")
+    if programs:
+        worst = max(programs, key=lambda r: r["compact_bytes"] / r["heaptrack_bytes"])
+        ratio = worst["compact_bytes"] / worst["heaptrack_bytes"]
+        w(f"Goal: the programs at most {COMPACT_PROGRAM_GOAL:.0f}x heaptrack's file: the worst is {worst['name']}, "
+          f"{ratio:.1f}x, {verdict(ratio <= COMPACT_PROGRAM_GOAL)}.")
+    for r in realistic:
+        ratio = r["compact_bytes"] / r["compatible_bytes"]
+        w(f"Goal: {r['name']} at most {COMPACT_REALISTIC_GOAL:.1f}x the compatible encoding's size at the same "
+          f"level: {ratio:.2f}x, {verdict(ratio <= COMPACT_REALISTIC_GOAL)}.")
+    timed = [r for r in runs if r["encode_compatible_cpu_s"] >= 0.5]
+    if timed:
+        worst = max(r["encode_compact_cpu_s"] / r["encode_compatible_cpu_s"] for r in timed)
+        w(f"Goal: encode CPU at most {COMPACT_CPU_GOAL:.1f}x the compatible encoding's at the same level (rows "
+          f"with at least 0.5 s of compatible encoding, where one run's timer resolution does not decide): at "
+          f"most {worst:.2f}x, {verdict(worst <= COMPACT_CPU_GOAL)}.")
+    stats = [r for r in runs if r["stats_compatible_cpu_s"] >= 0.5]
+    if stats:
+        worst = max(r["stats_compact_cpu_s"] / r["stats_compatible_cpu_s"] for r in stats)
+        w(f"Goal: stats of a compact recording no slower than of the compatible one (rows with at least 0.5 s): "
+          f"at most {worst:.2f}x, {verdict(worst <= 1.0)}.")
+    w("")
+    if any(r["compact_bytes"] > r["heaptrack_bytes"] for r in churn + programs):
+        w("Where the compact bytes go, column by column (the nanosecond timestamps first), and why heaptrack's "
+          "file is smaller: docs/FORMAT.md, \"Compact data frames\".")
+        w("")
+    return out
 
 
 def render_diff(diffs, alone=None):
@@ -412,7 +506,8 @@ def unwind_name(variant, sites, threads):
     return f"BM_Unwind_{variant}/sites:{sites}/threads:{threads}"
 
 
-def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, commands, diffs=None, resident=None):
+def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, commands, diffs=None, compacts=None,
+           resident=None):
     b = rows
     nproc = int(meta["nproc"])
     frame_events = int(ctx["memtrack_frame_events"])
@@ -969,6 +1064,9 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
     if diffs:
         for line in render_diff(diffs):
             w(line)
+    if compacts:
+        for line in render_compact(compacts):
+            w(line)
 
     if resident:
         for line in render_resident(resident):
@@ -1063,15 +1161,21 @@ def mimalloc_linked_by_default():
     return False
 
 
+SECTIONS = {
+    "diff": ("diff_cost.tsv", "bench/diff_cost.sh", "## `memtrack diff`", lambda p: load_diff_cost(p), render_diff),
+    "compact": ("compact.tsv", "bench/compact_vs_heaptrack.sh", "## Compact artifacts against heaptrack",
+                lambda p: load_compact(p), render_compact),
+    "resident": ("resident_cost.tsv", "bench/resident_cost.sh", RESIDENT_SECTION, load_resident_cost,
+                 render_resident),
+}
+
+
 def splice_section(args):
-    """--section diff|resident: that section of --out replaced (or added before the comparison section)."""
-    tsv_name, script, heading, load, render_one = {
-        "diff": ("diff_cost.tsv", "bench/diff_cost.sh", "## `memtrack diff`", load_diff_cost, render_diff),
-        "resident": ("resident_cost.tsv", "bench/resident_cost.sh", RESIDENT_SECTION, load_resident_cost,
-                     render_resident),
-    }[args.section]
+    """--section NAME: that section of --out replaced (or added before the comparison section)."""
+    tsv_name, script, heading, load, render_section = SECTIONS[args.section]
+    tsv = os.path.join(args.results, tsv_name)
     try:
-        runs = load(os.path.join(args.results, tsv_name))
+        runs = load(tsv)
     except ValueError as e:
         print(f"render_performance.py: {e}", file=sys.stderr)
         return 1
@@ -1084,15 +1188,14 @@ def splice_section(args):
             build_type = next((line.split("=", 1)[1].strip() for line in f if line.startswith("CMAKE_BUILD_TYPE:")), "?")
     loads = load_loads(os.path.join(args.results, "load.txt")) if os.path.exists(
         os.path.join(args.results, "load.txt")) else []
-    when = datetime.datetime.fromtimestamp(os.path.getmtime(os.path.join(args.results, tsv_name)),
-                                           datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = datetime.datetime.fromtimestamp(os.path.getmtime(tsv), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     alone = (f"**This section comes from a run of its own**, not the suite's run above: {script} on "
              f"{args.build or 'a build'} (CMAKE_BUILD_TYPE={build_type}), finished {when}"
              + (f", 1-minute load average {loads[0]:.2f} at start and {loads[-1]:.2f} at end on "
                 f"{os.cpu_count()} cores" if loads else "")
              + f"; it was spliced in with `bench/render_performance.py --section {args.section}`. Its ratios are "
                "between rows of that run only.")
-    section = reflow(render_one(runs, alone))
+    section = reflow(render_section(runs, alone))
     with open(args.out) as f:
         doc = f.read().split("\n")
     start = next((i for i, line in enumerate(doc) if line == heading), None)
@@ -1109,9 +1212,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", required=True, help="run_suite.sh's output directory")
     ap.add_argument("--out", required=True, help="the Markdown file to write")
-    ap.add_argument("--section", choices=["diff", "resident"],
-                    help="replace only this section of --out (from --results' diff_cost.tsv or resident_cost.tsv "
-                         "and load.txt, as written by bench/diff_cost.sh or bench/resident_cost.sh and around "
+    ap.add_argument("--section", choices=list(SECTIONS),
+                    help="replace only this section of --out (from --results' diff_cost.tsv, compact.tsv or "
+                         "resident_cost.tsv and load.txt, as written by bench/diff_cost.sh, "
+                         "bench/compact_vs_heaptrack.sh or bench/resident_cost.sh and around "
                          "it), the rest of the document as it is")
     ap.add_argument("--build", help="with --section: the build tree of that run (its CMAKE_BUILD_TYPE is named)")
     args = ap.parse_args()
@@ -1134,6 +1238,7 @@ def main():
         reports = load_report_sizes(os.path.join(args.results, "report_size.tsv"))
         symbols = load_symbolize(os.path.join(args.results, "symbolize.txt"))
         diffs = load_diff_cost(os.path.join(args.results, "diff_cost.tsv"))
+        compacts = load_compact(os.path.join(args.results, "compact.tsv"))
         resident = load_resident_cost(os.path.join(args.results, "resident_cost.tsv"))
     except ValueError as e:
         print(f"render_performance.py: {e}", file=sys.stderr)
@@ -1146,7 +1251,7 @@ def main():
     text = render(ctx, rows, load_meta(os.path.join(args.results, "meta.txt")),
                   load_loads(os.path.join(args.results, "load.txt")),
                   load_rss(os.path.join(args.results, "encode_rss.tsv")),
-                  load_records(args.results), stacks, reports, symbols, commands, diffs, resident)
+                  load_records(args.results), stacks, reports, symbols, commands, diffs, compacts, resident)
     with open(args.out, "w") as f:
         f.write(text)
     return 0

@@ -1,6 +1,7 @@
 // The compact decoder: reads the columns in order into the output events (docs/FORMAT.md, "Compact data
 // frames"). Every count is checked against the bytes left before anything is sized from it: each event takes
 // at least one byte of the kind column, each dictionary entry two bytes.
+#include <bit>
 #include <string>
 #include <utility>
 
@@ -29,6 +30,10 @@ struct CompactFrameDecoder::Impl {
   }
 
   bool varint(std::uint64_t& out, const char* what) {
+    if (p != end && (static_cast<std::uint8_t>(*p) & 0x80) == 0) {  // most values: one byte
+      out = static_cast<std::uint8_t>(*p++);
+      return true;
+    }
     const std::byte* const start = p;
     std::uint64_t v = 0;
     for (unsigned shift = 0;; shift += 7) {
@@ -85,10 +90,10 @@ struct CompactFrameDecoder::Impl {
     if (!is_compact_content(content)) return fail(Errc::bad_compact, p, "no compact magic");
     p += sizeof kCompactMagic;
     if (p == end) return fail(Errc::truncated, p, "the content ends before the version");
-    if (const auto version = static_cast<std::uint8_t>(*p); version != kCompactVersion) {
-      return fail(
-          Errc::bad_compact, p,
-          "format version " + std::to_string(version) + " (this reader knows " + std::to_string(kCompactVersion) + ")");
+    const auto version = static_cast<std::uint8_t>(*p);
+    if (version != 1 && version != 2) {
+      return fail(Errc::bad_compact, p,
+                  "format version " + std::to_string(version) + " (this reader knows 1 and 2)");
     }
     ++p;
     std::uint64_t n = 0;
@@ -105,9 +110,291 @@ struct CompactFrameDecoder::Impl {
     const std::size_t first_out = out.size();
     out.resize(first_out + n);
     Event* const events = out.data() + first_out;
-    if (!columns(events, n)) {
+    if (!(version == 1 ? columns(events, n) : columns_v2(events, n))) {
       out.resize(first_out);
       return false;
+    }
+    return true;
+  }
+
+  // Version 2: a token per event, the dictionary and threads as in version 1, timestamps and sizes split
+  // into low bytes and high varints, then the four address columns, each after its byte length.
+  std::vector<std::uint64_t> allocation_class;  // per allocation entry (in `lists`' allocation segments)
+  // Per thread, its allocation entries' live flags in words of 64 (bit i % 64 of its word i / 64), from
+  // live_first[t]: a live rank is found by popcounts, newest word first.
+  std::vector<std::uint64_t> live;
+  std::vector<std::uint32_t> live_first;
+  std::vector<std::uint64_t> allocation_end;  // per thread: its latest allocation's address + its class
+  std::vector<std::uint64_t> release_key;  // per release entry (compact_internal.h, kNotFree)
+  struct Column {
+    const std::byte* p;
+    const std::byte* end;
+  };
+  Column address_columns[4] = {};
+
+  bool column_varint(Column& c, std::uint64_t& out, const char* what) {
+    if (c.p != c.end && (static_cast<std::uint8_t>(*c.p) & 0x80) == 0) {  // most values: one byte
+      out = static_cast<std::uint8_t>(*c.p++);
+      return true;
+    }
+    const std::byte* const saved_p = p;
+    const std::byte* const saved_end = end;
+    p = c.p;
+    end = c.end;
+    const bool ok = varint(out, what);
+    c.p = p;
+    p = saved_p;
+    end = saved_end;
+    return ok;
+  }
+
+  // A split value: its high part from `high`, its low byte from `low`.
+  bool split(Column& high, std::uint64_t& out, const std::byte*& low, const char* what) {
+    std::uint64_t value = 0;
+    const std::byte* const at = high.p;
+    if (!column_varint(high, value, what)) return false;
+    if (value >= (std::uint64_t{1} << 56)) return fail(Errc::bad_compact, at, std::string(what) + " above 64 bits");
+    out = (value << 8) | static_cast<std::uint8_t>(*low++);
+    return true;
+  }
+
+  // Moves p past `count` varints (their last bytes: bit 7 clear), without reading their values.
+  bool skip(std::size_t count, const char* what) {
+    for (; count > 0; ++p) {
+      if (p == end) return fail(Errc::truncated, p, std::string("the content ends inside ") + what);
+      if ((static_cast<std::uint8_t>(*p) & 0x80) == 0) --count;
+    }
+    return true;
+  }
+
+  // The index of thread t's allocation whose live rank (live allocations of the thread after it) is
+  // `rank`, or UINT32_MAX if the thread has no more live allocations than that.
+  std::uint32_t live_at(std::uint32_t t, std::uint64_t rank) const {
+    const std::uint32_t allocations = filled[2 * t];
+    if (allocations == 0) return UINT32_MAX;
+    const std::uint64_t* const masks = live.data() + live_first[t];
+    for (std::uint32_t w = (allocations - 1) / 64 + 1; w-- > 0;) {
+      std::uint64_t mask = masks[w];
+      const std::uint64_t bytes = byte_popcounts(mask);
+      const auto here = static_cast<unsigned>((bytes * 0x0101010101010101ull) >> 56);
+      if (rank >= here) {
+        rank -= here;
+        continue;
+      }
+      // The rank-th set bit from the top: whole bytes first, then bit by bit within one.
+      unsigned shift = 56;
+      for (;; shift -= 8) {
+        const auto in_byte = static_cast<unsigned>((bytes >> shift) & 0xFF);
+        if (rank < in_byte) break;
+        rank -= in_byte;
+      }
+      mask &= std::uint64_t{0xFF} << shift;
+      for (; rank > 0; --rank) mask &= ~(std::uint64_t{1} << (63 - std::countl_zero(mask)));
+      return w * 64 + static_cast<std::uint32_t>(63 - std::countl_zero(mask));
+    }
+    return UINT32_MAX;
+  }
+
+  bool address_v2(std::uint32_t t, bool release, unsigned mode, std::size_t event, const Event& e,
+                  std::uint64_t size, std::uint64_t& out) {
+    const std::size_t mine = 2 * t + (release ? 1 : 0);
+    const std::uint32_t entry = first[mine] + filled[mine];
+    std::uint64_t value = 0;
+    auto name = [&](const char* what) { return "event " + std::to_string(event) + ": " + what; };
+    const std::size_t column = release ? (mode == kReleaseLive ? 0 : 3)
+                               : mode == kAllocationClass   ? 1
+                               : mode == kAllocationRelease ? 2
+                               : mode == kAllocationDelta   ? 3
+                                                            : 4;
+    const std::byte* const at = column < 4 ? address_columns[column].p : nullptr;
+    if (column < 4 && !column_varint(address_columns[column], value, "an address column")) return false;
+    std::uint64_t key = kNotFree;
+    if (column == 3) {
+      out = (release ? previous[t] : allocation_end[t]) + unzigzag64(value);
+    } else if (column == 4) {
+      out = e.old_addr;
+    } else if (column == 0) {
+      const std::uint32_t index = live_at(t, value);
+      if (index == UINT32_MAX) {
+        return fail(Errc::bad_compact, at,
+                    name("names its thread's live allocation ") + std::to_string(value) + ", which it does not have");
+      }
+      const std::uint32_t a = first[2 * t] + index;
+      out = lists[a];
+      live[live_first[t] + index / 64] &= ~(std::uint64_t{1} << (index % 64));
+      key = allocation_class[a];
+    } else if (column == 1) {
+      const std::uint64_t want = compact::size_class(size);
+      const std::uint32_t begin = first[2 * t + 1];
+      const std::uint32_t count = filled[2 * t + 1];
+      const std::uint32_t window = count < kClassWindow ? count : kClassWindow;
+      std::uint64_t seen = 0;
+      std::uint32_t found = UINT32_MAX;
+      for (std::uint32_t j = 0; j < window; ++j) {
+        const std::uint32_t r = begin + count - 1 - j;
+        if (release_key[r] == want && seen++ == value) {
+          found = r;
+          break;
+        }
+      }
+      if (found == UINT32_MAX) {
+        return fail(Errc::bad_compact, at,
+                    name("names free block ") + std::to_string(value) + " of its class, which its thread's last " +
+                        std::to_string(window) + " releases do not have");
+      }
+      out = lists[found];
+      release_key[found] = kNotFree;
+    } else {
+      const std::uint32_t count = filled[2 * t + 1];
+      if (value >= count) {
+        return fail(Errc::bad_compact, at,
+                    name("names its thread's release ") + std::to_string(value + 1) + " of " + std::to_string(count));
+      }
+      const std::uint32_t r = first[2 * t + 1] + count - 1 - static_cast<std::uint32_t>(value);
+      out = lists[r];
+      release_key[r] = kNotFree;
+    }
+    previous[t] = out;
+    lists[entry] = out;
+    ++filled[mine];
+    if (release) {
+      release_key[entry] = key;
+    } else {
+      allocation_class[entry] = compact::size_class(size);
+      allocation_end[t] = out + allocation_class[entry];
+      const std::uint32_t index = entry - first[2 * t];
+      live[live_first[t] + index / 64] |= std::uint64_t{1} << (index % 64);
+    }
+    return true;
+  }
+
+  bool columns_v2(Event* events, std::size_t n) {
+    const std::byte* const tokens = p;
+    std::size_t sized = 0;
+    for (std::size_t i = 0; i < n; ++i, ++p) {
+      const auto token = static_cast<std::uint8_t>(*p);
+      const std::uint8_t k = token & kKindMask;
+      const bool has_old = (token & kKindOldAddr) != 0;
+      const bool release = addr_is_release(k);
+      const unsigned allocation_mode = token >> kAllocationModeShift;
+      const unsigned release_mode = (token >> kReleaseModeShift) & 1u;
+      if (!is_valid_kind(k) || (has_old && k != static_cast<std::uint8_t>(EventKind::Realloc)) ||
+          (release && allocation_mode != 0) || (!release && !has_old && release_mode != 0) ||
+          (allocation_mode == kAllocationSame && !has_old)) {
+        return fail(Errc::bad_compact, p, "event " + std::to_string(i) + ": bad token " + std::to_string(token));
+      }
+      events[i] = Event{};
+      events[i].kind = static_cast<EventKind>(k);
+      if (has_old) events[i].flags = kFlagHasOldAddr;
+      sized += has_size(k) ? 1 : 0;
+    }
+    std::uint64_t d = 0;
+    const std::byte* at = p;
+    if (!varint(d, "the dictionary size")) return false;
+    if (d > n || (n > 0 && d == 0)) {
+      return fail(Errc::bad_compact, at,
+                  "a dictionary of " + std::to_string(d) + " threads for " + std::to_string(n) + " events");
+    }
+    if (2 * d > static_cast<std::size_t>(end - p)) {
+      return fail(Errc::truncated, at,
+                  "a dictionary of " + std::to_string(d) + " threads in " + std::to_string(end - p) + " bytes");
+    }
+    pairs.resize(d);
+    for (std::uint64_t& pair : pairs) {
+      std::uint64_t pid = 0, tid = 0;
+      at = p;
+      if (!varint(pid, "the dictionary") || !varint(tid, "the dictionary")) return false;
+      if (pid > UINT32_MAX || tid > UINT32_MAX) return fail(Errc::bad_compact, at, "a pid or tid above 32 bits");
+      pair = (pid << 32) | tid;
+    }
+    // Find where each column starts (a skip over its varints), then read them all in one pass over the events:
+    // each pass over a frame's 3.5 MiB of events costs a read of them from memory.
+    Column threads{p, nullptr}, timestamp_high{}, size_high{};
+    if (!skip(n, "the threads")) return false;
+    threads.end = p;
+    if (n > static_cast<std::size_t>(end - p)) return fail(Errc::truncated, p, "the content ends inside the timestamps");
+    const std::byte* timestamp_low = p;
+    p += n;
+    timestamp_high.p = p;
+    if (!skip(n, "the timestamps")) return false;
+    timestamp_high.end = p;
+    if (sized > static_cast<std::size_t>(end - p)) return fail(Errc::truncated, p, "the content ends inside the sizes");
+    const std::byte* size_low = p;
+    p += sized;
+    size_high.p = p;
+    if (!skip(sized, "the sizes")) return false;
+    size_high.end = p;
+    for (Column& c : address_columns) {
+      std::uint64_t length = 0;
+      at = p;
+      if (!varint(length, "an address column's length")) return false;
+      if (length > static_cast<std::uint64_t>(end - p)) {
+        return fail(Errc::truncated, at,
+                    "an address column of " + std::to_string(length) + " bytes in " + std::to_string(end - p));
+      }
+      c = {p, p + length};
+      p += length;
+    }
+    if (p != end) return fail(Errc::bad_compact, p, std::to_string(end - p) + " bytes after the last column");
+
+    thread_of.resize(n);
+    first.assign(2 * d + 1, 0);
+    filled.assign(2 * d, 0);
+    std::uint64_t timestamp = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      Event& e = events[i];
+      std::uint64_t t = 0;
+      at = threads.p;
+      if (!column_varint(threads, t, "the threads")) return false;
+      if (t >= d) {
+        return fail(Errc::bad_compact, at,
+                    "event " + std::to_string(i) + ": thread " + std::to_string(t) + " of " + std::to_string(d));
+      }
+      thread_of[i] = static_cast<std::uint32_t>(t);
+      e.pid = unzigzag32(static_cast<std::uint32_t>(pairs[t] >> 32));
+      e.tid = unzigzag32(static_cast<std::uint32_t>(pairs[t] & 0xFFFFFFFFu));
+      std::uint64_t z = 0;
+      if (!split(timestamp_high, z, timestamp_low, "the timestamps")) return false;
+      timestamp += unzigzag64(z);
+      e.timestamp = timestamp;
+      const auto k = static_cast<std::uint8_t>(e.kind);
+      if (has_size(k) && !split(size_high, e.size, size_low, "the sizes")) return false;
+      // Each thread's two lists, sized by counting its addresses.
+      if (e.has_old_addr()) ++first[2 * t + 1];
+      ++first[2 * t + (addr_is_release(k) ? 1 : 0)];
+    }
+    std::uint32_t total = 0;
+    for (std::uint32_t& f : first) total += std::exchange(f, total);
+    lists.resize(total);
+    allocation_class.resize(total);
+    release_key.resize(total);
+    live_first.resize(d);
+    std::uint32_t words = 0;
+    for (std::uint32_t t = 0; t < d; ++t) {
+      live_first[t] = words;
+      words += (first[2 * t + 1] - first[2 * t] + 63) / 64;
+    }
+    live.assign(words, 0);
+    allocation_end.assign(d, 0);
+    previous.assign(d, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      Event& e = events[i];
+      const std::uint32_t t = thread_of[i];
+      const auto token = static_cast<std::uint8_t>(tokens[i]);
+      const unsigned release_mode = (token >> kReleaseModeShift) & 1u;
+      if (e.has_old_addr() && !address_v2(t, true, release_mode, i, e, 0, e.old_addr)) return false;
+      if (addr_is_release(static_cast<std::uint8_t>(e.kind))) {
+        if (!address_v2(t, true, release_mode, i, e, 0, e.addr)) return false;
+      } else if (!address_v2(t, false, token >> kAllocationModeShift, i, e, e.size, e.addr)) {
+        return false;
+      }
+    }
+    for (std::size_t c = 0; c < 4; ++c) {
+      if (address_columns[c].p != address_columns[c].end) {
+        return fail(Errc::bad_compact, address_columns[c].p,
+                    std::to_string(address_columns[c].end - address_columns[c].p) + " bytes after the last value of "
+                    "address column " + std::to_string(c));
+      }
     }
     return true;
   }

@@ -19,6 +19,33 @@ enum Tag : unsigned {
 inline constexpr std::uint8_t kKindMask = 0x0F;
 inline constexpr std::uint8_t kKindOldAddr = 0x10;  // Realloc only: an old_addr follows in the addresses
 
+// Version 2's token byte: the kind byte above, bit 5 the mode of the event's release address (a Free's or
+// Munmap's addr, a Realloc's old_addr), bits 6-7 the mode of its allocation address (every other addr).
+inline constexpr unsigned kReleaseModeShift = 5;
+inline constexpr unsigned kAllocationModeShift = 6;
+enum ReleaseMode : unsigned {
+  kReleaseDelta = 0,  // zigzag(address - the thread's previous address), in the deltas column
+  kReleaseLive = 1,   // the thread's r-th most recent live allocation (r = value, 0-based), in the live column
+};
+enum AllocationMode : unsigned {
+  kAllocationDelta = 0,    // zigzag(address - the thread's latest allocation's end), in the deltas column
+  kAllocationClass = 1,    // the r-th most recent free block of the size's class in the thread's window
+  kAllocationRelease = 2,  // the thread's k-th most recent release address (k = value + 1)
+  kAllocationSame = 3,     // the event's own old_addr (a Realloc with one only)
+};
+// A class reference names one of the thread's most recent kClassWindow release addresses.
+inline constexpr std::uint32_t kClassWindow = 256;
+// The size class of an allocation: glibc's chunk size for it (the request plus 8 rounded up to 16, at least
+// 32), so that a block freed and handed out again by the allocator's per-size lists is found by its class.
+// Modulo 2^64, as a reader computes it for any size.
+inline std::uint64_t size_class(std::uint64_t size) {
+  const std::uint64_t chunk = (size + 23) & ~std::uint64_t{15};
+  return chunk < 32 ? 32 : chunk;
+}
+// A release entry's key: the freed block's size class while it is a free block of a known class (released
+// by a live reference, not taken again by a class or release reference), else kNotFree (no class is odd).
+inline constexpr std::uint64_t kNotFree = 1;
+
 // The kind byte of an event, as the msgpack map keeps it: old_addr only on a Realloc with kFlagHasOldAddr.
 inline std::uint8_t kind_byte(const Event& e) {
   const auto k = static_cast<std::uint8_t>(e.kind);
@@ -31,6 +58,17 @@ inline bool addr_is_release(std::uint8_t kind) {
   return kind == static_cast<std::uint8_t>(EventKind::Free) || kind == static_cast<std::uint8_t>(EventKind::Munmap);
 }
 inline bool has_size(std::uint8_t kind) { return kind != static_cast<std::uint8_t>(EventKind::Free); }
+
+// The set bits of each byte of `v`, one count per byte (SWAR): inline arithmetic, where std::popcount without
+// a -mpopcnt target is a call into libgcc (5% of a compact decode).
+inline std::uint64_t byte_popcounts(std::uint64_t v) {
+  v -= (v >> 1) & 0x5555555555555555ull;
+  v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+  return (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+}
+inline unsigned popcount64(std::uint64_t v) {
+  return static_cast<unsigned>((byte_popcounts(v) * 0x0101010101010101ull) >> 56);
+}
 
 inline std::uint64_t zigzag64(std::uint64_t delta) {
   return (delta << 1) ^ static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) >> 63);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/artifacts.h"
+#include "common/fixtures.h"
 #include "memtrack/codec/artifact_decoder.h"
 #include "memtrack/codec/frame_decoder.h"
 #include "memtrack/codec/msgpack_decoder.h"
@@ -139,6 +140,8 @@ TEST(CompactFrame, GeneratedTracesRoundTripAndReferencesAreUsed) {
   EXPECT_LT(encoder.encode(churn).size() * 4, serializer.serialize(churn).size());
 }
 
+std::vector<Event> walk(const std::vector<std::byte>& bytes, Status& status);
+
 std::vector<std::byte> content_of(std::span<const Event> events) {
   CompactFrameEncoder encoder(events.size());
   const auto c = encoder.encode(events);
@@ -167,9 +170,14 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   const std::vector<Event> events = {make_event(EventKind::Malloc, 1, 2, 10, 0x1000, 16),
                                      make_event(EventKind::Free, 1, 2, 11, 0x1000)};
   const auto good = content_of(events);
-  // magic 0-3, version 4, n 5, kinds 6-7, d 8, pid tid 9-10, threads 11-12, timestamps 13-14, the Malloc's
-  // address (a delta from 0) 15-17, the Free's (a reference to the thread's last allocation) 18, sizes 19.
-  ASSERT_EQ(good.size(), 20u);
+  // magic 0-3, version 4, n 5, tokens 6-7 (a Malloc by delta, a Free by live rank), d 8, pid tid 9-10,
+  // threads 11-12, timestamps' low bytes 13-14 and high parts 15-16, the size's 17 and 18, the live column
+  // (length 19, rank 0 at 20), the class and release columns (lengths 21, 22: empty), the deltas (length 23,
+  // zigzag64(0x1000) at 24-25).
+  const std::vector<std::uint8_t> expected = {0xc1, 0x6d, 0x74, 0x63, 2,    2, 0x01, 0x22, 1, 2, 4, 0, 0,
+                                              0x14, 0x02, 0,    0,    0x10, 0, 1,    0,    0, 0, 2, 0x80, 0x40};
+  ASSERT_EQ(good.size(), expected.size());
+  for (std::size_t i = 0; i < good.size(); ++i) EXPECT_EQ(static_cast<std::uint8_t>(good[i]), expected[i]) << i;
   auto check = [&](std::size_t at, std::uint8_t value, const std::string& what, Errc code = Errc::bad_compact) {
     auto b = good;
     b[at] = std::byte{value};
@@ -179,22 +187,72 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
     EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
     EXPECT_TRUE(out.empty());
   };
-  check(4, 2, "at byte 4: format version 2");
-  check(6, 9, "at byte 6: event 0: bad kind byte 9");
-  check(6, 0x11, "bad kind byte 17");  // old_addr flag on a Malloc
+  check(4, 3, "at byte 4: format version 3 (this reader knows 1 and 2)");
+  check(6, 9, "at byte 6: event 0: bad token 9");
+  check(6, 0x11, "bad token 17");   // old_addr flag on a Malloc
+  check(6, 0x21, "bad token 33");   // a release mode on an event without a release address
+  check(7, 0x62, "bad token 98");   // an allocation mode on a Free
+  check(6, 0xC1, "bad token 193");  // "the event's old_addr" without one
   check(8, 3, "at byte 8: a dictionary of 3 threads for 2 events");
   check(12, 1, "event 1: thread 1 of 1");
-  check(18, 0x03, "at byte 18: event 1: address tag 3 is reserved");
-  check(18, 0x08, "names its thread's 2th most recent allocation of 1");  // only one allocation so far
-  check(18, 0x02, "names its thread's 0th most recent release of 0");
+  check(20, 1, "at byte 20: event 1: names its thread's live allocation 1, which it does not have");
+  check(6, 0x41, "at byte 22: the content ends inside an address column", Errc::truncated);  // class, empty
+  check(23, 3, "an address column of 3 bytes in 2", Errc::truncated);
   auto longer = good;
   longer.push_back(std::byte{0});
   std::vector<Event> out;
-  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 20: 1 bytes after the last column"), std::string::npos);
+  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 26: 1 bytes after the last column"), std::string::npos);
+  auto unread = good;  // a live column of two ranks for one release
+  unread[19] = std::byte{2};
+  unread.insert(unread.begin() + 21, std::byte{0});
+  EXPECT_NE(decode_bytes(unread, out).message().find("at byte 21: 1 bytes after the last value of address column 0"),
+            std::string::npos)
+      << decode_bytes(unread, out).message();
   auto many = good;
   many[5] = std::byte{0x81};  // 129 events, in a varint of 2 bytes: more than the bytes left
   many.insert(many.begin() + 6, std::byte{0x01});
   EXPECT_EQ(decode_bytes(many, out).code(), Errc::truncated);
+}
+
+TEST(CompactFrame, AllocationsNameFreeBlocksOfTheirClassAndReallocsInPlace) {
+  // 24 and 20 bytes are one glibc chunk class (32), 40 another (48): the second Malloc at 0x1000 names the
+  // free block of its class (rank 0 past the 0x2000 block of the other class), the Realloc in place its own
+  // old_addr, the third Malloc the 0x2000 block by a release reference (its class differs).
+  const std::vector<Event> events = {make_event(EventKind::Malloc, 1, 2, 10, 0x1000, 24),
+                                     make_event(EventKind::Malloc, 1, 2, 11, 0x2000, 40),
+                                     make_event(EventKind::Free, 1, 2, 12, 0x1000),
+                                     make_event(EventKind::Free, 1, 2, 13, 0x2000),
+                                     make_event(EventKind::Malloc, 1, 2, 14, 0x1000, 20),
+                                     make_realloc(1, 2, 15, 0x1000, 0x1000, 8),
+                                     make_event(EventKind::Malloc, 1, 2, 16, 0x2000, 8)};
+  const auto content = content_of(events);
+  const std::uint8_t tokens[] = {0x01, 0x01, 0x22, 0x22, 0x41, 0xF4, 0x81};
+  for (std::size_t i = 0; i < std::size(tokens); ++i) {
+    EXPECT_EQ(static_cast<std::uint8_t>(content[6 + i]), tokens[i]) << "event " << i;
+  }
+  EXPECT_EQ(through_compact(events), events);
+}
+
+TEST(CompactFrame, Version1ArtifactsStayReadable) {
+  // Written by the version 1 encoder: tests/data/events.raw, and the first 10,000 events of
+  // realistic-140k.raw (both one frame).
+  const std::pair<const char*, const char*> fixtures[] = {{"events.compact-v1.zst", "events.raw"},
+                                                          {"realistic-10k.compact-v1.zst", "realistic-140k.raw"}};
+  for (const auto& [artifact, raw] : fixtures) {
+    const auto bytes = testing::read_file(testing::data_path(artifact));
+    auto expected = testing::read_raw_events(testing::data_path(raw));
+    std::vector<std::byte> content(ZSTD_getFrameContentSize(bytes.data(), bytes.size()));
+    ASSERT_EQ(ZSTD_decompress(content.data(), content.size(), bytes.data(), bytes.size()), content.size()) << artifact;
+    ASSERT_TRUE(is_compact_content(content));
+    EXPECT_EQ(static_cast<std::uint8_t>(content[4]), 1) << artifact;
+    Status s;
+    const auto got = walk(bytes, s);
+    ASSERT_TRUE(s.is_ok()) << artifact << ": " << s.message();
+    ASSERT_GT(got.size(), 500u);
+    ASSERT_LE(got.size(), expected.size());
+    expected.resize(got.size());
+    EXPECT_EQ(got, through_msgpack(expected)) << artifact;
+  }
 }
 
 TEST(CompactFrame, RandomDamageNeverCrashes) {
@@ -271,7 +329,9 @@ TEST(CompactArtifact, DamagedContentIsOneErrorNamingFileFrameAndOffsets) {
   const auto events = every_kind();
   const auto first = build_artifact(events, 64, false, -2, true);
   auto content = content_of(events);
-  content[content.size() - 1] = std::byte{0x80};  // the last size (4096, 2 bytes) never ends
+  content[content.size() - 1] |= std::byte{0x80};  // the last delta never ends
+  std::size_t last = content.size() - 1;            // where that varint starts
+  while (last > 0 && (content[last - 1] & std::byte{0x80}) != std::byte{0}) --last;
   auto bytes = first.bytes;
   const std::size_t second_at = bytes.size();
   const auto bad = one_frame(content, true);
@@ -281,7 +341,7 @@ TEST(CompactArtifact, DamagedContentIsOneErrorNamingFileFrameAndOffsets) {
   EXPECT_EQ(got.size(), events.size());  // the first frame, none of the damaged one
   EXPECT_EQ(s.code(), Errc::truncated);
   EXPECT_EQ(s.message(), "a.msgpack: frame 1 at byte " + std::to_string(second_at) + ": compact content at byte " +
-                             std::to_string(content.size() - 2) + ": the content ends inside the sizes");
+                             std::to_string(last) + ": the content ends inside an address column");
 }
 
 TEST(CompactArtifact, AFrameWithoutContentSizeIsRefused) {

@@ -1,7 +1,8 @@
-// The compact data-frame content (docs/FORMAT.md, "Compact data frames", version 1): the same events as the
-// CodSpeed-compatible msgpack content, stored as columns (kinds, a per-frame (pid, tid) dictionary, delta-coded
-// timestamps, addresses as deltas or as references to recent blocks of the same thread, sizes) in LEB128
-// varints. It is a second encoding of a data frame's content, inside the same zstd frame, context section,
+// The compact data-frame content (docs/FORMAT.md, "Compact data frames"; the encoder writes version 2, the
+// decoder reads versions 1 and 2): the same events as the CodSpeed-compatible msgpack content, stored as
+// columns (kinds with address modes, a per-frame (pid, tid) dictionary, delta-coded timestamps, sizes,
+// addresses as references to the thread's live blocks or free blocks of the size's class, or as deltas) in
+// LEB128 varints. It is a second encoding of a data frame's content, inside the same zstd frame, context section,
 // frame index and damage rules; a reader tells the two apart from the content's first bytes (kCompactMagic),
 // which can never start a msgpack event (0xC1 is the one byte msgpack never uses).
 //
@@ -26,17 +27,18 @@ namespace memtrack::codec {
 
 // The content's first 4 bytes, then the version byte.
 inline constexpr std::byte kCompactMagic[4] = {std::byte{0xC1}, std::byte{'m'}, std::byte{'t'}, std::byte{'c'}};
-inline constexpr std::uint8_t kCompactVersion = 1;
+inline constexpr std::uint8_t kCompactVersion = 2;
 // A compact frame holds at most this many events (so its content never reaches the readers' 16 MiB limit on
 // a frame they hold whole: at most kMaxCompactEventBytes per event).
 inline constexpr std::size_t kMaxCompactFrameEvents = 65536;
-// No event takes more than this in the columns (kind 1, thread 3, timestamp 10, two addresses 2 x 10, size 10,
-// a new dictionary entry 2 x 5); the header takes at most kCompactHeaderBytes.
+// No event takes more than this in the columns (token 1, thread 3, timestamp 1 + 9, size 1 + 9, two addresses
+// 2 x 10, a new dictionary entry 2 x 5); the header (magic, version, N, D and the four address columns'
+// lengths) takes at most kCompactHeaderBytes.
 inline constexpr std::size_t kMaxCompactEventBytes = 54;
-inline constexpr std::size_t kCompactHeaderBytes = 4 + 1 + 3 + 3;
+inline constexpr std::size_t kCompactHeaderBytes = 4 + 1 + 3 + 3 + 4 * 3;
 // The zstd level of `encode --compact` and `record --compact` without --level. Compact columns are mostly
-// incompressible bytes that only zstd's entropy coding of literals (levels >= 1) shrinks: on churn events,
-// level 1 writes 4.1 bytes per event where -2 writes 5.3, for 5% more encode CPU (bench/compact_size.sh).
+// incompressible bytes that only zstd's entropy coding of literals (levels >= 1) shrinks: on churn events
+// (version 2), level 1 writes 3.55 bytes per event where -2 writes 4.06, for about the same encode CPU.
 inline constexpr int kDefaultCompactLevel = 1;
 
 // True when `content` (a data frame's decompressed bytes) starts with kCompactMagic: a compact frame of any
@@ -60,8 +62,9 @@ class CompactFrameEncoder {
   std::span<const std::byte> encode(std::span<const Event> events);
 
   [[nodiscard]] std::size_t max_events() const;
-  // What an encoder for `max_events` allocates: its output buffer, a dictionary index per event and its
-  // address table (32 bytes per slot, at least 4 slots per event: 8 MiB at 65,536 events), all touched.
+  // What an encoder for `max_events` allocates: its output buffer, per event a dictionary index, 24 bytes of
+  // per-address state and 46 bytes of column buffers, and its address table (32 bytes per slot, at least 4
+  // slots per event: 8 MiB at 65,536 events).
   [[nodiscard]] static std::size_t memory_bytes(std::size_t max_events);
   // The largest content encode() can return for `events` events.
   [[nodiscard]] static constexpr std::size_t output_bound(std::size_t events) {
