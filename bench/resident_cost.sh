@@ -32,7 +32,7 @@ cc -O2 "$here/tests/integration/programs/resident.c" -o "$work/resident"
 
 # sampler_figures FILE: "samples polls cpu_s share_pct" from record's summary in FILE.
 sampler_figures() {
-  sed -n 's/.*, \([0-9]*\) samples of resident memory (\([0-9]*\) polls, \([0-9.]*\) ms of CPU, \([0-9.]*\)% of one core).*/\1 \2 \3 \4/p' "$1" |
+  sed -n 's/.*, \([0-9]*\) samples\? of resident memory (\([0-9]*\) polls\?, \([0-9.]*\) ms of CPU, \([0-9.]*\)% of one core).*/\1 \2 \3 \4/p' "$1" |
     awk '{printf "%s %s %.4f %s\n", $1, $2, $3 / 1000, $4}'
 }
 
