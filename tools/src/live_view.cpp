@@ -137,7 +137,12 @@ void render(const LiveSnapshot& s, const ViewState& v) {
                       static_cast<unsigned long long>(s.allocations), per_second(s.allocations_per_second).c_str(),
                       human_bytes(static_cast<std::uint64_t>(s.bytes_per_second)).c_str(),
                       static_cast<unsigned long long>(s.exited_processes)));
-  lines.push_back(v.command_output.empty() ? std::string() : "command's output: " + v.command_output);
+  // Where the command's output goes: the path's end when it is too long (the file name matters most).
+  std::string output = v.command_output;
+  constexpr std::size_t kOutputLabel = 18;  // "command's output: "
+  if (cols > static_cast<int>(kOutputLabel) + 3 && output.size() + kOutputLabel > static_cast<std::size_t>(cols))
+    output = "..." + output.substr(output.size() - (static_cast<std::size_t>(cols) - kOutputLabel - 3));
+  lines.push_back(output.empty() ? std::string() : "command's output: " + output);
 
   // Process rows: at most a fifth of the screen, the selected one always among them.
   const int max_procs = std::max(1, std::min<int>(static_cast<int>(s.processes.size()), (rows - 12) / 3));
