@@ -1,5 +1,6 @@
 #include "live_view.h"
 
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -13,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -235,7 +238,31 @@ std::string live_socket_of(const std::string& target) {
   if (target.find('/') != std::string::npos) return target;
   const bool digits = !target.empty() && std::all_of(target.begin(), target.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits) return target;
-  return runtime::live_socket_path(static_cast<pid_t>(std::strtol(target.c_str(), nullptr, 10)));
+  const std::string path = runtime::live_socket_path(static_cast<pid_t>(std::strtol(target.c_str(), nullptr, 10)));
+  if (::access(path.c_str(), F_OK) == 0) return path;
+  // The recorder may have another XDG_RUNTIME_DIR (su, sudo, another login): its listening socket's path,
+  // from its descriptors' inodes and /proc/net/unix.
+  std::vector<std::string> inodes;
+  const std::string fd_dir = "/proc/" + target + "/fd";
+  if (DIR* d = ::opendir(fd_dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      char link[64];
+      const ssize_t n = ::readlink((fd_dir + "/" + e->d_name).c_str(), link, sizeof link - 1);
+      if (n > 9 && std::strncmp(link, "socket:[", 8) == 0) inodes.emplace_back(link + 8, static_cast<std::size_t>(n) - 9);
+    }
+    ::closedir(d);
+  }
+  std::ifstream unix_sockets("/proc/net/unix");
+  const std::string suffix = "/" + target + ".sock";
+  for (std::string line; std::getline(unix_sockets, line);) {
+    // Num RefCount Protocol Flags Type St Inode Path
+    std::istringstream fields(line);
+    std::string num, refs, protocol, flags, type, state, inode, socket_path;
+    if (!(fields >> num >> refs >> protocol >> flags >> type >> state >> inode >> socket_path)) continue;
+    if (socket_path.ends_with(suffix) && std::find(inodes.begin(), inodes.end(), inode) != inodes.end())
+      return socket_path;
+  }
+  return path;
 }
 
 LiveViewResult run_live_view(const LiveViewOptions& options) {
