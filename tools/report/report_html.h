@@ -33,7 +33,8 @@
 //      "peak"|"allocated"|"leaked": Node,                  // heap live at the peak, all bytes allocated, leaks
 //      "pruned": {"nodes": int, "bytes": int}              // frames dropped for being tiny, for all graphs,
 //              | {"peak"|"allocated"|"leaked": {"nodes": int, "bytes": int, "threshold": number}}},  // or each
-//    "top": {"peak"|"allocated"|"count"|"leaked"|"temporary": [Site]}}  // each list in its ranking's order
+//    "top": {"peak"|"allocated"|"count"|"leaked"|"temporary": [Site],  // each list in its ranking's order
+//            "total": number}}  // the recording's sites (the lists have the first of them)
 //
 //   Node = {"name": str, "value": int, "count": int, "module": str|null, "file": str|null, "line": int|null,
 //           "base": int, "base_count": int,                // optional (a differential graph): the baseline's

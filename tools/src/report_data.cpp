@@ -307,6 +307,7 @@ std::string report_json(const ReportData& d) {
     j.end_object().end_object();
     j.key("top").begin_object();
     for (const auto& [order, result] : d.top) j.key(order_name(order)).array(result.sites, write_site_json);
+    j.member("total", static_cast<std::uint64_t>(d.sites));  // every site of the recording; the rankings list the first
     j.end_object();
   }
   j.end_object();
