@@ -276,7 +276,7 @@ std::string LiveBooks::build(clock::time_point now, bool ended) {
   s.allocations = sites_.allocations();
   s.allocated_bytes = sites_.allocated_bytes();
   const double dt = std::chrono::duration<double>(now - last_).count();
-  if (dt > 0 && sequence_ > 1) {
+  if (dt > 0) {  // the first snapshot's rates: since the recording started
     s.events_per_second = static_cast<double>(s.events - last_events_) / dt;
     s.allocations_per_second = static_cast<double>(s.allocations - last_allocations_) / dt;
     s.bytes_per_second = static_cast<double>(s.allocated_bytes - last_bytes_) / dt;
