@@ -114,6 +114,13 @@ TEST(LiveView, RecordLiveShowsTheHeapGrowAndQLeavesTheRecordingRunning) {
 
   tmux.keys("rec", "c");
   ASSERT_TRUE(wait_for([&] { return contains(tmux.screen("rec"), "by count"); })) << tmux.screen("rec");
+  tmux.keys("rec", "Tab");  // from all processes to the first row's
+  ASSERT_TRUE(wait_for([&] { return contains(tmux.screen("rec"), "top sites of process "); })) << tmux.screen("rec");
+  EXPECT_TRUE(contains(tmux.screen("rec"), "\n> ")) << tmux.screen("rec");  // the row it shows is marked
+  tmux.keys("rec", "p");
+  ASSERT_TRUE(wait_for([&] { return contains(tmux.screen("rec"), "[view paused: p resumes]"); })) << tmux.screen("rec");
+  tmux.keys("rec", "p");
+  ASSERT_TRUE(wait_for([&] { return !contains(tmux.screen("rec"), "[view paused"); })) << tmux.screen("rec");
   tmux.keys("rec", "q");
   ASSERT_TRUE(wait_for([&] { return contains(slurp(err), "live view closed; the recording goes on"); }))
       << slurp(err);
