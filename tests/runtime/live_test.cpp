@@ -178,7 +178,7 @@ TEST(LiveServer, GreetsAndSendsTheNewestSnapshotThenTheLast) {
   EXPECT_EQ(end->sequence, 8u);
 }
 
-// A viewer that reads nothing while 64 MiB of snapshots are published: publish() never waits for it, the
+// A viewer that reads nothing while 16 MiB of snapshots are published: publish() never waits for it, the
 // updates it could not take are dropped, and what it reads afterwards is whole snapshots ending with the last.
 TEST(LiveServer, AViewerThatDoesNotReadMissesUpdatesButNeverBlocksThePublisher) {
   RuntimeDir runtime;
@@ -188,8 +188,8 @@ TEST(LiveServer, AViewerThatDoesNotReadMissesUpdatesButNeverBlocksThePublisher) 
   ASSERT_GE(fd, 0);
   while (!server.viewers()) ::usleep(1000);
   LiveSnapshot s = sample();
-  s.sites.assign(8000, LiveSite{41, 3, 900, 2, 60000, 50, std::string(100, 'f')});  // ~1 MiB
-  constexpr int kPublished = 64;
+  s.sites.assign(4000, LiveSite{41, 3, 900, 2, 60000, 50, std::string(100, 'f')});  // ~0.5 MiB
+  constexpr int kPublished = 32;
   for (int i = 1; i <= kPublished; ++i) {
     s.sequence = static_cast<std::uint64_t>(i);
     server.publish(encode_snapshot(s));
