@@ -120,6 +120,7 @@ void Lifecycle::finish_note() {
       if (note_.truncated || note_.payload.size() != sizeof p || !alive_.contains(h.pid)) break;
       std::memcpy(&p, note_.payload.data(), sizeof p);
       add(codec::Resident{h.pid, note_.position, ts, p.anon, p.file, p.shmem, p.swap, p.own, p.hwm});
+      last_resident_[h.pid] = p.anon + p.file + p.shmem;
       ++resident_samples_;
       break;
     }

@@ -64,6 +64,8 @@ class Lifecycle {
   // Records added to the channel so far; of those, Resident samples.
   [[nodiscard]] std::uint64_t records() const;
   [[nodiscard]] std::uint64_t resident_samples() const;
+  // Reader thread: each process's resident bytes at its last Resident sample (the live view's).
+  [[nodiscard]] const std::map<std::int32_t, std::uint64_t>& last_resident() const { return last_resident_; }
 
  private:
   struct Note {
@@ -88,6 +90,7 @@ class Lifecycle {
   std::function<void(std::int32_t)> on_new_process_;
   std::uint64_t records_ = 0;
   std::uint64_t resident_samples_ = 0;
+  std::map<std::int32_t, std::uint64_t> last_resident_;  // reader thread only
 };
 
 }  // namespace memtrack::runtime

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +47,17 @@ struct RecordOptions {
   // Sample each tracked process's resident memory (docs/RUNTIME.md, "Resident memory"); `--no-resident`: no
   // sampler thread, no Resident records, and the Recording does not list the section.
   bool resident = true;
+  // The live view (docs/RUNTIME.md, "Live view"): the recorder serves snapshots on a Unix socket
+  // (memtrack/runtime/live.h) while it records. When the socket cannot be made, a live recording
+  // (`require_live`) fails before the command runs; another goes on and says why in RecordResult::live_error.
+  bool live_server = true;
+  bool require_live = false;
+  // Called on the recorder's main thread once the command runs and the socket serves, with the socket's path
+  // and the command's pid; a thread it starts inherits a fully blocked signal mask.
+  std::function<void(const std::string& socket, int command_pid)> on_live;
+  // Not empty: the command's stdout and stderr go to this file (created or truncated before the command
+  // runs), and its stdin is /dev/null when the recorder's is a terminal (`record --live`: the view's).
+  std::string command_output;
 };
 
 struct ProcessNote {
@@ -91,6 +103,7 @@ struct RecordResult {
   std::uint64_t resident_polls = 0;       // /proc/<pid>/statm reads behind them
   double resident_cpu_seconds = 0;        // the sampler thread's CPU time
   double resident_wall_seconds = 0;       // over this wall time
+  std::string live_error;  // why the live view's socket could not be served, or empty
   // The preload's diagnostics, deduplicated, in order of first appearance.
   std::vector<PreloadMessage> preload_messages;
 };
