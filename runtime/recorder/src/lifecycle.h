@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "control_notes.h"
+#include "page_snapshots.h"
 #include "memtrack/analysis/live_heap.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/pipeline/context_channel.h"
@@ -49,6 +50,10 @@ class Lifecycle {
   // every process that starts (a fork child, or an image started by exec without a fork note).
   void on_new_process(std::function<void(std::int32_t)> fn) { on_new_process_ = std::move(fn); }
 
+  // Where the sampler parks the snapshots its NoteResidentPages name (set before the first slot; null: such a
+  // note is dropped).
+  void set_page_snapshots(PageSnapshots* snapshots) { page_snapshots_ = snapshots; }
+
   // Reader thread: a committed slot whose kind is a note (RingEventKind::Note*), at event position
   // `position`.
   void on_slot(const RingEvent& slot, std::uint64_t position);
@@ -64,6 +69,8 @@ class Lifecycle {
   // Records added to the channel so far; of those, Resident samples.
   [[nodiscard]] std::uint64_t records() const;
   [[nodiscard]] std::uint64_t resident_samples() const;
+  // ResidentPages snapshots written (each one or more records).
+  [[nodiscard]] std::uint64_t page_snapshots() const;
 
  private:
   struct Note {
@@ -88,6 +95,8 @@ class Lifecycle {
   std::function<void(std::int32_t)> on_new_process_;
   std::uint64_t records_ = 0;
   std::uint64_t resident_samples_ = 0;
+  std::uint64_t page_snapshots_written_ = 0;
+  PageSnapshots* page_snapshots_ = nullptr;
 };
 
 }  // namespace memtrack::runtime

@@ -91,6 +91,11 @@ struct RecordResult {
   std::uint64_t resident_polls = 0;       // /proc/<pid>/statm reads behind them
   double resident_cpu_seconds = 0;        // the sampler thread's CPU time
   double resident_wall_seconds = 0;       // over this wall time
+  std::uint64_t page_snapshots = 0;       // ResidentPages snapshots written (docs/RUNTIME.md, "Resident pages")
+  std::uint64_t page_snapshot_bytes = 0;  // the mapped anonymous bytes their bits covered
+  std::uint64_t page_snapshot_failures = 0;  // processes whose pagemap could not be read (no snapshot)
+  double page_snapshot_cpu_seconds = 0;   // the sampler's CPU time in them
+  double page_snapshot_max_seconds = 0;   // the longest one, wall
   // The preload's diagnostics, deduplicated, in order of first appearance.
   std::vector<PreloadMessage> preload_messages;
 };
