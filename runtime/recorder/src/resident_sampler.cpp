@@ -77,7 +77,7 @@ void ResidentSampler::sample(Process& p, clock::time_point now) {
   ++cost_.samples;
 }
 
-void ResidentSampler::snapshot(Process& p, std::uint64_t anon) {
+void ResidentSampler::snapshot(Process& p, std::uint64_t anon, clock::time_point now) {
   const double cpu = thread_cpu_seconds();
   const clock::time_point start = clock::now();
   codec::ResidentPages pages;
@@ -93,11 +93,12 @@ void ResidentSampler::snapshot(Process& p, std::uint64_t anon) {
     (void)pages_->take(id);  // the ring is detached: the recording is over
     return;
   }
+  const clock::duration took = clock::now() - start;
   p.snapshot_anon = anon;
+  p.next_snapshot = now + std::chrono::duration_cast<clock::duration>(took / kPagesShare);
   ++cost_.page_snapshots;
   cost_.snapshot_cpu_seconds += thread_cpu_seconds() - cpu;
-  cost_.snapshot_max_seconds =
-      std::max(cost_.snapshot_max_seconds, std::chrono::duration<double>(clock::now() - start).count());
+  cost_.snapshot_max_seconds = std::max(cost_.snapshot_max_seconds, std::chrono::duration<double>(took).count());
 }
 
 // One statm read, and a sample when the rules of the header call for one. False: the process has ended.
@@ -133,10 +134,10 @@ bool ResidentSampler::poll(Process& p, clock::time_point now, double stretch) {
   }
   // A page snapshot at a new high of anonymous memory (the header's rules).
   const std::uint64_t anon = st.resident > st.shared ? st.resident - st.shared : 0;
-  if (pages_ != nullptr && !p.pages_unreadable) {
+  if (pages_ != nullptr && !p.pages_unreadable && now >= p.next_snapshot) {
     const std::uint64_t base = p.snapshot_anon;
-    if (anon >= base + std::max(base / 8, kPagesStep) || (!moved && anon >= base + std::max(base / 32, kPagesSettledStep)))
-      snapshot(p, anon);
+    if (anon >= base + std::max(base / 8, kPagesStep) || (!moved && anon >= base + std::max(base / 64, kPagesSettledStep)))
+      snapshot(p, anon, now);
   }
   return true;
 }

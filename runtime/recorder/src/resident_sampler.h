@@ -13,11 +13,12 @@
 //
 // Resident pages (docs/RUNTIME.md, "Resident pages"): when a process's resident anonymous memory (statm's
 // resident - shared) reaches a new high of at least kPagesStep and 1/8 above its last snapshot, or settles
-// (unchanged since the last poll) at least kPagesSettledStep and 1/32 above it, the sampler reads the present
-// bits of its anonymous mappings (proc.h: read_anon_pages), parks them in `pages` and writes a
-// NoteResidentPages, which becomes a ResidentPages record at its position. Snapshots only grow, so a process
-// gets a bounded number of them (at most ~30 from 1 MiB to 1 GiB by the 1/8 rule); one that cannot be read
-// (EPERM, ended) gets none from then on.
+// (unchanged since the last poll) at least kPagesSettledStep and 1/64 above it, and the time since its last
+// snapshot is at least that snapshot's wall time / kPagesShare, the sampler reads the present bits of its
+// anonymous mappings (proc.h: read_anon_pages), parks them in `pages` and writes a NoteResidentPages, which
+// becomes a ResidentPages record at its position. Snapshots only grow, so a process gets a bounded number of
+// them, and they take at most kPagesShare of the wall time per process; one whose pages cannot be read (EPERM,
+// ended) gets none from then on.
 //
 // Thread safety: watch() from any thread (the reader's, through Lifecycle::on_new_process); everything else
 // on the sampler's own thread, until stop().
@@ -59,7 +60,8 @@ class ResidentSampler {
   static constexpr std::uint64_t kMinStep = 256 << 10;
   static constexpr double kCpuBudget = 0.015;
   static constexpr std::uint64_t kPagesStep = 4 << 20;
-  static constexpr std::uint64_t kPagesSettledStep = 1 << 20;
+  static constexpr std::uint64_t kPagesSettledStep = 512 << 10;
+  static constexpr double kPagesShare = 0.02;
 
   // Starts the thread (call with every signal blocked: it inherits the mask). `pages` (may be null: no page
   // snapshots) must outlive it.
@@ -84,12 +86,13 @@ class ResidentSampler {
     std::uint64_t own = 0;            // memtrack's own resident bytes (the ring's pages in this process)
     std::uint64_t sampled_resident = 0, sampled_high = 0;  // the program's, at the last sample and its highest
     std::uint64_t snapshot_anon = 0;  // resident anonymous bytes at the last page snapshot
+    clock::time_point next_snapshot;  // the earliest the next may start (kPagesShare)
     bool pages_unreadable = false;
   };
   void run();
   bool poll(Process& p, clock::time_point now, double stretch);
   void sample(Process& p, clock::time_point now);
-  void snapshot(Process& p, std::uint64_t anon);
+  void snapshot(Process& p, std::uint64_t anon, clock::time_point now);
 
   SharedRing& ring_;
   PageSnapshots* pages_;
