@@ -1,8 +1,8 @@
 // Processes and images (docs/RUNTIME.md, "Processes, exec, threads, signals" and "The program's environment"):
-// the lifecycle notes a tracked image writes (NoteExec when it attaches, NoteExit from exit(), NoteUntracked
-// for an image it starts that cannot be tracked), and the environment: the program's view of it has no
-// LD_PRELOAD entry of ours and no MEMTRACK_RING, and every child gets both back through the hooks of the exec
-// family, posix_spawn, system and popen. Nothing here runs per event.
+// the lifecycle notes a tracked image writes (NoteExec when it attaches, NoteExit from exit(), from _exit() and
+// for each child it reaps, NoteUntracked for an image it starts that cannot be tracked), and the environment:
+// the program's view of it has no LD_PRELOAD entry of ours and no MEMTRACK_RING, and every child gets both back
+// through the hooks of the exec family, posix_spawn, system and popen. Nothing here runs per event.
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "memtrack/runtime/image_check.h"
 #include "resolve.h"
@@ -120,11 +122,50 @@ void exit_note(int status, void*) {
   g_state.store(kOff, std::memory_order_release);
 }
 
+// _exit() and _Exit(): the process ends here, with no exit handler run, so exit_note never sees it. Noted
+// before the system call, like exit(): its blocks stop counting at this point of the stream, not when the
+// recorder's pidfd poll finds it gone. A vfork child (its parent's memory) writes nothing.
+void exit_now_note(int status) {
+  if (!recording_now() || static_cast<int>(syscall(SYS_getpid)) != g_pid) return;
+  write_note(RingEventKind::NoteExit, g_pid, static_cast<uint64_t>(static_cast<uint32_t>(status)), nullptr, 0,
+             runtime::kRingNoteHasStatus);
+  g_state.store(kOff, std::memory_order_release);
+}
+
+// A tracked process reaped child `pid` with wait status `status`: the child has ended before this point of
+// the stream (every event it wrote took its ticket before it died), so its end is noted here, before the
+// parent's next event. This places the end of a child killed by a signal, or one that ended without a note of
+// its own, exactly among its parent's events. The recorder ignores the note for a pid it does not track (an
+// untracked image) and for one whose end is already noted (its own exit note comes first).
+void reaped_note(pid_t pid, int status) {
+  if (pid <= 0 || !recording_now()) return;
+  if (WIFEXITED(status))
+    write_note(RingEventKind::NoteExit, pid, static_cast<uint32_t>(WEXITSTATUS(status)), nullptr, 0,
+               runtime::kRingNoteHasStatus);
+  else if (WIFSIGNALED(status))
+    write_note(RingEventKind::NoteExit, pid, static_cast<uint32_t>(WTERMSIG(status)), nullptr, 0,
+               runtime::kRingNoteSignal);
+}
+
 // The real process functions (next_fn, resolve.h). In a vfork child the lookup may wait for the loader's lock
 // held by another thread of the parent; it does not deadlock.
-enum ProcessFn { kExecve, kExecvpe, kExecveat, kFexecve, kPosixSpawn, kPosixSpawnp, kSystem, kPopen, kProcessFns };
+enum ProcessFn {
+  kExecve,
+  kExecvpe,
+  kExecveat,
+  kFexecve,
+  kPosixSpawn,
+  kPosixSpawnp,
+  kSystem,
+  kPopen,
+  kWaitpid,
+  kWait4,
+  kWaitid,
+  kProcessFns
+};
 constexpr const char* kProcessFnNames[kProcessFns] = {"execve",      "execvpe",      "execveat", "fexecve",
-                                                      "posix_spawn", "posix_spawnp", "system",   "popen"};
+                                                      "posix_spawn", "posix_spawnp", "system",   "popen",
+                                                      "waitpid",     "wait4",        "waitid"};
 constinit std::atomic<void*> g_process_fns[kProcessFns];
 
 template <typename Fn>
@@ -350,6 +391,9 @@ using spawn_fn = int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*,
                          char* const*);
 using system_fn = int (*)(const char*);
 using popen_fn = FILE* (*)(const char*, const char*);
+using waitpid_fn = pid_t (*)(pid_t, int*, int);
+using wait4_fn = pid_t (*)(pid_t, int*, int, struct rusage*);
+using waitid_fn = int (*)(idtype_t, id_t, siginfo_t*, int);
 
 int do_execve(const char* path, char* const* argv, char* const* envp) {
   int reason = 0;
@@ -483,6 +527,58 @@ MEMTRACK_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn
   if (r == 0 && recording_now() && find_in_path(file, path, sizeof path)) note_if_untrackable(child, AT_FDCWD, path);
   return r;
 }
+
+// The wait family: glibc's wait, wait3 and waitpid call wait4 internally, not through the PLT, so each is
+// interposed. A stopped or continued child (WUNTRACED, WCONTINUED) and waitid's WNOWAIT reap nothing.
+MEMTRACK_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
+  int st = 0;
+  const pid_t r = real<wait4_fn>(kWait4)(pid, &st, options, usage);
+  if (r > 0) {
+    const int saved = errno;
+    reaped_note(r, st);
+    errno = saved;
+  }
+  if (status != nullptr && r > 0) *status = st;
+  return r;
+}
+
+MEMTRACK_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
+  int st = 0;
+  const pid_t r = real<waitpid_fn>(kWaitpid)(pid, &st, options);
+  if (r > 0) {
+    const int saved = errno;
+    reaped_note(r, st);
+    errno = saved;
+  }
+  if (status != nullptr && r > 0) *status = st;
+  return r;
+}
+
+MEMTRACK_EXPORT pid_t wait(int* status) { return waitpid(-1, status, 0); }
+
+MEMTRACK_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) {
+  return wait4(-1, status, options, usage);
+}
+
+MEMTRACK_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t* info, int options) {
+  const int r = real<waitid_fn>(kWaitid)(idtype, id, info, options);
+  if (r == 0 && info != nullptr && (options & WNOWAIT) == 0 && info->si_pid > 0) {
+    const int saved = errno;
+    if (info->si_code == CLD_EXITED)
+      reaped_note(info->si_pid, W_EXITCODE(info->si_status, 0));
+    else if (info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED)
+      reaped_note(info->si_pid, info->si_status & 0x7f);
+    errno = saved;
+  }
+  return r;
+}
+
+MEMTRACK_EXPORT void _exit(int status) {
+  exit_now_note(status);
+  for (;;) syscall(SYS_exit_group, status);
+}
+
+MEMTRACK_EXPORT void _Exit(int status) { _exit(status); }
 
 MEMTRACK_EXPORT int system(const char* command) {
   if (command == nullptr) return real<system_fn>(kSystem)(nullptr);

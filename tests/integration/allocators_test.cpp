@@ -216,6 +216,44 @@ TEST(Allocators, AnUnsafeEntryIsRefusedAndReported) {
 
 namespace {
 
+// An allocator whose free functions are too short to patch in place (mi_free `endbr64; ret` straddling an
+// 8-byte word, mi_free_size a single `ret`): hooked through the padding after them, while another thread
+// allocates, so every one of their frees is recorded (CodSpeed's own test expects them).
+TEST(Allocators, EntriesTooShortToPatchInPlaceAreHookedThroughTheirPadding) {
+  const RecordRun run = record({kDir + "/dlopen_short", kDir + "/libshort_entry.so"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("done"), std::string::npos) << run.out;
+  EXPECT_EQ(run.err.find("cannot hook"), std::string::npos) << run.err;
+  std::map<std::uint64_t, long> want;  // address -> the thread that allocated it
+  std::istringstream in(run.out);
+  std::string word, kind;
+  long tid = 0;
+  std::uint64_t size = 0, addr = 0;
+  while (in >> word) {
+    if (word != "ev") continue;
+    in >> tid >> kind >> size >> addr;
+    want[addr] = tid;
+  }
+  ASSERT_EQ(want.size(), 400u) << run.out;
+  std::map<std::uint64_t, int> state;  // 1 allocated, 2 freed
+  for (const Ev& e : run.events) {
+    const auto w = want.find(e.addr);
+    if (w == want.end()) continue;
+    if (e.type == "Malloc" && e.size == 777) {
+      EXPECT_EQ(state[e.addr], 0) << e;
+      EXPECT_EQ(e.tid, w->second) << e;
+      state[e.addr] = 1;
+    } else if (e.type == "Free") {
+      EXPECT_EQ(state[e.addr], 1) << "a free before its malloc, or twice: " << e;
+      EXPECT_EQ(e.tid, w->second) << e;
+      state[e.addr] = 2;
+    }
+  }
+  std::size_t freed = 0;
+  for (const auto& [a, st] : state) freed += st == 2 ? 1 : 0;
+  EXPECT_EQ(freed, 400u) << "frees through mi_free and mi_free_size recorded";
+}
+
 // The preload's dlopen keeps the caller's library search: a name found only through the executable's
 // DT_RUNPATH ($ORIGIN/runpath) loads under memtrack as it does natively.
 TEST(Allocators, DlopenSearchesTheCallersRunpath) {

@@ -320,7 +320,12 @@ TEST(Control, RecordPausedThenCtlAndSignalsToggleFromOutside) {
   wait_state(c, "1");
   EXPECT_EQ(run({kMemtrack, "ctl", recorder, "mark", "two"}), 0);  // ends "phase", begins "two"
   EXPECT_EQ(c.ask('a'), "1");                                      // in "two"
-  EXPECT_EQ(run({kMemtrack, "ctl", recorder, "end"}), 0);
+  EXPECT_EQ(run({kMemtrack, "ctl", recorder, "end"}, {}, dir / "end.err"), 0);
+  EXPECT_EQ(slurp(dir / "end.err"), "");
+  // Nothing open now: said, and no note written (the two regions below stay the only ones).
+  EXPECT_EQ(run({kMemtrack, "ctl", recorder, "end"}, {}, dir / "end2.err"), 0);
+  EXPECT_EQ(slurp(dir / "end2.err"),
+            "memtrack ctl: no region is open (begin NAME or mark NAME opens one): nothing to end\n");
   EXPECT_EQ(run({kMemtrack, "ctl", recorder, "resume"}, {}, dir / "ctl.err"), 0);
   EXPECT_NE(slurp(dir / "ctl.err").find("already running"), std::string::npos);
   close(c.in);

@@ -258,7 +258,7 @@ TEST(Lifecycle, ForkChildRecordsStartExecAndExit) {
   EXPECT_EQ(pexit->event, run.events.size()) << "the parent's exit is after every event";
   const auto cexit = first_of<ProcessExit>(run.context, child);
   ASSERT_TRUE(cexit) << "the child's _exit is noticed";
-  EXPECT_FALSE(cexit->status) << "_exit: no exit() ran, status unknown to the recorder (its parent reaped it)";
+  EXPECT_EQ(cexit->status, std::optional<std::int32_t>(0)) << "_exit(0), noted by the preload's _exit hook";
   EXPECT_LT(cstart->event, cexit->event);
   EXPECT_GE(events_of(run.events, child), 3u);  // malloc, free, free of the inherited block
   expect_positions_consistent(run);
@@ -326,8 +326,7 @@ TEST(Lifecycle, DaemonIsLeftRunningAndUnaffected) {
   Recorded run;
   run.dir = scratch_dir();
   const fs::path marker = run.dir / "daemon.done";
-  run.recorder =
-      start(run.dir, "record", record_argv(run.dir, {kLifecycle, "daemon", marker.string()}), environment());
+  run.recorder = start(run.dir, "record", record_argv(run.dir, {kLifecycle, "daemon", marker.string()}), environment());
   run.exit_code = wait_code(run.recorder);
   const std::uint64_t returned_ns = monotonic_ns();
   finish(run);
@@ -695,8 +694,9 @@ TEST(Lifecycle, ADaemonsInheritedCopyIsItsParentsLeakOnly) {
   ASSERT_GT(daemon, 0) << run.out;
   std::ofstream(marker.string() + ".go").put('\n');
   EXPECT_TRUE(ended_by(daemon, std::chrono::steady_clock::now() + std::chrono::seconds(30)));
-  EXPECT_EQ(stats_query(run, daemon, "(child['leaked_count'], child['images'][0]['inherited_at_exit_bytes'] >= 1000039)"),
-            "(0, True)");
+  EXPECT_EQ(
+      stats_query(run, daemon, "(child['leaked_count'], child['images'][0]['inherited_at_exit_bytes'] >= 1000039)"),
+      "(0, True)");
   EXPECT_EQ(stats_query(run, daemon, "[p['leaked_bytes'] >= 1000039 for p in d['pids'] if p['pid'] != child['pid']]"),
             "[True]");
   EXPECT_EQ(stats_query(run, daemon, "1000039 <= sum(p['leaked_bytes'] for p in d['pids']) < 2 * 1000039"), "True");
@@ -775,18 +775,12 @@ std::uint64_t stats_peak(const fs::path& artifact) {
 }
 
 // Children that end with _exit while the recorder is not their parent (the program is): each one's end is
-// noted when it happens (its pidfd, polled by the recorder), after its last event and before the next child
-// starts, so the peak is one child's 1 MiB block (and the parent's stdout buffer), not the sum of all of them
-// (before: noted within 100 ms, 30 MiB at no gap, 5 MiB at this gap). The parent waits 20 ms between
-// children: the note lags the death by the recorder's wake-up (docs/RUNTIME.md, the NoteExit rows).
+// noted by its own _exit hook, after its last event and before the next child starts, so the peak is one
+// child's 1 MiB block (and the parent's stdout buffer), not the sum of all of them (before the hook, with only
+// the recorder's pidfd watch: 4 MiB for 200 children at no gap, and the order lost under a slow recorder).
+// No gap between the children: the order is exact, not a race the recorder must win.
 TEST(Lifecycle, SequentialExitChildrenEndWhenTheyDie) {
-#if defined(__SANITIZE_THREAD__)
-  // An end is noted by the recorder's pidfd watch, promptly but not synchronously: the order asserted here
-  // holds when the recorder keeps up, and a ThreadSanitizer recorder (several times slower) does not. The
-  // exact order needs an end note from the preload itself (issue 23, left).
-  GTEST_SKIP() << "end-note latency of a ThreadSanitizer recorder";
-#endif
-  const Recorded run = record({kPrograms + "/exit_children", "sequential", "20", "20"});
+  const Recorded run = record({kPrograms + "/exit_children", "sequential", "20", "0"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   std::vector<int> children;
   for (const auto& [k, v] : lines(run.out))
@@ -798,9 +792,8 @@ TEST(Lifecycle, SequentialExitChildrenEndWhenTheyDie) {
   for (std::size_t i = 0; i < children.size(); ++i) {
     const auto exit = first_of<ProcessExit>(run.context, children[i]);
     ASSERT_TRUE(exit.has_value()) << children[i];
-    // _exit(3): the status is the kernel's when the parent had reaped the child when the recorder looked
-    // (PIDFD_GET_INFO), else not known; never another.
-    EXPECT_EQ(exit->status.value_or(3), 3);
+    // _exit(3), noted with its status by the hook.
+    EXPECT_EQ(exit->status, 3);
     EXPECT_FALSE(exit->signal.has_value());
     // Its 1 MiB block precedes its end.
     std::size_t block = run.events.size();
@@ -818,31 +811,31 @@ TEST(Lifecycle, SequentialExitChildrenEndWhenTheyDie) {
 }
 
 // A child killed by SIGKILL (no exit() runs): its 4 MiB stop counting at its death, before its parent keeps
-// 3 MiB, so the peak is 4 MiB, not 7; its end carries the signal when the kernel had it.
+// 3 MiB, so the peak is 4 MiB, not 7. The parent's waitpid hook notes the reaped child's end with its signal,
+// before the parent's next event; no gap between the reaping and the parent's block.
 TEST(Lifecycle, AKilledChildsBlocksStopCountingAtItsDeath) {
-#if defined(__SANITIZE_THREAD__)
-  // An end is noted by the recorder's pidfd watch, promptly but not synchronously: the order asserted here
-  // holds when the recorder keeps up, and a ThreadSanitizer recorder (several times slower) does not. The
-  // exact order needs an end note from the preload itself (issue 23, left).
-  GTEST_SKIP() << "end-note latency of a ThreadSanitizer recorder";
-#endif
-  const Recorded run = record({kPrograms + "/exit_children", "killed", "20"});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const int child = static_cast<int>(value_int(lines(run.out), "child"));
-  ASSERT_GT(child, 0) << run.out;
-  const std::uint64_t peak = stats_peak(run.dir / "artifact.msgpack");
-  EXPECT_GE(peak, 4194304u);
-  EXPECT_LT(peak, 4194304u + 65536u) << "the killed child's blocks still counted";
-  const auto exit = first_of<ProcessExit>(run.context, child);
-  ASSERT_TRUE(exit.has_value());
+  for (const char* reap : {"waitpid", "waitid"}) {
+    SCOPED_TRACE(reap);
+    const Recorded run = record({kPrograms + "/exit_children", "killed", "0", reap});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const int child = static_cast<int>(value_int(lines(run.out), "child"));
+    ASSERT_GT(child, 0) << run.out;
+    const std::uint64_t peak = stats_peak(run.dir / "artifact.msgpack");
+    EXPECT_GE(peak, 4194304u);
+    EXPECT_LT(peak, 4194304u + 65536u) << "the killed child's blocks still counted";
+    const auto exit = first_of<ProcessExit>(run.context, child);
+    ASSERT_TRUE(exit.has_value());
+    // The signal is known when the parent's reap note comes first; the recorder's pidfd watch may see the
+  // death first (the kernel has no status for it before the reaping): the position is the same either way.
   EXPECT_EQ(exit->signal.value_or(SIGKILL), SIGKILL);
-  EXPECT_FALSE(exit->status.has_value());
-  std::size_t parent_block = run.events.size();
-  for (std::size_t k = 0; k < run.events.size(); ++k)
-    if (run.events[k].size == 3145728u) parent_block = k;
-  ASSERT_LT(parent_block, run.events.size());
-  EXPECT_LE(exit->event, parent_block);
-  expect_positions_consistent(run);
+    EXPECT_FALSE(exit->status.has_value());
+    std::size_t parent_block = run.events.size();
+    for (std::size_t k = 0; k < run.events.size(); ++k)
+      if (run.events[k].size == 3145728u) parent_block = k;
+    ASSERT_LT(parent_block, run.events.size());
+    EXPECT_LE(exit->event, parent_block);
+    expect_positions_consistent(run);
+  }
 }
 
 }  // namespace

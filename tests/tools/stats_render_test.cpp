@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "analysis/lifecycle_trace.h"
 #include "common/artifacts.h"
@@ -122,7 +123,9 @@ TEST(StatsRender, InheritedAtExitIsShownApartAndAnUntrackedExecHasItsRow) {
   EXPECT_NE(table.find("freed by exec          1 block, 64 bytes"), std::string::npos) << table;
   EXPECT_NE(table.find("inherited at exit      1 block, 64 bytes"), std::string::npos) << table;
   EXPECT_NE(table.find("untracked              pid 9 /usr/bin/static_tool (static)"), std::string::npos) << table;
-  EXPECT_NE(table.find(" 0  [untracked: static] /usr/bin/static_tool\n"), std::string::npos) << table;
+  // Its row (the command cut to the table's 100 columns; whole in the "untracked" line above).
+  EXPECT_NE(table.find("\n  9/1 "), std::string::npos) << table;
+  EXPECT_NE(table.find(" 0  [untracked: static] /usr/bin/stati...\n"), std::string::npos) << table;
   const std::string json = tools::format_stats_json(s);
   EXPECT_EQ(python(json, "d['leaked_bytes'], d['inherited_at_exit_count'], d['inherited_at_exit_bytes']"), "69 1 64\n");
   EXPECT_EQ(python(json,
@@ -130,6 +133,18 @@ TEST(StatsRender, InheritedAtExitIsShownApartAndAnUntrackedExecHasItsRow) {
                    "i['untracked'], i['executable']) for p in d['pids'][1:] for i in p['images']]"),
             "[(0, 'exit', 5, 64, 0, None, '/bin/sh'), (0, 'exec', 0, 0, 64, None, '/bin/sh'), "
             "(1, 'exit', 0, 0, 0, 'static', '/usr/bin/static_tool')]\n");
+}
+
+// Issue 23: the table fits 100 columns, in a person's units; a command too long for its row is cut ("..."),
+// whole in the header's command line (wrapped) and in --json.
+TEST(StatsRender, EveryLineFitsOneHundredColumns) {
+  for (const analysis::Stats& s : {exec_chain_stats(), subshell_stats()}) {
+    const std::string table = tools::format_stats_table(s);
+    std::istringstream in(table);
+    for (std::string line; std::getline(in, line);) EXPECT_LE(line.size(), 100u) << line;
+  }
+  const std::string table = tools::format_stats_table(subshell_stats());
+  EXPECT_NE(table.find("     64 B   exec  "), std::string::npos) << "bytes in units: " << table;
 }
 
 TEST(StatsRender, VersionOneArtifactsSayNoContextAndCompleteFollowsTheIndex) {

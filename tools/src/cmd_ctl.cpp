@@ -26,7 +26,8 @@ constexpr const char* kHelp =
     "              the run into phases\n\n"
     "Each takes effect at its place in the event stream, like the library's calls. SIGUSR1 and SIGUSR2 to the\n"
     "recorder pause and resume too. Exit status: 0 done, 1 PID is not a recorder of this user or the recording\n"
-    "has ended, 2 usage error; 'pause' while paused (and 'resume' while recording) is 0 and says so.\n";
+    "has ended, 2 usage error; 'pause' while paused, 'resume' while recording and 'end' with no region open\n"
+    "are 0 and say so.\n";
 
 }  // namespace
 
@@ -64,6 +65,8 @@ int run_ctl(int argc, char** argv) {
   if (!changed && (command == runtime::ControlCommand::pause || command == runtime::ControlCommand::resume))
     std::fprintf(stderr, "memtrack ctl: the recording was already %s\n",
                  command == runtime::ControlCommand::pause ? "paused" : "running");
+  if (!changed && command == runtime::ControlCommand::region_end)
+    std::fprintf(stderr, "memtrack ctl: no region is open (begin NAME or mark NAME opens one): nothing to end\n");
   return 0;
 }
 

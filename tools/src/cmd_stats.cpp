@@ -57,7 +57,11 @@ constexpr const char* kHelp =
     "frame and byte offset, and the exit status is 1. A damaged frame index is reported the same way after\n"
     "the stats, which are then computed sequentially.\n"
     "An artifact recorded with call stacks (a file or stdin) also lists its top leak sites: the call\n"
-    "stacks of the most bytes still live at the end ('memtrack top FILE --by leaked' shows more).\n";
+    "stacks of the most bytes still live at the end ('memtrack top FILE --by leaked' shows more).\n\n"
+    "The table fits 100 columns: tables give bytes in binary units and times in milliseconds, a column that\n"
+    "is 0 on every row is left out, a command too long for its row is cut (\"...\"), and a frame line names\n"
+    "its module (then its source file) by file name when the whole path does not fit. --json has every\n"
+    "number exact and every name whole.\n";
 
 constexpr std::size_t kLeakSites = 5;
 

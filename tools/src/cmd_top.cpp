@@ -41,7 +41,9 @@ constexpr const char* kHelp =
     "                  and the allocations without a stack add up to the totals; stacks innermost first,\n"
     "                  unknown fields null\n\n"
     "Frames are named from the artifact's own symbol table; when it has none for a module (the recorder was\n"
-    "killed), from the module file if it still exists and is the recorded build, else module + offset.\n";
+    "killed), from the module file if it still exists and is the recorded build, else module + offset.\n"
+    "A frame line fits 100 columns: when the whole line is longer, the module is named by its file name,\n"
+    "then the source file too (--json keeps every path whole).\n";
 
 }  // namespace
 

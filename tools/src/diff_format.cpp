@@ -276,7 +276,7 @@ std::string format_diff_table(const DiffReport& r) {
           out += "      ... " + u64(c.stack.size() - 8) + " more frames\n";
           break;
         }
-        out += "      " + format_frame(f) + "\n";
+        out += format_frame_line(f) + "\n";
       }
     }
   }

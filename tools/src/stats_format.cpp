@@ -42,6 +42,52 @@ std::string since_start(const EventCounts& c, std::uint64_t timestamp) {
   return buf;
 }
 
+// The same moment in a table cell: milliseconds are what a person compares there ("+0.012 s").
+std::string since_start_cell(const EventCounts& c, std::uint64_t timestamp) {
+  if (c.events == 0 || timestamp < c.first_timestamp) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "+%.3f s", static_cast<double>(timestamp - c.first_timestamp) / 1e9);
+  return buf;
+}
+
+// The table's width: every line of the text table fits it; full precision is in --json.
+constexpr std::size_t kWidth = 100;
+
+// `line` cut to kWidth columns, its end shown as "..." when cut (a table row's command).
+std::string fit(std::string line) {
+  if (line.size() > kWidth) line = line.substr(0, kWidth - 3) + "...";
+  return line;
+}
+
+// "LABEL                  VALUE" with VALUE wrapped at spaces to kWidth columns, continuation lines
+// indented under it; a word longer than a line stays whole.
+std::string labelled(const char* label, const std::string& value, std::size_t indent = 23) {
+  char head[64];
+  std::snprintf(head, sizeof head, "%-*s", static_cast<int>(indent - 1), label);
+  std::string out = std::string(head) + " ";
+  std::size_t col = out.size(), i = 0;
+  bool first = true;
+  while (i < value.size()) {
+    std::size_t j = value.find(' ', i);
+    if (j == std::string::npos) j = value.size();
+    const std::size_t word = j - i;
+    if (!first && col + 1 + word > kWidth) {
+      out += "\n" + std::string(indent, ' ');
+      col = indent;
+      first = true;
+    }
+    if (!first) {
+      out += ' ';
+      ++col;
+    }
+    out.append(value, i, word);
+    col += word;
+    first = false;
+    i = j + 1;
+  }
+  return out + "\n";
+}
+
 double ratio(const FileSummary& f) {
   return f.compressed_bytes == 0 ? 0.0
                                  : static_cast<double>(f.decompressed_bytes) / static_cast<double>(f.compressed_bytes);
@@ -152,23 +198,27 @@ std::string resident_table(const Stats& s) {
   const analysis::ResidentBooks& r = s.resident;
   if (r.samples() == 0) return "\nresident memory: not recorded (no process was sampled)\n";
   const EventCounts& c = s.counts;
-  std::string out = "\nresident memory (sampled from /proc; memtrack's own pages left out: at most " +
-                    human_bytes(r.own_max()) + ", its shared ring's)\n";
+  std::string out = "\nresident memory (sampled from /proc; memtrack's own pages, at most " + human_bytes(r.own_max()) +
+                    ", left out)\n";
   const analysis::ResidentPoint& p = r.peak();
-  out += "  peak resident          " + u64(p.resident) + " (" + human_bytes(p.resident) + ") at " +
-         since_start(c, p.timestamp) + ": anon " + human_bytes(p.anon) + ", file " + human_bytes(p.file) + ", shmem " +
-         human_bytes(p.shmem) + "; swap " + human_bytes(p.swap) + "\n";
-  out += "  anon - live heap       " + signed_bytes(p.gap()) + " at that peak (live heap " + human_bytes(p.live_heap) +
-         "): " + kGapExplanation + "\n";
+  out += labelled("  peak resident",
+                  u64(p.resident) + " (" + human_bytes(p.resident) + ") at " + since_start(c, p.timestamp) + ": anon " +
+                      human_bytes(p.anon) + ", file " + human_bytes(p.file) + ", shmem " + human_bytes(p.shmem) +
+                      "; swap " + human_bytes(p.swap),
+                  25);
+  out += labelled(
+      "  anon - live heap",
+      signed_bytes(p.gap()) + " at that peak (live heap " + human_bytes(p.live_heap) + "): " + kGapExplanation, 25);
   char line[256];
-  std::snprintf(line, sizeof line, "  %-8s %14s %20s %12s %12s %16s %12s %8s\n", "pid", "peak resident", "peak at",
+  std::snprintf(line, sizeof line, "  %-8s %13s %10s %10s %10s %16s %10s %8s\n", "pid", "peak resident", "peak at",
                 "anon", "live heap", "anon - live heap", "VmHWM", "samples");
   out += line;
   for (const auto& [pid, pr] : r.pids()) {
     const analysis::ResidentPoint& q = pr.peak;
-    std::snprintf(line, sizeof line, "  %-8d %14" PRIu64 " %20s %12s %12s %16s %12s %8" PRIu64 "\n", pid, q.resident,
-                  since_start(c, q.timestamp).c_str(), human_bytes(q.anon).c_str(), human_bytes(q.live_heap).c_str(),
-                  signed_bytes(q.gap()).c_str(), human_bytes(pr.hwm).c_str(), pr.samples);
+    std::snprintf(line, sizeof line, "  %-8d %13s %10s %10s %10s %16s %10s %8" PRIu64 "\n", pid,
+                  human_bytes(q.resident).c_str(), since_start_cell(c, q.timestamp).c_str(),
+                  human_bytes(q.anon).c_str(), human_bytes(q.live_heap).c_str(), signed_bytes(q.gap()).c_str(),
+                  human_bytes(pr.hwm).c_str(), pr.samples);
     out += line;
   }
   for (const std::int32_t pid : unsampled_pids(s)) {
@@ -222,10 +272,7 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
   const EventCounts& c = s.counts;
   std::string out;
   char line[256];
-  auto add = [&](const char* label, const std::string& value) {
-    std::snprintf(line, sizeof line, "%-22s %s\n", label, value.c_str());
-    out += line;
-  };
+  auto add = [&](const char* label, const std::string& value) { out += labelled(label, value); };
   add("events", u64(c.events));
   add("duration", seconds(duration(c)));
   add("bytes allocated", u64(c.bytes_allocated) + " (" + human_bytes(c.bytes_allocated) + ")");
@@ -282,39 +329,74 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
     // One row per image: a pid that exec'd has a row per image (pid/1, pid/2...), the command each ran, and
     // how it ended; a fork child that did not exec runs its parent's command, marked [fork].
     out += "\nby process image\n";
-    std::snprintf(line, sizeof line, "  %-10s %10s %14s %20s %10s %14s %14s %15s %14s %6s  %s\n", "pid", "events",
-                  "peak live", "peak at", "leaks", "leaked bytes", "peak mapped", "unmatched frees", "freed by exec",
-                  "end", "command");
-    out += line;
+    // Columns that are 0 on every row are left out (peak mapped, unmatched frees, freed by exec).
+    bool mapped = false, unmatched = false, exec_freed = false;
+    for (const ProcessImage& img : s.heap.images()) {
+      mapped = mapped || img.heap.peak_mapped_bytes != 0;
+      unmatched = unmatched || img.heap.unmatched_frees != 0;
+      exec_freed = exec_freed || img.freed_by_exec_bytes != 0;
+    }
+    // When each image peaked and how many blocks it leaked are in --json (and per pid below): the command
+    // needs the room.
+    auto row = [&](const std::string& pid, const std::string& events, const std::string& peak,
+                   const std::string& leaked, const std::string& map, const std::string& unm, const std::string& exe,
+                   const std::string& end, const std::string& cmd) {
+      char cells[256];
+      std::snprintf(cells, sizeof cells, "  %-10s %8s %10s %10s", pid.c_str(), events.c_str(), peak.c_str(),
+                    leaked.c_str());
+      std::string text = cells;
+      auto cell = [&text](int width, const std::string& v) {
+        char b[64];
+        std::snprintf(b, sizeof b, " %*s", width, v.c_str());
+        text += b;
+      };
+      if (mapped) cell(11, map);
+      if (unmatched) cell(9, unm);
+      if (exec_freed) cell(10, exe);
+      cell(6, end);
+      out += fit(text + "  " + cmd) + "\n";
+    };
+    row("pid", "events", "peak live", "leaked", "peak mapped", "unmatched", "exec-freed", "end", "command");
     for (const ProcessImage& img : s.heap.images()) {
       const PidHeap& h = img.heap;
-      const std::string label = std::to_string(img.pid) + (img.image ? "/" + std::to_string(img.image) : "");
-      const std::string command = image_command(img);
-      out += "  ";
-      char cells[256];
-      std::snprintf(cells, sizeof cells,
-                    "%-10s %10" PRIu64 " %14" PRIu64 " %20s %10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %15" PRIu64
-                    " %14" PRIu64 " %6s  ",
-                    label.c_str(), h.events, h.peak_bytes, since_start(c, h.peak_timestamp).c_str(),
-                    img.leaked_count(), img.leaked_bytes(), h.peak_mapped_bytes, h.unmatched_frees, img.freed_by_exec_bytes,
-                    end_cell(img).c_str());
-      out += cells;
-      out += command + "\n";  // unbounded: not through the fixed-size line buffer
+      row(std::to_string(img.pid) + (img.image ? "/" + std::to_string(img.image) : ""), u64(h.events),
+          human_bytes(h.peak_bytes), human_bytes(img.leaked_bytes()), human_bytes(h.peak_mapped_bytes),
+          u64(h.unmatched_frees), human_bytes(img.freed_by_exec_bytes), end_cell(img), image_command(img));
     }
   }
 
   out += "\nby pid\n";
-  std::snprintf(line, sizeof line, "  %-8s %10s %14s %20s %10s %14s %14s %15s\n", "pid", "events", "peak live",
-                "peak at", "leaks", "leaked bytes", "peak mapped", "unmatched frees");
-  out += line;
-  for (const auto& [pid, n] : c.by_pid) {
-    const auto it = s.heap.pids().find(pid);
-    const PidHeap h = it == s.heap.pids().end() ? PidHeap{} : it->second;
-    std::snprintf(line, sizeof line,
-                  "  %-8d %10" PRIu64 " %14" PRIu64 " %20s %10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %15" PRIu64 "\n",
-                  pid, n, h.peak_bytes, since_start(c, h.peak_timestamp).c_str(), h.live_count, h.live_bytes,
-                  h.peak_mapped_bytes, h.unmatched_frees);
-    out += line;
+  {
+    bool mapped = false, unmatched = false;
+    for (const auto& [pid, n] : c.by_pid) {
+      const auto it = s.heap.pids().find(pid);
+      if (it == s.heap.pids().end()) continue;
+      mapped = mapped || it->second.peak_mapped_bytes != 0;
+      unmatched = unmatched || it->second.unmatched_frees != 0;
+    }
+    auto row = [&](const std::string& pid, const std::string& events, const std::string& peak, const std::string& at,
+                   const std::string& nleaks, const std::string& leaked, const std::string& map,
+                   const std::string& unm) {
+      std::snprintf(line, sizeof line, "  %-8s %9s %10s %10s %7s %10s", pid.c_str(), events.c_str(), peak.c_str(),
+                    at.c_str(), nleaks.c_str(), leaked.c_str());
+      out += line;
+      if (mapped) {
+        std::snprintf(line, sizeof line, " %11s", map.c_str());
+        out += line;
+      }
+      if (unmatched) {
+        std::snprintf(line, sizeof line, " %9s", unm.c_str());
+        out += line;
+      }
+      out += "\n";
+    };
+    row("pid", "events", "peak live", "peak at", "leaks", "leaked", "peak mapped", "unmatched");
+    for (const auto& [pid, n] : c.by_pid) {
+      const auto it = s.heap.pids().find(pid);
+      const PidHeap h = it == s.heap.pids().end() ? PidHeap{} : it->second;
+      row(std::to_string(pid), u64(n), human_bytes(h.peak_bytes), since_start_cell(c, h.peak_timestamp),
+          u64(h.live_count), human_bytes(h.live_bytes), human_bytes(h.peak_mapped_bytes), u64(h.unmatched_frees));
+    }
   }
 
   if (resident) out += resident_table(s);

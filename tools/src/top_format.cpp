@@ -144,7 +144,7 @@ std::string format_leak_sites_table(const SitesResult& leaks, std::size_t frames
         out += "      ...\n";
         break;
       }
-      out += "      " + format_frame(f) + "\n";
+      out += format_frame_line(f) + "\n";
     }
   }
   return out;
@@ -162,6 +162,26 @@ std::string format_frame(const SiteFrame& f) {
     line += " at " + hex(*f.address);
   }
   return line;
+}
+
+std::string format_frame_line(const SiteFrame& f, std::size_t indent, std::size_t width) {
+  const std::size_t room = width > indent + 8 ? width - indent : 8;
+  std::string line = format_frame(f);
+  if (line.size() > room) {
+    SiteFrame shorter = f;
+    auto base = [](const std::string& path) {
+      const std::size_t slash = path.rfind('/');
+      return slash == std::string::npos ? path : path.substr(slash + 1);
+    };
+    shorter.module = base(f.module);
+    line = format_frame(shorter);
+    if (line.size() > room) {
+      shorter.file = base(f.file);
+      line = format_frame(shorter);
+    }
+    if (line.size() > room) line = line.substr(0, room - 3) + "...";
+  }
+  return std::string(indent, ' ') + line;
 }
 
 std::string format_top_table(const SitesResult& result, SiteOrder order, std::size_t frames) {
@@ -188,7 +208,7 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
         out += "      ... " + u64(s.stack.size() - shown) + " more frames\n";
         break;
       }
-      out += "      " + format_frame(f) + "\n";
+      out += format_frame_line(f) + "\n";
       ++shown;
     }
   }

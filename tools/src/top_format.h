@@ -20,8 +20,9 @@ bool parse_order(std::string_view name, analysis::SiteOrder& out);
 // {"by": ..., "sites": [{"stack": [{"function", "module", "file", "line", "address"}...], "peak_bytes",
 // "allocated_bytes", "allocations", "leaked_bytes", "leaked_blocks", "temporary"}...], "rest": {"sites", the
 // same numbers}, "without_stack": {the numbers}, "totals": {"sites", the numbers}}: the listed sites plus the
-// rest (the sites beyond -n) plus the allocations without a stack are the totals; stack innermost first; unknown fields null; "address" a hex string (module-relative, absolute for an address in no known
-// module); a stack cut at the depth cap ends with a frame whose function is "[truncated]" and the rest null.
+// rest (the sites beyond -n) plus the allocations without a stack are the totals; stack innermost first; unknown fields
+// null; "address" a hex string (module-relative, absolute for an address in no known module); a stack cut at the depth
+// cap ends with a frame whose function is "[truncated]" and the rest null.
 std::string format_top_json(const analysis::SitesResult& result, analysis::SiteOrder order);
 
 // A stack as format_top_json's "stack" array.
@@ -41,5 +42,10 @@ std::string format_top_table(const analysis::SitesResult& result, analysis::Site
 
 // One frame as a line: "function (file:line) in module [+0xaddress]".
 std::string format_frame(const analysis::SiteFrame& frame);
+
+// The frame as a table line of at most `width` columns after an indent of `indent`: when the whole line is
+// longer, the module is shown by its file name, then the source file by its name, then the line is cut
+// ("..."). `memtrack top --json` keeps every path whole.
+std::string format_frame_line(const analysis::SiteFrame& frame, std::size_t indent = 6, std::size_t width = 100);
 
 }  // namespace memtrack::tools

@@ -94,15 +94,19 @@ uintptr_t branch_target(const ZydisDecodedInstruction& in, uintptr_t ip) {
 
 struct Displaced {
   uint8_t code[kMaxDisplaced + 2 * kAbsJumpBytes];
-  size_t code_len;  // the relocated copy, without the jump back
-  size_t src_len;   // bytes of the original covered (>= 5)
+  size_t code_len;           // the relocated copy, without the jump back
+  size_t src_len;            // bytes of the original covered (>= the bytes the patch overwrites)
+  bool ends_in_ret = false;  // the last relocated instruction returns: no jump back is needed
 };
 
-// Builds the relocated copy of the first instructions of `entry` as it will run at `dst`.
-const char* relocate(const ZydisDecoder& dec, uintptr_t entry, size_t size, uintptr_t dst, Displaced& out) {
+// Builds the relocated copy of the instructions of `entry` that cover its first `cover` bytes, as it will run
+// at `dst`. With `ret_ends` a return may be the last of them (the short-jump patch: the return is copied and
+// nothing after it runs).
+const char* relocate(const ZydisDecoder& dec, uintptr_t entry, size_t size, uintptr_t dst, Displaced& out,
+                     size_t cover = kJumpBytes, bool ret_ends = false) {
   out.code_len = 0;
   out.src_len = 0;
-  while (out.src_len < kJumpBytes) {
+  while (out.src_len < cover) {
     ZydisDecodedInstruction in;
     const uintptr_t ip = entry + out.src_len;
     if (!ZYAN_SUCCESS(
@@ -110,7 +114,14 @@ const char* relocate(const ZydisDecoder& dec, uintptr_t entry, size_t size, uint
       return "an instruction in its first 5 bytes cannot be decoded";
     const uint8_t* src = reinterpret_cast<const uint8_t*>(ip);
     uint8_t* at = out.code + out.code_len;
-    if (in.meta.category == ZYDIS_CATEGORY_RET) return "it returns within its first 5 bytes";
+    if (in.meta.category == ZYDIS_CATEGORY_RET) {
+      if (!ret_ends) return "it returns within its first 5 bytes";
+      memcpy(at, src, in.length);
+      out.code_len += in.length;
+      out.src_len += in.length;
+      out.ends_in_ret = true;
+      return nullptr;
+    }
     if (is_rip_relative(in)) {
       const uintptr_t target = ip + in.length + static_cast<uintptr_t>(in.raw.disp.value);
       const uintptr_t new_ip = dst + out.code_len;
@@ -161,7 +172,8 @@ const char* relocate(const ZydisDecoder& dec, uintptr_t entry, size_t size, uint
   return nullptr;
 }
 
-// No branch anywhere in the function may land inside the displaced bytes (after the first): they are gone.
+// No branch anywhere in the function may land inside the first `displaced` bytes (after the first byte):
+// they are gone.
 const char* check_branches(const ZydisDecoder& dec, uintptr_t entry, size_t size, size_t displaced) {
   size_t off = 0;
   while (off < size) {
@@ -178,27 +190,84 @@ const char* check_branches(const ZydisDecoder& dec, uintptr_t entry, size_t size
 
 }  // namespace
 
-const char* patch_entry(uintptr_t entry, size_t size, uintptr_t hook, uintptr_t* original) {
+namespace {
+
+constexpr size_t kShortJumpBytes = 2;  // jmp rel8
+
+// Whether [from, to) is alignment padding the compiler or linker put between functions: int3 or nop
+// instructions only, decoded whole within the range.
+bool is_padding(const ZydisDecoder& dec, uintptr_t from, uintptr_t to) {
+  for (uintptr_t ip = from; ip < to;) {
+    ZydisDecodedInstruction in;
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, nullptr, reinterpret_cast<const void*>(ip), to - ip, &in)))
+      return false;
+    if (in.mnemonic != ZYDIS_MNEMONIC_NOP && in.mnemonic != ZYDIS_MNEMONIC_INT3) return false;
+    ip += in.length;
+  }
+  return true;
+}
+
+// Stores `n` bytes at `at` with one aligned 8-byte store (they lie in one quadword).
+void store_in_word(uintptr_t at, const uint8_t* bytes, size_t n) {
+  const uintptr_t word = at & ~uintptr_t{7};
+  auto* q = reinterpret_cast<uint64_t*>(word);
+  uint8_t now[8];
+  const uint64_t old = __atomic_load_n(q, __ATOMIC_ACQUIRE);
+  memcpy(now, &old, 8);
+  memcpy(now + (at - word), bytes, n);
+  uint64_t v;
+  memcpy(&v, now, 8);
+  __atomic_store_n(q, v, __ATOMIC_SEQ_CST);
+}
+
+}  // namespace
+
+bool needs_padding(uintptr_t entry, size_t size) { return size < kJumpBytes || (entry & 7) + kJumpBytes > 8; }
+
+const char* patch_entry(uintptr_t entry, size_t size, uintptr_t limit, uintptr_t hook, uintptr_t* original) {
 #if !defined(__x86_64__)
-  (void)entry, (void)size, (void)hook, (void)original;
+  (void)entry, (void)size, (void)limit, (void)hook, (void)original;
   return "entry patching is implemented for x86-64 only";
 #endif
-  if (size < kJumpBytes) return size == 0 ? "its size is unknown" : "it is shorter than 5 bytes";
-  if ((entry & 7) + kJumpBytes > 8) return "its first 5 bytes straddle an 8-byte word (no atomic patch)";
+  if (size == 0) return "its size is unknown";
+  // The 5-byte jump at the entry needs 5 bytes of the function in one aligned quadword. Else a 2-byte jump
+  // to a 5-byte one written in the alignment padding after the function (nothing runs there), when the
+  // symbol table and the bytes prove it is padding.
+  const bool direct = !needs_padding(entry, size);
   while (g_lock.test_and_set(std::memory_order_acquire)) sched_yield();
   const char* why = nullptr;
   ZydisDecoder dec;
   ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-  Displaced d;
+  uintptr_t pad = 0;  // the 5-byte jump's place in the padding (the short-jump patch)
+  if (!direct) {
+    const uintptr_t end = entry + size;
+    const uintptr_t pad_end = (end + 15) & ~uintptr_t{15};
+    pad = end > entry + kShortJumpBytes ? end : entry + kShortJumpBytes;
+    if ((entry & 7) + kShortJumpBytes > 8)
+      why = "its first 2 bytes straddle an 8-byte word (no atomic patch)";
+    else if (limit == 0 || limit < pad_end)
+      why = size < kJumpBytes ? "it is shorter than 5 bytes (and the symbol table does not prove padding after it)"
+                              : "its first 5 bytes straddle an 8-byte word (no atomic patch), and the symbol table "
+                                "does not prove padding after it";
+    else if (pad + kJumpBytes > pad_end || pad - (entry + kShortJumpBytes) > 127 || !is_padding(dec, end, pad_end))
+      why = size < kJumpBytes ? "it is shorter than 5 bytes, with no padding after it for a jump"
+                              : "its first 5 bytes straddle an 8-byte word (no atomic patch), with no padding after "
+                                "it for a jump";
+  }
+  Displaced d{};
   uintptr_t island = 0;
   const size_t need = kAbsJumpBytes + sizeof d.code;
-  if ((island = island_alloc(entry, need)) == 0) why = "no island page can be mapped within 2 GiB of it";
+  if (why == nullptr && (island = island_alloc(entry, need)) == 0)
+    why = "no island page can be mapped within 2 GiB of it";
   const uintptr_t page = island & ~uintptr_t{4095};
   const uintptr_t tramp = island + 16;  // the hook's absolute jump first, then the trampoline
-  if (why == nullptr) why = relocate(dec, entry, size, tramp, d);
-  if (why == nullptr) why = check_branches(dec, entry, size, d.src_len);
-  if (why == nullptr && !within_rel32(entry + kJumpBytes, island)) why = "the island is out of jmp rel32 reach";
+  const size_t overwritten = direct ? kJumpBytes : kShortJumpBytes;
+  if (why == nullptr) why = relocate(dec, entry, size, tramp, d, overwritten, !direct);
+  if (why == nullptr) why = check_branches(dec, entry, size, direct ? d.src_len : overwritten);
+  const uintptr_t jump_from = direct ? entry : pad;  // where the jmp rel32 to the island is
+  if (why == nullptr && !within_rel32(jump_from + kJumpBytes, island)) why = "the island is out of jmp rel32 reach";
   const uintptr_t text = entry & ~uintptr_t{4095};
+  const size_t text_span = ((direct ? entry + kJumpBytes : pad + kJumpBytes) - text + 4095) & ~size_t{4095};
   if (why == nullptr) {
     // The island's bytes first, while no one can reach them.
     const size_t span = (island + need - page + 4095) & ~size_t{4095};
@@ -206,30 +275,33 @@ const char* patch_entry(uintptr_t entry, size_t size, uintptr_t hook, uintptr_t*
       why = "its island cannot be made writable";
     } else {
       put_abs_jump(reinterpret_cast<uint8_t*>(island), hook);
-      put_abs_jump(d.code + d.code_len, entry + d.src_len);
+      if (!d.ends_in_ret) put_abs_jump(d.code + d.code_len, entry + d.src_len);
       memcpy(reinterpret_cast<void*>(tramp), d.code, d.code_len + kAbsJumpBytes);
       raw_mprotect(page, span, PROT_READ | PROT_EXEC);
       __builtin___clear_cache(reinterpret_cast<char*>(island), reinterpret_cast<char*>(island + need));
       *original = tramp;
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      if (raw_mprotect(text, 4096, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
+      if (raw_mprotect(text, text_span, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
         why = "its code page cannot be made writable";
     }
   }
   if (why == nullptr) {
-    const uintptr_t word = entry & ~uintptr_t{7};
-    const size_t at = entry - word;
-    auto* q = reinterpret_cast<uint64_t*>(word);
-    uint8_t bytes[8];
-    const uint64_t old = __atomic_load_n(q, __ATOMIC_ACQUIRE);
-    memcpy(bytes, &old, 8);
-    const int32_t rel = static_cast<int32_t>(static_cast<int64_t>(island - (entry + kJumpBytes)));
-    bytes[at] = 0xe9;
-    memcpy(bytes + at + 1, &rel, 4);
-    uint64_t now;
-    memcpy(&now, bytes, 8);
-    __atomic_store_n(q, now, __ATOMIC_SEQ_CST);
-    raw_mprotect(text, 4096, PROT_READ | PROT_EXEC);
+    uint8_t jmp[kJumpBytes];
+    const int32_t rel = static_cast<int32_t>(static_cast<int64_t>(island - (jump_from + kJumpBytes)));
+    jmp[0] = 0xe9;
+    memcpy(jmp + 1, &rel, 4);
+    if (direct) {
+      store_in_word(entry, jmp, kJumpBytes);
+    } else {
+      // The padding's jump first (no thread runs padding), seen by every thread before the entry changes;
+      // then the entry's 2 bytes at once.
+      memcpy(reinterpret_cast<void*>(pad), jmp, kJumpBytes);
+      __builtin___clear_cache(reinterpret_cast<char*>(pad), reinterpret_cast<char*>(pad + kJumpBytes));
+      serialize_all_threads();
+      const uint8_t short_jmp[kShortJumpBytes] = {0xeb, static_cast<uint8_t>(pad - (entry + kShortJumpBytes))};
+      store_in_word(entry, short_jmp, kShortJumpBytes);
+    }
+    raw_mprotect(text, text_span, PROT_READ | PROT_EXEC);
     serialize_all_threads();
   }  // else the island space is left unused: it was never reachable
   g_lock.clear(std::memory_order_release);

@@ -14,12 +14,22 @@
 // process serializes before the patcher moves on. A thread that fetched the old bytes just before runs the
 // original function unhooked: that call is not recorded, nothing breaks.
 //
+// When those 5 bytes straddle a quadword, or the function is shorter than 5 bytes (an empty `mi_free` is
+// `endbr64; ret`, or a single `ret`), the entry gets a 2-byte `jmp rel8` instead (stored the same way: the 2
+// bytes lie in one quadword) to a `jmp rel32` written first into the alignment padding after the function.
+// The padding is proven: no symbol of the image's symbol table lies before the next 16-byte boundary, every
+// byte up to it decodes as int3 or nop, and it has room for the 5 bytes within rel8 reach. The bytes written
+// to the padding are never run by anyone before the entry's 2 bytes change (membarrier between the two), and
+// only bytes of the entry's first instruction(s) change, so a thread that fetched the old entry runs the
+// original function whole; a `ret` among the displaced instructions is copied and ends the trampoline.
+//
 // Fail closed: the function is left untouched, and the reason returned, when any of these holds: its size
 // is unknown; an instruction cannot be decoded; fewer than 5 bytes precede a return; a displaced instruction
 // is a branch other than call/jmp/jcc (loop, jrcxz), or RIP-relative out of reach of the island; any branch of the
-// function jumps into the displaced bytes (the whole function is decoded to check); the 5 bytes straddle an 8-byte
-// word; no island can be mapped within reach; or the page cannot be made writable. No allocation: the islands
-// are raw mmaps, everything else is on the stack. Installation is serialized by a spinlock.
+// function jumps into the overwritten bytes (the whole function is decoded to check); the 5 bytes straddle an 8-byte
+// word (or the function is shorter) and no padding is proven after it, or even the 2 bytes straddle; no island can be
+// mapped within reach; or the page cannot be made writable. No allocation: the islands are raw mmaps, everything else
+// is on the stack. Installation is serialized by a spinlock.
 #pragma once
 
 #include <stddef.h>
@@ -31,10 +41,15 @@
 
 namespace memtrack::preload {
 
-// Patches `entry` (a function of `size` bytes) to jump to `hook`. On success returns nullptr and sets
-// *original to the trampoline: calling it runs the original function. On failure returns the reason (a
-// static string) and changes nothing.
-const char* patch_entry(uintptr_t entry, size_t size, uintptr_t hook, uintptr_t* original);
+// Whether patching `entry` needs the padding after it (the short-jump patch above), so the caller must give
+// patch_entry a `limit`.
+bool needs_padding(uintptr_t entry, size_t size);
+
+// Patches `entry` (a function of `size` bytes) to jump to `hook`. `limit`: the lowest address above `entry`
+// where the image's symbol table has a symbol (0: not looked up); only the short-jump patch needs it. On
+// success returns nullptr and sets *original to the trampoline: calling it runs the original function. On
+// failure returns the reason (a static string) and changes nothing.
+const char* patch_entry(uintptr_t entry, size_t size, uintptr_t limit, uintptr_t hook, uintptr_t* original);
 
 }  // namespace memtrack::preload
 

@@ -276,6 +276,8 @@ void patch_image(const Image& im, bool standard) {
   const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
   Found found[96];
   int nfound = 0;
+  const Elf64_Sym* all_syms = nullptr;  // the symbol table found below, for patch_entry's padding proof
+  size_t all_nsyms = 0;
   bool reaches_malloc = false;  // the image imports malloc, or defines one found here (hooked below)
   if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shoff != 0 &&
       eh->e_shoff + eh->e_shnum * sizeof(Elf64_Shdr) <= len) {
@@ -292,6 +294,8 @@ void patch_image(const Image& im, bool standard) {
       const size_t nsyms = symtab->sh_size / sizeof(Elf64_Sym);
       const char* strs = reinterpret_cast<const char*>(base + sh[symtab->sh_link].sh_offset);
       const size_t strs_len = sh[symtab->sh_link].sh_size;
+      all_syms = syms;
+      all_nsyms = nsyms;
       for (size_t i = 0; i < nsyms && nfound < 96; ++i) {
         const Elf64_Sym& s = syms[i];
         // .symtab names an import with its version ("malloc@GLIBC_2.2.5"), .dynsym without.
@@ -340,7 +344,19 @@ void patch_image(const Image& im, bool standard) {
     uintptr_t original = 0;
     // The site must be complete before its hook can run: the hook reads `original`, which patch_entry
     // publishes before the entry's jump (it writes it into *original first).
-    const char* why = patch_entry(f.addr, f.size, reinterpret_cast<uintptr_t>(kHooks.fn[g_site_count]), &original);
+    // The lowest symbol above the entry, looked up only for the rare entry that needs the padding after it.
+    uintptr_t limit = 0;
+    if (needs_padding(f.addr, f.size)) {
+      limit = ~uintptr_t{0};
+      for (size_t k = 0; k < all_nsyms; ++k) {
+        const Elf64_Sym& s = all_syms[k];
+        if (s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
+        const uintptr_t at = im.bias + s.st_value;
+        if (at > f.addr && at < limit) limit = at;
+      }
+    }
+    const char* why =
+        patch_entry(f.addr, f.size, limit, reinterpret_cast<uintptr_t>(kHooks.fn[g_site_count]), &original);
     if (why != nullptr) {
       report(f.spec->name, im.path, why);
       continue;

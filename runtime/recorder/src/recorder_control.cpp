@@ -46,6 +46,14 @@ int open_ring(int pid) {
   return fd;
 }
 
+// Takes one off the count of regions ctl has open; false when none is open (two ctl racing: one wins).
+bool take_outside_region(RingHeader* ring) {
+  std::uint32_t open = ring->outside_regions.load(std::memory_order_relaxed);
+  while (open != 0)
+    if (ring->outside_regions.compare_exchange_weak(open, open - 1, std::memory_order_relaxed)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool control_recorder(int recorder_pid, ControlCommand command, const std::string& name) {
@@ -75,13 +83,16 @@ bool control_recorder(int recorder_pid, ControlCommand command, const std::strin
       break;
     case ControlCommand::region_begin:
       changed = note_region(ring, true, recorder_pid, name);
+      if (changed) ring->outside_regions.fetch_add(1, std::memory_order_relaxed);
       break;
     case ControlCommand::region_end:
-      changed = note_region(ring, false, recorder_pid, {});
+      changed = take_outside_region(ring) && note_region(ring, false, recorder_pid, {});
       break;
     case ControlCommand::mark:
-      // An end with nothing open is ignored by readers (analysis/region.h), so a first mark needs no state.
-      changed = note_region(ring, false, recorder_pid, {}) && note_region(ring, true, recorder_pid, name);
+      // The first mark has nothing to close: it only begins.
+      if (take_outside_region(ring) && !note_region(ring, false, recorder_pid, {})) break;
+      changed = note_region(ring, true, recorder_pid, name);
+      if (changed) ring->outside_regions.fetch_add(1, std::memory_order_relaxed);
       break;
   }
   ::munmap(map, bytes);

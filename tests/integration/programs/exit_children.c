@@ -1,8 +1,9 @@
 // Children that end without exit(), one after another, while the recorder is not their parent (the program
 // is; docs/RUNTIME.md, "Processes"). `sequential N [GAP_MS]`: N fork children, each keeping a 1 MiB block
-// (1048576 bytes) and calling _exit(3); the parent reaps each and waits GAP_MS (default 0) before the next. `killed [GAP_MS]`: a
-// child keeps 4 MiB (4194304 bytes) and waits; the parent kills it with SIGKILL, reaps it, waits GAP_MS, then
-// keeps 3 MiB (3145728 bytes) itself. Prints "child PID" for each child.
+// (1048576 bytes) and calling _exit(3); the parent reaps each and waits GAP_MS (default 0) before the next. `killed
+// [GAP_MS [waitid]]`: a child keeps 4 MiB (4194304 bytes) and waits; the parent kills it with SIGKILL, reaps it
+// (waitpid, or waitid), checks the status it gets, waits GAP_MS, then keeps 3 MiB (3145728 bytes) itself. Prints "child
+// PID" for each child.
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,14 +50,21 @@ int main(int argc, char** argv) {
     char c;
     if (read(ready[0], &c, 1) != 1) return 1;
     kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) return 1;
+    if (argc > 3 && strcmp(argv[3], "waitid") == 0) {
+      siginfo_t info;
+      memset(&info, 0, sizeof info);
+      if (waitid(P_PID, (id_t)pid, &info, WEXITED) != 0) return 1;
+      if (info.si_pid != pid || info.si_code != CLD_KILLED || info.si_status != SIGKILL) return 1;
+    } else {
+      int status = 0;
+      if (waitpid(pid, &status, 0) != pid) return 1;
+      if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) return 1;
+    }
     printf("child %d\n", (int)pid);
     if (argc > 2) usleep((useconds_t)atoi(argv[2]) * 1000u);
     keep(3145728);
     return 0;
   }
-  fprintf(stderr, "usage: exit_children sequential N [GAP_MS] | killed [GAP_MS]\n");
+  fprintf(stderr, "usage: exit_children sequential N [GAP_MS] | killed [GAP_MS [waitid]]\n");
   return 2;
 }

@@ -37,7 +37,8 @@ inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 // 7: lifecycle notes (RingEventKind::Note*, RingNoteData) and RingHeader::detached == kDetachedQuiet.
 // 8: call stacks: RingEvent::stack, RingHeader::stack_depth, NoteStackNodes and NoteModule.
 // 9: harness control: RingHeader::control, NotePause/NoteResume/NoteRegionBegin/NoteRegionEnd.
-inline constexpr std::uint32_t kRingVersion = 9;
+// 10: RingHeader::outside_regions.
+inline constexpr std::uint32_t kRingVersion = 10;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -244,6 +245,9 @@ struct alignas(64) RingHeader {
   // (generation << 1) | paused: the "Control" section above. Read on every allocation, so it shares this line;
   // written only by a toggle (rare).
   std::atomic<std::uint64_t> control;
+  // Regions `memtrack ctl` opened and has not closed (begin and mark add one, end and mark take one off), so
+  // a `ctl end` with nothing open says so instead of writing a note readers ignore. Written only by ctl.
+  std::atomic<std::uint32_t> outside_regions;
   // Next ticket. On its own cache line: every producer writes it.
   alignas(64) std::atomic<std::uint64_t> head;
   // Producers that gave up spinning and sleep on `wake_futex`; the recorder wakes them after freeing slots.
@@ -295,6 +299,7 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
   MEMTRACK_RING_FIELD(RingHeader, detached);
   MEMTRACK_RING_FIELD(RingHeader, stack_depth);
   MEMTRACK_RING_FIELD(RingHeader, control);
+  MEMTRACK_RING_FIELD(RingHeader, outside_regions);
   MEMTRACK_RING_FIELD(RingHeader, head);
   MEMTRACK_RING_FIELD(RingHeader, waiters);
   MEMTRACK_RING_FIELD(RingHeader, wake_futex);
@@ -325,6 +330,8 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
       return 0xbfa50f6845ae88e2u;
     case 9:
       return 0xdf3ed784650a169au;
+    case 10:
+      return 0xbca35e9322650f6eu;
     default:
       return 0;
   }

@@ -12,7 +12,8 @@ namespace memtrack::runtime {
 enum class ControlCommand { pause, resume, region_begin, region_end, mark };
 
 // `mark NAME` ends the outside region open now, if any, and begins NAME: marks cut the run into phases.
-// Returns false when the command changed nothing (a pause while paused, a resume while recording). Throws
+// Returns false when the command changed nothing (a pause while paused, a resume while recording, an end
+// with no region of ctl's open: nothing is written then). Throws
 // std::runtime_error with a one-line message when `recorder_pid` is not a recorder this user can reach.
 bool control_recorder(int recorder_pid, ControlCommand command, const std::string& name = {});
 
