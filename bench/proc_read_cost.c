@@ -9,10 +9,10 @@
 //   /tmp/proc_read_cost build/dev/tests/programs/resident 512    (or: ... resident busy)
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <stdint.h>
-#include <stdlib.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -75,10 +75,11 @@ int main(int argc, char** argv) {
         char perms[8];
         unsigned a, b;
         int name = 0;
-        if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &off, &a, &b, &inode, &name) < 7) continue;
+        if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &off, &a, &b, &inode, &name) < 7)
+          continue;
         const char* nm = line + name;
-        const int anon = inode == 0 && (*nm == '\n' || *nm == 0 || strncmp(nm, "[heap]", 6) == 0 ||
-                                        strncmp(nm, "[anon:", 6) == 0);
+        const int anon =
+            inode == 0 && (*nm == '\n' || *nm == 0 || strncmp(nm, "[heap]", 6) == 0 || strncmp(nm, "[anon:", 6) == 0);
         if (perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p' || !anon) continue;
         for (unsigned long long p = lo; p < hi;) {
           unsigned long long k = (hi - p) / 4096;

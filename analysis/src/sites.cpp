@@ -141,12 +141,13 @@ struct SiteAccumulator::Impl final : HeapClient {
     constexpr std::uint32_t kInheritedBlock = kUnknownSite - 1;  // no site: sites are indices below both
     std::vector<LiveBlock> blocks;
     std::vector<std::uint32_t> site_of_block;
-    heap->for_each_live_block_of(r.pid, [&](std::uint64_t addr, std::uint64_t size, std::uint32_t site, bool inherited) {
-      blocks.push_back({addr, size});
-      // A fork child's unchanged copy shares its pages with the parent (copy-on-write), whose snapshot counts
-      // them; it still takes its share of the pages it is on.
-      site_of_block.push_back(inherited ? kInheritedBlock : site);
-    });
+    heap->for_each_live_block_of(r.pid,
+                                 [&](std::uint64_t addr, std::uint64_t size, std::uint32_t site, bool inherited) {
+                                   blocks.push_back({addr, size});
+                                   // A fork child's unchanged copy shares its pages with the parent (copy-on-write),
+                                   // whose snapshot counts them; it still takes its share of the pages it is on.
+                                   site_of_block.push_back(inherited ? kInheritedBlock : site);
+                                 });
     const std::vector<std::uint64_t> resident = resident_bytes_of(blocks, r);
     for (std::size_t i = 0; i < blocks.size(); ++i)
       if (resident[i] != 0 && site_of_block[i] != kInheritedBlock) snap.by_site[site_of_block[i]] += resident[i];
@@ -401,7 +402,8 @@ SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const Mo
   });
 
   const auto add_resident = [&](const std::unordered_map<std::uint32_t, std::uint64_t>& by_site) {
-    for (const auto& [site, bytes] : by_site) (site == kUnknownSite ? out.unknown : totals[site]).resident_bytes += bytes;
+    for (const auto& [site, bytes] : by_site)
+      (site == kUnknownSite ? out.unknown : totals[site]).resident_bytes += bytes;
   };
   add_resident(d.resident_done);
   for (const auto& [pid, snap] : d.resident_now) add_resident(snap.by_site);

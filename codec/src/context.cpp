@@ -387,7 +387,8 @@ std::vector<ResidentPages> split_resident_pages(const ResidentPages& snapshot, s
       p.present.resize(at + bytes, 0);
       for (std::uint64_t j = 0; j < n; ++j) {
         const std::uint64_t b = bit + done + j;
-        if ((snapshot.present[b / 8] >> (b % 8)) & 1u) p.present[at + j / 8] |= static_cast<std::uint8_t>(1u << (j % 8));
+        if ((snapshot.present[b / 8] >> (b % 8)) & 1u)
+          p.present[at + j / 8] |= static_cast<std::uint8_t>(1u << (j % 8));
       }
       done += n;
       if (n == 0) break;

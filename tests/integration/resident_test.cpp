@@ -205,8 +205,8 @@ TEST(Resident, EachSitesResidentBytesAreItsTouchedPages) {
   memtrack::analysis::SiteAccumulator acc;
   memtrack::analysis::ArtifactConsumer* consumers[] = {&acc, &pages};
   memtrack::analysis::PassSummary pass;
-  ASSERT_TRUE(memtrack::analysis::read_artifact(std::as_bytes(std::span(bytes.data(), bytes.size())), "a.mt",
-                                                consumers, pass));
+  ASSERT_TRUE(
+      memtrack::analysis::read_artifact(std::as_bytes(std::span(bytes.data(), bytes.size())), "a.mt", consumers, pass));
   ASSERT_FALSE(snapshots.empty());
   // Snapshots only grow, and a process gets few of them.
   EXPECT_LE(snapshots.size(), 20u);
@@ -224,6 +224,14 @@ TEST(Resident, EachSitesResidentBytesAreItsTouchedPages) {
   EXPECT_EQ(allocated, (std::vector<std::uint64_t>{16 * kMiB, 64 * kMiB}));
   // Every other site holds little.
   for (std::size_t i = 2; i < sites.sites.size(); ++i) EXPECT_LT(sites.sites[i].totals.resident_bytes, kMiB);
+
+  // stats counts the snapshots (per pid in --json); the process was snapshotted, so none is "not sampled".
+  ASSERT_EQ(r.stats.resident.pids().size(), 1u);
+  EXPECT_EQ(r.stats.resident.pids().begin()->second.page_snapshots, snapshots.size());
+  EXPECT_NE(r.stats_text.find("  resident pages         " + std::to_string(snapshots.size()) + " snapshot"),
+            std::string::npos)
+      << r.stats_text;
+  EXPECT_EQ(r.stats_text.find("not sampled"), std::string::npos) << r.stats_text;
 
   // The command: `top --by resident` ranks them, `--json` gives every site resident_bytes.
   const std::string artifact = (dir / "a.mt").string();

@@ -44,9 +44,8 @@ std::string_view order_name(SiteOrder order) {
 }
 
 bool parse_order(std::string_view name, SiteOrder& out) {
-  for (const SiteOrder o :
-       {SiteOrder::peak, SiteOrder::allocated, SiteOrder::count, SiteOrder::leaked, SiteOrder::temporary,
-        SiteOrder::resident}) {
+  for (const SiteOrder o : {SiteOrder::peak, SiteOrder::allocated, SiteOrder::count, SiteOrder::leaked,
+                            SiteOrder::temporary, SiteOrder::resident}) {
     if (name == order_name(o)) {
       out = o;
       return true;
@@ -198,10 +197,9 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
                   counted(t.allocations, "allocation").c_str(), human_bytes(t.leaked_bytes).c_str(),
                   counted(t.leaked_blocks, "block").c_str(), t.temporary);
     out += line;
-    if (result.has_resident_pages) {  // after the numbers' line, which stays as it was without snapshots
-      out.pop_back();
-      out += ", resident " + human_bytes(t.resident_bytes) + "\n";
-    }
+    // A line of its own: the numbers' line stays as it was without snapshots, within 100 columns.
+    if (result.has_resident_pages)
+      out += "    resident " + human_bytes(t.resident_bytes) + " at the highest page snapshots\n";
     std::size_t shown = 0;
     for (const SiteFrame& f : s.stack) {
       if (frames != 0 && shown == frames) {

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "control_notes.h"
-#include "page_snapshots.h"
 #include "memtrack/analysis/live_heap.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/pipeline/context_channel.h"
 #include "memtrack/runtime/ring.h"
+#include "page_snapshots.h"
 #include "tsc_clock.h"
 
 namespace memtrack::runtime {

@@ -136,7 +136,8 @@ bool ResidentSampler::poll(Process& p, clock::time_point now, double stretch) {
   const std::uint64_t anon = st.resident > st.shared ? st.resident - st.shared : 0;
   if (pages_ != nullptr && !p.pages_unreadable && now >= p.next_snapshot) {
     const std::uint64_t base = p.snapshot_anon;
-    if (anon >= base + std::max(base / 8, kPagesStep) || (!moved && anon >= base + std::max(base / 64, kPagesSettledStep)))
+    if (anon >= base + std::max(base / 8, kPagesStep) ||
+        (!moved && anon >= base + std::max(base / 64, kPagesSettledStep)))
       snapshot(p, anon, now);
   }
   return true;

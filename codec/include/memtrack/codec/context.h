@@ -252,9 +252,9 @@ inline constexpr std::size_t kMaxContextBinBytes = std::size_t{1} << 20;
 [[nodiscard]] std::vector<ResidentPages> split_resident_pages(const ResidentPages& snapshot,
                                                               std::size_t max_bytes = kMaxContextBinBytes);
 
-using ContextRecord = std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd, Module,
-                                   StackNodes, EventStacks, Symbols, Pause, Resume, RegionBegin, RegionEnd, Resident,
-                                   ResidentPages>;
+using ContextRecord =
+    std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd, Module, StackNodes,
+                 EventStacks, Symbols, Pause, Resume, RegionBegin, RegionEnd, Resident, ResidentPages>;
 
 // Appends the msgpack map of `record` to `out`.
 void encode_context_record(const ContextRecord& record, std::vector<std::byte>& out);
