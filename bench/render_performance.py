@@ -847,7 +847,10 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
           "without the timeline, flame graphs, tables and page). \"events\" are realistic events "
           "(memtrack-gen-events | memtrack encode: several processes, frees, reallocs, mappings; no call stacks); "
           "\"stacks\" is bench/churn_deep.c recorded with stacks on (2 threads, one call site at a depth of 24 "
-          "frames), so every allocation is attributed to a site, but the flame graphs stay small. One run each.")
+          "frames), so every allocation is attributed to a site, but the flame graphs stay small; \"compile\" is "
+          "g++ -O1 -c of a C++ file using <regex>, <map> and <iostream> recorded with stacks: thousands of sites "
+          "with deep stacks in several processes, what the tables, flame graphs and page grow with (its memory is "
+          "bounded by the distinct frames and paths, not by sites times frames). One run each.")
         w("")
         rrows = []
         for r in reports:

@@ -10,6 +10,9 @@
 #           holds the stack and symbol tables. One call site: the sites, flame graphs and tables stay small
 #           (they are bounded by the pruning and the table length, not by the events); what this adds over
 #           `events` is the per-event stack accounting.
+#   compile g++ -O1 -c of a C++ file using <regex>, <map> and <iostream>, recorded with `memtrack record`:
+#           thousands of sites with deep stacks across several processes, what the site tables, flame graphs
+#           and page grow with (one recording, whatever its events; not one of the sizes).
 # 100M is extrapolated from the two sizes by bench/render_performance.py.
 #
 # usage: bench/report_size.sh [BUILD_DIR] [TSV_OUT] [EVENTS...]
@@ -46,9 +49,26 @@ timed() {
 printf 'variant\tevents\tartifact_bytes\tpage_bytes\treport_wall_s\treport_user_s\treport_max_rss_kib\t'
 printf 'stats_wall_s\tstats_user_s\n'
 if [[ -n $tsv ]]; then : > "$tsv"; fi
-for variant in events stacks; do
+cat > "$dir/compile.cpp" <<'SRC'
+#include <iostream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+int main() {
+  std::map<int, std::vector<std::string>> m;
+  std::regex r("a+b*");
+  std::cout << m.size() << std::regex_match("aab", r) << "\n";
+}
+SRC
+for variant in events stacks compile; do
   for n in "${sizes[@]}"; do
-    if [[ $variant == events ]]; then
+    if [[ $variant == compile ]]; then
+      [[ $n == "${sizes[0]}" ]] || continue  # one recording
+      "$memtrack" record -o "$dir/a.mt" -- g++ -O1 -c "$dir/compile.cpp" -o "$dir/compile.o" > /dev/null \
+        2> "$dir/record.err" || { cat "$dir/record.err" >&2; exit 1; }
+      events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$dir/record.err")
+    elif [[ $variant == events ]]; then
       "$build/bin/memtrack-gen-events" "$n" | "$memtrack" encode -o "$dir/a.mt"
       events=$n
     else

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 
@@ -40,70 +41,64 @@ std::string frame_name(const SiteFrame& frame) {
 namespace {
 
 // The tree is built flat (one hash lookup per frame of each site) and turned into nested nodes at the end.
+// A node holds its frame's id, not its strings: the frames are interned once each (a recording's sites share
+// most of their frames), so memory grows with distinct frames plus 8 words per path node.
 struct Flat {
-  std::string name, module, file;
+  std::uint32_t frame = 0;  // FlameBuilder::Tree::frames; unused for the root
   std::uint32_t line = 0;
   bool line_conflict = false;
   std::uint64_t value = 0, count = 0, base_value = 0, base_count = 0;
   std::vector<std::size_t> children;
 };
 
-struct FlatTree {
-  std::vector<Flat> nodes = std::vector<Flat>(1);
-  std::unordered_map<std::string, std::size_t> index;
-  bool by_identity = false;  // frames keyed as site_match.h pairs them, else by (name, module, file)
+struct FrameText {
+  std::string name, module, file;
 };
 
-void add_path(FlatTree& t, const std::vector<const SiteFrame*>& path, std::uint64_t value, std::uint64_t count,
-              bool base) {
-  std::vector<Flat>& nodes = t.nodes;
-  const auto credit = [&](Flat& n) {
-    (base ? n.base_value : n.value) += value;
-    (base ? n.base_count : n.count) += count;
-  };
-  std::size_t at = 0;
-  credit(nodes[0]);
-  std::string key;
-  for (const SiteFrame* f : path) {
-    const std::string name = frame_name(*f);
-    key.assign(std::to_string(at)).append(1, '\0');
-    if (t.by_identity)
-      append_frame_identity(key, *f);
-    else
-      key.append(name).append(1, '\0').append(f->module).append(1, '\0').append(f->file);
-    auto [it, fresh] = t.index.try_emplace(key, nodes.size());
-    if (fresh) {
-      Flat n;
-      n.name = name;
-      n.module = f->module;
-      n.file = f->file;
-      n.line = f->line;
-      nodes[at].children.push_back(nodes.size());
-      nodes.push_back(std::move(n));
-    } else if (nodes[it->second].line != f->line) {
-      nodes[it->second].line_conflict = true;
-    }
-    at = it->second;
-    credit(nodes[at]);
-  }
-}
+}  // namespace
 
-void add_sites(FlatTree& t, const SitesResult& sites, FlameValue v, bool base) {
-  std::vector<const SiteFrame*> path;
-  for (const Site& s : sites.sites) {
-    const std::uint64_t value = site_value(s.totals, v);
-    if (value == 0) continue;
-    path.clear();
-    for (auto it = s.stack.rbegin(); it != s.stack.rend(); ++it) path.push_back(&*it);  // outermost first
-    add_path(t, path, value, site_count(s.totals, v), base);
+struct FlameBuilder::Tree {
+  std::vector<Flat> nodes = std::vector<Flat>(1);
+  std::vector<FrameText> frames;
+  std::unordered_map<std::string, std::uint32_t> frame_ids;  // a frame's key: identity, or name/module/file
+  std::unordered_map<std::uint64_t, std::size_t> index;      // (parent node << 32 | frame id) -> node
+  bool by_identity = false;  // frames keyed as site_match.h pairs them, else by (name, module, file)
+  std::string key;           // scratch
+
+  void add_path(const std::vector<const SiteFrame*>& path, std::uint64_t value, std::uint64_t count, bool base) {
+    const auto credit = [&](Flat& n) {
+      (base ? n.base_value : n.value) += value;
+      (base ? n.base_count : n.count) += count;
+    };
+    std::size_t at = 0;
+    credit(nodes[0]);
+    for (const SiteFrame* f : path) {
+      key.clear();
+      std::string name = frame_name(*f);
+      if (by_identity)
+        append_frame_identity(key, *f);
+      else
+        key.append(name).append(1, '\0').append(f->module).append(1, '\0').append(f->file);
+      const auto [fit, new_frame] = frame_ids.try_emplace(key, static_cast<std::uint32_t>(frames.size()));
+      if (new_frame) frames.push_back(FrameText{std::move(name), f->module, f->file});
+      const std::uint64_t edge = (static_cast<std::uint64_t>(at) << 32) | fit->second;
+      const auto [it, fresh] = index.try_emplace(edge, nodes.size());
+      if (fresh) {
+        Flat n;
+        n.frame = fit->second;
+        n.line = f->line;
+        nodes[at].children.push_back(nodes.size());
+        nodes.push_back(std::move(n));
+      } else if (nodes[it->second].line != f->line) {
+        nodes[it->second].line_conflict = true;
+      }
+      at = it->second;
+      credit(nodes[at]);
+    }
   }
-  if (const std::uint64_t value = site_value(sites.unknown, v); value != 0) {
-    SiteFrame none;
-    none.function = "[no stack]";
-    path.assign(1, &none);
-    add_path(t, path, value, site_count(sites.unknown, v), base);
-  }
-}
+};
+
+namespace {
 
 std::uint64_t larger(const Flat& f) { return std::max(f.value, f.base_value); }
 
@@ -113,53 +108,82 @@ std::uint64_t subtree_size(const std::vector<Flat>& nodes, std::size_t i) {
   return n;
 }
 
-FlameNode nest(const std::vector<Flat>& nodes, std::size_t i, std::uint64_t min_value, FlameGraph& g) {
-  const Flat& f = nodes[i];
+FlameNode nest(const FlameBuilder::Tree& t, std::size_t i, std::uint64_t min_value, FlameGraph& g) {
+  const Flat& f = t.nodes[i];
   FlameNode out;
-  out.name = f.name;
-  out.module = f.module;
-  out.file = f.file;
+  if (i == 0) {
+    out.name = "all";
+  } else {
+    const FrameText& text = t.frames[f.frame];
+    out.name = text.name;
+    out.module = text.module;
+    out.file = text.file;
+  }
   out.line = f.line_conflict ? 0 : f.line;
   out.value = f.value;
   out.count = f.count;
   out.base_value = f.base_value;
   out.base_count = f.base_count;
   for (const std::size_t c : f.children) {
-    if (larger(nodes[c]) < min_value) {
-      g.pruned_nodes += subtree_size(nodes, c);
-      g.pruned_value += nodes[c].value;
+    if (larger(t.nodes[c]) < min_value) {
+      g.pruned_nodes += subtree_size(t.nodes, c);
+      g.pruned_value += t.nodes[c].value;
       continue;
     }
-    out.children.push_back(nest(nodes, c, min_value, g));
+    out.children.push_back(nest(t, c, min_value, g));
   }
   return out;
 }
 
-FlameGraph finish(FlatTree& t, double prune_fraction) {
-  t.nodes[0].name = "all";
+}  // namespace
+
+FlameBuilder::FlameBuilder(FlameValue v, bool by_identity) : value_(v), tree_(std::make_unique<Tree>()) {
+  tree_->by_identity = by_identity;
+}
+FlameBuilder::~FlameBuilder() = default;
+FlameBuilder::FlameBuilder(FlameBuilder&&) noexcept = default;
+
+void FlameBuilder::add(const Site& s, bool base) {
+  const std::uint64_t value = site_value(s.totals, value_);
+  if (value == 0) return;
+  path_.clear();
+  for (auto it = s.stack.rbegin(); it != s.stack.rend(); ++it) path_.push_back(&*it);  // outermost first
+  tree_->add_path(path_, value, site_count(s.totals, value_), base);
+}
+
+void FlameBuilder::add_unknown(const SiteTotals& t, bool base) {
+  const std::uint64_t value = site_value(t, value_);
+  if (value == 0) return;
+  SiteFrame none;
+  none.function = "[no stack]";
+  path_.assign(1, &none);
+  tree_->add_path(path_, value, site_count(t, value_), base);
+}
+
+FlameGraph FlameBuilder::finish(double prune_fraction) const {
   FlameGraph g;
   g.threshold = prune_fraction;
-  g.differential = t.by_identity;
-  const auto min_value = static_cast<std::uint64_t>(static_cast<double>(larger(t.nodes[0])) * prune_fraction);
-  g.root = nest(t.nodes, 0, min_value, g);
+  g.differential = tree_->by_identity;
+  const auto min_value = static_cast<std::uint64_t>(static_cast<double>(larger(tree_->nodes[0])) * prune_fraction);
+  g.root = nest(*tree_, 0, min_value, g);
   return g;
 }
 
-}  // namespace
-
 FlameGraph build_flame_graph(const SitesResult& sites, FlameValue v, double prune_fraction) {
-  FlatTree t;
-  add_sites(t, sites, v, false);
-  return finish(t, prune_fraction);
+  FlameBuilder b(v);
+  for (const Site& s : sites.sites) b.add(s);
+  b.add_unknown(sites.unknown);
+  return b.finish(prune_fraction);
 }
 
 FlameGraph build_diff_flame_graph(const SitesResult& base, const SitesResult& head, FlameValue v,
                                   double prune_fraction) {
-  FlatTree t;
-  t.by_identity = true;
-  add_sites(t, head, v, false);  // head first: its names are shown
-  add_sites(t, base, v, true);
-  return finish(t, prune_fraction);
+  FlameBuilder b(v, true);
+  for (const Site& s : head.sites) b.add(s);  // head first: its names are shown
+  b.add_unknown(head.unknown);
+  for (const Site& s : base.sites) b.add(s, true);
+  b.add_unknown(base.unknown, true);
+  return b.finish(prune_fraction);
 }
 
 }  // namespace memtrack::analysis

@@ -377,6 +377,16 @@ bool SiteAccumulator::has_resident_pages() const { return impl_->has_resident_pa
 std::uint64_t SiteAccumulator::events() const { return impl_->events; }
 
 SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer) const {
+  return collect(order, limit, symbolizer, nullptr);
+}
+
+SitesResult SiteAccumulator::for_each_site(SiteOrder order, const ModuleSymbolizer& symbolizer,
+                                           const std::function<void(const Site&)>& sink) const {
+  return collect(order, 0, symbolizer, &sink);
+}
+
+SitesResult SiteAccumulator::collect(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer,
+                                     const std::function<void(const Site&)>* sink) const {
   const Impl& d = *impl_;
   SitesResult out;
   out.has_stacks = d.has_stacks;
@@ -474,7 +484,10 @@ SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const Mo
         site.stack.push_back(std::move(f));
       }
     }
-    out.sites.push_back(std::move(site));
+    if (sink != nullptr)
+      (*sink)(site);
+    else
+      out.sites.push_back(std::move(site));
   }
   return out;
 }

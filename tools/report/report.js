@@ -944,9 +944,50 @@
     {field: 'leaked_blocks', label: 'Leaked blocks', rank: 'leaked'},
     {field: 'temporary', label: 'Temporary', rank: 'temporary'},
   ];
+  function baseName(path) {
+    return typeof path === 'string' && path ? path.slice(path.lastIndexOf('/') + 1) : '';
+  }
+  // A frame as `memtrack top` names it: its function, else "?? module +offset".
   function frameText(fr) {
-    const fn = fr && typeof fr.function === 'string' && fr.function ? fr.function : fmtAddress(fr && fr.address) || '[unknown]';
-    return fn;
+    if (fr && typeof fr.function === 'string' && fr.function) return fr.function;
+    const mod = baseName(fr && fr.module), addr = fmtAddress(fr && fr.address);
+    if (mod) return '?? ' + mod + (addr ? ' +' + addr : '');
+    return addr || '[unknown]';
+  }
+  // Template arguments shortened as heaptrack does ("std::vector<>::push_back"); the full name is the title.
+  function shortTemplates(name) {
+    let out = '', depth = 0;
+    for (let i = 0; i < name.length; ++i) {
+      const ch = name[i];
+      // "operator<", "operator<<" and "operator->" are names, not template brackets.
+      if (depth === 0 && (ch === '<' || ch === '>') && /operator\s*[<>=-]*$/.test(out)) { out += ch; continue; }
+      // A template's '<' follows its name (an identifier character); any other '<' is text.
+      if (ch === '<' && (depth > 0 || /[A-Za-z0-9_]$/.test(out))) { if (depth++ === 0) out += '<'; continue; }
+      if (ch === '>' && depth > 0) { if (--depth === 0) out += '>'; continue; }
+      if (depth === 0) out += ch;
+    }
+    return depth === 0 ? out : name;
+  }
+  // Functions that only pass an allocation on (the program's own xmalloc, glib's g_malloc, C++'s allocator
+  // layers): a site is labelled by the first frame that is not one of them, as the place that asked.
+  const WRAPPER = new RegExp('^(' + [
+    'x(malloc|calloc|realloc|zalloc|nmalloc|nrealloc|2nrealloc|2realloc|charalloc|memdup|strdup|strndup|' +
+      'icalloc|imalloc|irealloc|ireallocarray|reallocarray|imemdup)',         // gnulib, GCC's libiberty
+    'g_(try_)?(malloc|malloc0|realloc|malloc_n|malloc0_n|realloc_n|strdup|strndup|memdup2?|slice_alloc0?)',  // glib
+    'operator new(\\[\\])?(\\(.*)?',                                          // the C++ operators
+    '(std|__gnu_cxx)::(__new_allocator|new_allocator|allocator|allocator_traits)<.*',
+    'std::__allocated_ptr<.*', 'std::_Vector_base<.*>::_M_allocate(\\(.*)?',
+    '(PyMem_|PyObject_|_PyObject_)\\w*(Malloc|Calloc|Realloc|New|alloc)\\w*',  // CPython
+  ].join('|') + ')$');
+  function isWrapper(fr) {
+    return !!(fr && typeof fr.function === 'string' && WRAPPER.test(fr.function));
+  }
+  // The frame that labels a site: the innermost frame that is not an allocation wrapper (the innermost
+  // when all are), and the wrappers skipped to reach it.
+  function siteLabel(stack) {
+    let k = 0;
+    while (k < stack.length - 1 && isWrapper(stack[k])) ++k;
+    return {frame: stack[k], via: stack.slice(0, k).map((fr) => fr.function)};
   }
   function renderTop(sec) {
     const top = data.top;
@@ -965,17 +1006,30 @@
         holder.appendChild(missingBox(key === 'leaked' ? 'No leaks: no site has blocks left at exit.' : 'No sites in this ranking.'));
         return;
       }
-      const out = ['<table class="mt-top" data-ranking="' + key + '"><thead><tr><th class="mt-num">#</th><th>Site (innermost frame first)</th>'];
+      const total = isNum(top.total) ? top.total : null;
+      const out = ['<p class="mt-note mt-top-count">' + esc(total !== null && total > rows.length
+        ? 'The first ' + fmtInt(rows.length) + ' of ' + fmtInt(total) + ' sites (memtrack top FILE -n 0 lists all).'
+        : fmtInt(rows.length) + ' of ' + fmtInt(total !== null ? total : rows.length) + ' sites.') + '</p>'];
+      out.push('<table class="mt-top" data-ranking="' + key + '"><thead><tr><th class="mt-num">#</th><th>Site (labelled by its innermost frame that is not an allocation wrapper; the stack innermost first)</th>');
       for (const c of COLUMNS) out.push('<th class="mt-num' + (c.rank === key ? ' mt-ranked' : '') + '">' + c.label + '</th>');
       out.push('</tr></thead><tbody>');
       rows.forEach((r, k) => {
-        const stack = Array.isArray(r.stack) ? r.stack : [];
-        const firstKnown = stack.find((fr) => fr && typeof fr.function === 'string' && fr.function) || stack[0];
-        const loc = firstKnown ? srcLocation(firstKnown.file, firstKnown.line) : '';
-        out.push('<tr><td class="mt-num">' + (k + 1) + '</td><td><details><summary><code>' + esc(firstKnown ? frameText(firstKnown) : '[no stack]') + '</code>' +
-          (loc ? ' <span class="mt-loc">' + esc(loc) + '</span>' : '') + '</summary><ol>');
+        // A stack lists indices into top.frames (each frame once for all rankings), or the frames themselves.
+        const frames = Array.isArray(top.frames) ? top.frames : [];
+        const stack = (Array.isArray(r.stack) ? r.stack : []).map((fr) => (typeof fr === 'number' ? frames[fr] : fr))
+          .filter((fr) => fr && typeof fr === 'object');
+        const label = stack.length ? siteLabel(stack) : null;
+        const fr0 = label ? label.frame : null;
+        const loc = fr0 ? srcLocation(fr0.file, fr0.line) : '';
+        const name = fr0 ? frameText(fr0) : '[no stack]';
+        const mod = fr0 && fr0.function ? baseName(fr0.module) : '';
+        out.push('<tr><td class="mt-num">' + (k + 1) + '</td><td><details><summary><code class="mt-site-label" title="' + esc(name) + '">' +
+          esc(shortTemplates(name)) + '</code>' + (mod ? ' <span class="mt-loc">in ' + esc(mod) + '</span>' : '') +
+          (loc ? ' <span class="mt-loc">' + esc(loc) + '</span>' : '') +
+          (label && label.via.length ? ' <span class="mt-loc mt-via">via ' + esc(label.via.map(shortTemplates).join(' \u2190 ')) + '</span>' : '') +
+          '</summary><ol>');
         for (const fr of stack) {
-          const where = [srcLocation(fr && fr.file, fr && fr.line), fr && typeof fr.module === 'string' ? fr.module : '', fmtAddress(fr && fr.address)].filter(Boolean).join(' \u00b7 ');
+          const where = [srcLocation(fr.file, fr.line), typeof fr.module === 'string' ? fr.module : '', fmtAddress(fr.address)].filter(Boolean).join(' \u00b7 ');
           out.push('<li><code>' + esc(frameText(fr)) + '</code>' + (where ? ' <span class="mt-loc">' + esc(where) + '</span>' : '') + '</li>');
         }
         out.push('</ol></details></td>');

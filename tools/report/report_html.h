@@ -33,7 +33,9 @@
 //      "peak"|"allocated"|"leaked": Node,                  // heap live at the peak, all bytes allocated, leaks
 //      "pruned": {"nodes": int, "bytes": int}              // frames dropped for being tiny, for all graphs,
 //              | {"peak"|"allocated"|"leaked": {"nodes": int, "bytes": int, "threshold": number}}},  // or each
-//    "top": {"peak"|"allocated"|"count"|"leaked"|"temporary": [Site]}}  // each list in its ranking's order
+//    "top": {"peak"|"allocated"|"count"|"leaked"|"temporary": [Site],  // each list in its ranking's order
+//            "frames": [Frame],  // each distinct frame of the lists once: a Site's "stack" has their indices
+//            "total": number}}  // the recording's sites (the lists have the first of them)
 //
 //   Node = {"name": str, "value": int, "count": int, "module": str|null, "file": str|null, "line": int|null,
 //           "base": int, "base_count": int,                // optional (a differential graph): the baseline's
@@ -45,8 +47,10 @@
 //     In a differential graph (the root has "base") the width is value, the colour the change from base: red
 //     grown, blue shrunk, grey equal; a node with value 0 (only in the baseline) has no width.
 //   Totals = {"peak_bytes": int, "allocated_bytes": int, "allocations": int, "leaked_bytes": int, "events": int}
-//   Site = {"stack": [{"function": str|null, "module": str|null, "file": str|null, "line": int|null,
-//                      "address": int|str|null}],       // stack[0] is the innermost frame (the call site)
+//   Site = {"stack": [int | Frame],                    // stack[0] is the innermost frame (the call site); an
+//                                                       // int is an index into top.frames
+//   Frame = {"function": str|null, "module": str|null, "file": str|null, "line": int|null,
+//            "address": int|str|null}
 //           "peak_bytes": int, "allocated_bytes": int, "allocations": int, "leaked_bytes": int,
 //           "leaked_blocks": int, "temporary": int}    // temporary: allocations freed right after (heaptrack's)
 //

@@ -8,9 +8,9 @@
 #include "args.h"
 #include "artifact_command.h"
 #include "commands.h"
-#include "io.h"
 #include "export_format.h"
 #include "file_symbolizer.h"
+#include "io.h"
 #include "report_data.h"
 
 namespace memtrack::tools {
@@ -61,8 +61,8 @@ int run_export(int argc, char** argv) {
       throw UsageError("--by '" + *by + "': expected peak, allocated, count or leaked");
     }
   }
-  const ArtifactArgs a =
-      parse_artifact_args(args, {.pid = true, .region = false, .default_output = [](const std::string&) { return std::string("-"); }});
+  const ArtifactArgs a = parse_artifact_args(
+      args, {.pid = true, .region = false, .default_output = [](const std::string&) { return std::string("-"); }});
   // Binary on a terminal is unreadable and can leave it in a strange state (as encode refuses).
   if (*format == "pprof" && a.output == "-" && ::isatty(1))
     throw UsageError("refusing to write a binary pprof profile to a terminal; use -o FILE or a pipe");
@@ -84,9 +84,10 @@ int run_export(int argc, char** argv) {
     return 1;
   }
   std::string bytes;
+  const SiteSource each = [&sites](const std::function<void(const analysis::Site&)>& sink) { return sites.each(sink); };
   if (*format == "folded") {
-    bytes = format_folded(sites.sites, value);
-  } else if (const codec::Status s = format_pprof(sites.sites, sites.modules, value, bytes); !s) {
+    bytes = format_folded(each, value);
+  } else if (const codec::Status s = format_pprof(each, sites.modules, value, bytes); !s) {
     std::fprintf(stderr, "memtrack export: %s: %s\n", a.name.c_str(), s.message().c_str());
     return 1;
   }

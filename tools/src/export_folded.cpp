@@ -28,8 +28,20 @@ void walk(const analysis::FlameNode& n, std::string& prefix, std::map<std::strin
 
 }  // namespace
 
-std::string format_folded(const analysis::SitesResult& sites, analysis::FlameValue value) {
-  const analysis::FlameGraph g = analysis::build_flame_graph(sites, value, 0);
+SiteSource sites_of(const analysis::SitesResult& sites) {
+  return [&sites](const std::function<void(const analysis::Site&)>& sink) {
+    for (const analysis::Site& s : sites.sites) sink(s);
+    analysis::SitesResult rest;
+    rest.unknown = sites.unknown;
+    return rest;
+  };
+}
+
+std::string format_folded(const SiteSource& sites, analysis::FlameValue value) {
+  analysis::FlameBuilder builder(value);
+  const analysis::SitesResult rest = sites([&](const analysis::Site& s) { builder.add(s); });
+  builder.add_unknown(rest.unknown);
+  const analysis::FlameGraph g = builder.finish(0);
   std::map<std::string, std::uint64_t> lines;  // equal texts (same names, other modules) add up
   std::string prefix;
   for (const analysis::FlameNode& c : g.root.children) {

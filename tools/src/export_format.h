@@ -15,6 +15,7 @@
 //   mapping resolves it as the process that loaded it first saw it).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,10 +26,16 @@
 
 namespace memtrack::tools {
 
-std::string format_folded(const analysis::SitesResult& sites, analysis::FlameValue value);
+// The sites to write, handed over one at a time (SiteAccumulator::for_each_site), so no list of every site
+// with its frames need exist; returns the rest of the result (`unknown`: the allocations without a stack).
+using SiteSource = std::function<analysis::SitesResult(const std::function<void(const analysis::Site&)>&)>;
+// A source over a list already built.
+SiteSource sites_of(const analysis::SitesResult& sites);
+
+std::string format_folded(const SiteSource& sites, analysis::FlameValue value);
 
 // The gzipped profile.proto bytes. Fails only if protobuf cannot serialize (a profile beyond 2 GiB).
-codec::Status format_pprof(const analysis::SitesResult& sites, const std::vector<codec::Module>& modules,
+codec::Status format_pprof(const SiteSource& sites, const std::vector<codec::Module>& modules,
                            analysis::FlameValue default_value, std::string& out);
 
 }  // namespace memtrack::tools

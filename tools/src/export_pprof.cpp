@@ -167,7 +167,7 @@ class Builder {
 
 }  // namespace
 
-codec::Status format_pprof(const analysis::SitesResult& sites, const std::vector<codec::Module>& modules,
+codec::Status format_pprof(const SiteSource& sites, const std::vector<codec::Module>& modules,
                            analysis::FlameValue default_value, std::string& out) {
   Builder b(modules);
   static constexpr std::pair<const char*, const char*> kTypes[] = {{"peak_space", "bytes"},
@@ -185,11 +185,11 @@ codec::Status format_pprof(const analysis::SitesResult& sites, const std::vector
                        : default_value == analysis::FlameValue::count     ? "alloc_objects"
                                                                           : "leaked_space";
   b.profile.set_default_sample_type(b.string_id(chosen));
-  for (const analysis::Site& s : sites.sites) b.sample(s.stack, s.totals);
+  const analysis::SitesResult rest = sites([&b](const analysis::Site& s) { b.sample(s.stack, s.totals); });
   {
     analysis::SiteFrame none;
     none.function = "[no stack]";
-    b.sample({none}, sites.unknown);
+    b.sample({none}, rest.unknown);
   }
   out.clear();
   google::protobuf::io::StringOutputStream sink(&out);

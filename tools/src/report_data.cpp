@@ -5,9 +5,9 @@
 #include <string_view>
 
 #include "artifact_command.h"
-#include "memtrack/analysis/event_kinds.h"
 #include "diff_format.h"
 #include "json_writer.h"
+#include "memtrack/analysis/event_kinds.h"
 #include "stats_format.h"
 #include "top_format.h"
 #include "units.h"
@@ -93,8 +93,8 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& 
   rows.emplace_back("bytes allocated", human_bytes(c.bytes_allocated));
   rows.emplace_back("peak live heap", human_bytes(s.heap.total_peak_bytes()) + " at " +
                                           short_duration(s.heap.total_peak_timestamp() > c.first_timestamp
-                                                      ? s.heap.total_peak_timestamp() - c.first_timestamp
-                                                      : 0));
+                                                             ? s.heap.total_peak_timestamp() - c.first_timestamp
+                                                             : 0));
   std::uint64_t unmatched = 0, peak_mapped = 0;
   for (const ProcessImage& img : s.heap.images()) {
     unmatched += img.heap.unmatched_frees;
@@ -105,8 +105,7 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const ReportData& 
   if (s.heap.has_lifecycle()) rows.emplace_back("freed by exec", human_bytes(freed_by_exec(s).bytes));
   rows.emplace_back("largest mapped (one process)", human_bytes(peak_mapped));
   rows.emplace_back("unmatched frees", std::to_string(unmatched));
-  rows.emplace_back("processes",
-                    counted(c.by_pid.size(), "pid") + ", " + counted(s.heap.images().size(), "image"));
+  rows.emplace_back("processes", counted(c.by_pid.size(), "pid") + ", " + counted(s.heap.images().size(), "image"));
   if (!s.context.untracked.empty())
     rows.emplace_back("untracked", std::to_string(s.context.untracked.size()) + " (see memtrack stats)");
   if (d.has_stacks) rows.emplace_back("allocation sites", std::to_string(d.sites));
@@ -160,13 +159,30 @@ ReportData build_report(std::span<const std::byte> file, const std::string& name
   d.timeline = timeline.result();
   d.has_stacks = sites.has_stacks();
   if (d.has_stacks) {
-    analysis::SitesResult all = sites.result(SiteOrder::allocated, 0, symbolizer);
-    d.sites = all.sites.size();
-    d.flame_peak = build_flame_graph(all, FlameValue::peak, options.prune_fraction);
-    d.flame_allocated = build_flame_graph(all, FlameValue::allocated, options.prune_fraction);
-    d.flame_leaked = build_flame_graph(all, FlameValue::leaked, options.prune_fraction);
+    if (options.keep_sites) {
+      // A baseline comparison pairs every site of both recordings (add_baseline): the list is kept.
+      analysis::SitesResult all = sites.result(SiteOrder::allocated, 0, symbolizer);
+      d.sites = all.sites.size();
+      d.flame_peak = build_flame_graph(all, FlameValue::peak, options.prune_fraction);
+      d.flame_allocated = build_flame_graph(all, FlameValue::allocated, options.prune_fraction);
+      d.flame_leaked = build_flame_graph(all, FlameValue::leaked, options.prune_fraction);
+      d.all_sites = std::move(all);
+    } else {
+      // One site at a time into the three graphs: memory grows with distinct frames, not sites x frames.
+      analysis::FlameBuilder peak(FlameValue::peak), allocated(FlameValue::allocated), leaked(FlameValue::leaked);
+      const analysis::SitesResult rest =
+          sites.for_each_site(SiteOrder::allocated, symbolizer, [&](const analysis::Site& site) {
+            ++d.sites;
+            peak.add(site);
+            allocated.add(site);
+            leaked.add(site);
+          });
+      for (analysis::FlameBuilder* b : {&peak, &allocated, &leaked}) b->add_unknown(rest.unknown);
+      d.flame_peak = peak.finish(options.prune_fraction);
+      d.flame_allocated = allocated.finish(options.prune_fraction);
+      d.flame_leaked = leaked.finish(options.prune_fraction);
+    }
     for (const SiteOrder o : kOrders) d.top.emplace_back(o, sites.result(o, options.top_sites, symbolizer));
-    if (options.keep_sites) d.all_sites = std::move(all);
   }
   return d;
 }
@@ -305,8 +321,28 @@ std::string report_json(const ReportData& d) {
       j.key("threshold").raw(threshold).end_object();
     }
     j.end_object().end_object();
+    // Each distinct frame once ("frames"); a site's stack lists their indices. The rankings share most of
+    // their sites and frames, so the page grows with what is shown, not five times over.
+    std::unordered_map<std::string, std::uint64_t> frame_ids;
+    std::vector<const std::string*> frames;
+    const auto frame_id = [&](const analysis::SiteFrame& f) {
+      std::string text = format_stack_json({f});
+      text = text.substr(1, text.size() - 2);  // the one element of the array
+      const auto [it, fresh] = frame_ids.try_emplace(std::move(text), frames.size());
+      if (fresh) frames.push_back(&it->first);
+      return it->second;
+    };
     j.key("top").begin_object();
-    for (const auto& [order, result] : d.top) j.key(order_name(order)).array(result.sites, write_site_json);
+    for (const auto& [order, result] : d.top) {
+      j.key(order_name(order)).array(result.sites, [&](JsonWriter& w, const analysis::Site& site) {
+        w.begin_object().key("stack").array(site.stack,
+                                            [&](JsonWriter& a, const analysis::SiteFrame& f) { a.num(frame_id(f)); });
+        write_site_totals_json(w, site.totals);
+        w.end_object();
+      });
+    }
+    j.key("frames").array(frames, [](JsonWriter& w, const std::string* text) { w.raw(*text); });
+    j.member("total", static_cast<std::uint64_t>(d.sites));  // every site of the recording; the rankings list the first
     j.end_object();
   }
   j.end_object();
@@ -317,15 +353,16 @@ ExportSites read_export_sites(std::span<const std::byte> file, const std::string
                               std::optional<std::int32_t> pid, const analysis::ProgressFn& progress,
                               const analysis::ModuleSymbolizer& symbolizer) {
   ExportSites out;
-  analysis::SiteAccumulator sites(pid);
+  out.accumulator = std::make_unique<analysis::SiteAccumulator>(pid);
+  out.order = order;
+  out.symbolizer = symbolizer;
   ModuleList modules(out.modules);
   ProcessList processes;
-  analysis::ArtifactConsumer* consumers[] = {&modules, &sites, &processes};
+  analysis::ArtifactConsumer* consumers[] = {&modules, out.accumulator.get(), &processes};
   analysis::PassSummary pass;
   out.status = analysis::read_artifact(file, name, consumers, pass, progress);
   out.processes = processes.pids();
-  out.has_stacks = sites.has_stacks();
-  if (out.has_stacks) out.sites = sites.result(order, 0, symbolizer);
+  out.has_stacks = out.accumulator->has_stacks();
   return out;
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -64,8 +66,7 @@ struct ReportData {
 // Reads `file` and computes everything the page shows. `symbolizer` names frames of modules the artifact has
 // no Symbols for (tools/src/file_symbolizer.h; empty: module + offset).
 ReportData build_report(std::span<const std::byte> file, const std::string& name, const ReportOptions& options,
-                        const analysis::ProgressFn& progress = {},
-                        const analysis::ModuleSymbolizer& symbolizer = {});
+                        const analysis::ProgressFn& progress = {}, const analysis::ModuleSymbolizer& symbolizer = {});
 
 // Makes `head` the page of head against `base` (both read with keep_sites and the same options): base's
 // name, totals and heap series join the page, and when both have call stacks the flame graphs become
@@ -77,8 +78,15 @@ std::string report_json(const ReportData& data);
 
 // For `memtrack export`: the sites of `file` (every site, ordered by `order`) and the Module records seen
 // (the first record of each path, for pprof's mappings), with the read's status.
+// The artifact's sites, read once and handed out one at a time (each(): ranked by the order asked for,
+// resolved with the symbolizer given), so an export's memory grows with distinct frames, not sites x frames.
 struct ExportSites {
-  analysis::SitesResult sites;
+  std::unique_ptr<analysis::SiteAccumulator> accumulator;
+  analysis::SiteOrder order = analysis::SiteOrder::allocated;
+  analysis::ModuleSymbolizer symbolizer;
+  [[nodiscard]] analysis::SitesResult each(const std::function<void(const analysis::Site&)>& sink) const {
+    return accumulator->for_each_site(order, symbolizer, sink);
+  }
   std::vector<codec::Module> modules;
   bool has_stacks = false;
   codec::Status status;

@@ -98,6 +98,8 @@ void write_site_json(JsonWriter& j, const Site& s, bool resident) {
 
 }  // namespace
 
+void write_site_totals_json(JsonWriter& j, const analysis::SiteTotals& t) { write_totals(j, t, false); }
+
 void write_site_json(JsonWriter& j, const Site& s) { write_site_json(j, s, false); }
 
 std::string format_site_json(const Site& s) {

@@ -33,6 +33,8 @@ void write_stack_json(JsonWriter& j, const std::vector<analysis::SiteFrame>& sta
 std::string format_site_json(const analysis::Site& site);
 // The same into a document being written (the report's sites).
 void write_site_json(JsonWriter& j, const analysis::Site& site);
+// A site's numbers as members of the object being written ("peak_bytes", ... "temporary").
+void write_site_totals_json(JsonWriter& j, const analysis::SiteTotals& totals);
 
 // `memtrack stats`' short section: the sites that leaked most, one line of numbers and `frames` frames each.
 std::string format_leak_sites_table(const analysis::SitesResult& leaks, std::size_t frames = 4);

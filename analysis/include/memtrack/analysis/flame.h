@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,29 @@ std::uint64_t site_count(const SiteTotals& t, FlameValue v);
 // How a frame is named: its function; else "module+0x<relative address>" (the module's file name); else
 // "0x<address>"; a truncated stack's marker is "[truncated]".
 std::string frame_name(const SiteFrame& frame);
+
+// Builds a flame graph from sites given one at a time (SiteAccumulator::for_each_site), so no list of every
+// site with its frames need exist: the builder keeps each distinct frame once and the tree of paths.
+class FlameBuilder {
+ public:
+  // `by_identity`: frames merge by their identity (a differential graph, build_diff_flame_graph).
+  explicit FlameBuilder(FlameValue v, bool by_identity = false);
+  ~FlameBuilder();
+  FlameBuilder(FlameBuilder&&) noexcept;
+  FlameBuilder(const FlameBuilder&) = delete;
+  FlameBuilder& operator=(const FlameBuilder&) = delete;
+
+  void add(const Site& site, bool base = false);                   // base: the baseline's values (a differential graph)
+  void add_unknown(const SiteTotals& unknown, bool base = false);  // the allocations without a stack
+  [[nodiscard]] FlameGraph finish(double prune_fraction = 0.001) const;
+
+  struct Tree;
+
+ private:
+  FlameValue value_;
+  std::unique_ptr<Tree> tree_;
+  std::vector<const SiteFrame*> path_;
+};
 
 // The tree of every site with a non-zero value for `v` (sites in any order), pruned as described above
 // (prune_fraction 0: nothing pruned).

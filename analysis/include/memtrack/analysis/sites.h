@@ -138,7 +138,15 @@ class SiteAccumulator final : public ArtifactConsumer {
   // then allocations, then the order sites were first seen.
   SitesResult result(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer = {}) const;
 
+  // The same sites, all of them, each handed to `sink` as it is resolved and then dropped; the result has
+  // everything but `sites` (their count in `rest_sites` stays 0). Memory is bounded by the distinct frames,
+  // not by sites times frames (`memtrack report` builds its flame graphs this way).
+  SitesResult for_each_site(SiteOrder order, const ModuleSymbolizer& symbolizer,
+                            const std::function<void(const Site&)>& sink) const;
+
  private:
+  SitesResult collect(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer,
+                      const std::function<void(const Site&)>* sink) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
