@@ -255,6 +255,14 @@ int run_record(int argc, char** argv) {
                      count(r.resident_samples, "sample", "samples").c_str(),
                      count(r.resident_polls, "poll", "polls").c_str(), r.resident_cpu_seconds * 1e3,
                      r.resident_wall_seconds > 0 ? 100 * r.resident_cpu_seconds / r.resident_wall_seconds : 0.0);
+      if (r.page_snapshots != 0)
+        std::fprintf(stderr, ", %s of resident pages (%s mapped, %.1f ms of CPU, the longest %.1f ms)",
+                     count(r.page_snapshots, "snapshot", "snapshots").c_str(),
+                     human_bytes(r.page_snapshot_bytes).c_str(), r.page_snapshot_cpu_seconds * 1e3,
+                     r.page_snapshot_max_seconds * 1e3);
+      if (r.page_snapshot_failures != 0)
+        std::fprintf(stderr, ", %s whose pages could not be read",
+                     count(r.page_snapshot_failures, "process", "processes").c_str());
       if (r.abandoned_slots != 0)
         std::fprintf(stderr, ", %s skipped (their threads died before filling them)",
                      count(r.abandoned_slots, "ring slot", "ring slots").c_str());

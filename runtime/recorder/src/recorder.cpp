@@ -42,7 +42,7 @@ namespace {
 // The Recording's sections list (docs/FORMAT.md, "Versions and sections"): what this recording writes.
 std::vector<std::string> recorded_sections(const RecordOptions& options) {
   std::vector<std::string> sections = {"lifecycle", "control"};
-  if (options.resident) sections.emplace_back("resident");
+  if (options.resident) sections.insert(sections.end(), {"resident", "resident-pages"});
   if (options.stack_depth != 0) sections.insert(sections.end(), {"stacks", "modules", "symbols"});
   return sections;
 }
@@ -248,8 +248,10 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   }
   const bool reading = fd >= 0 || internal.discard;
   Supervisor supervisor(child, ring, reader, lifecycle, watch, reading);
+  PageSnapshots page_snapshots;
+  lifecycle.set_page_snapshots(&page_snapshots);
   std::optional<ResidentSampler> sampler;
-  if (options.resident) sampler.emplace(ring);
+  if (options.resident) sampler.emplace(ring, &page_snapshots);
   lifecycle.on_new_process([&](std::int32_t pid) {
     supervisor.watch(pid);
     if (sampler) sampler->watch(pid);
@@ -276,6 +278,10 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   result.resident_polls = resident.polls;
   result.resident_cpu_seconds = resident.cpu_seconds;
   result.resident_wall_seconds = resident.wall_seconds;
+  result.page_snapshot_bytes = resident.snapshot_bytes;
+  result.page_snapshot_failures = resident.snapshot_failures;
+  result.page_snapshot_cpu_seconds = resident.snapshot_cpu_seconds;
+  result.page_snapshot_max_seconds = resident.snapshot_max_seconds;
   result.exit_status = waited.exit_status;
   result.command_signal = waited.command_signal;
   result.ended_by_signal = waited.ended_by_signal;
@@ -304,6 +310,7 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
     if (u.reason != "left-running") result.untracked.push_back({u.pid, u.executable, u.reason});
   result.context_records = lifecycle.records() + 1;  // and the Recording record
   result.resident_samples = lifecycle.resident_samples();
+  result.page_snapshots = lifecycle.page_snapshots();
   result.preload_messages = messages.collect();
   const StackSummary stack_summary = stacks.summary();
   result.stack_nodes = stack_summary.nodes;

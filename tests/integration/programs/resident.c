@@ -4,6 +4,8 @@
 //   touch TOTAL_MIB TOUCHED_MIB HOLD_MS   malloc TOTAL, touch TOUCHED of it a MiB at a time, hold, free
 //   fork MIB HOLD_MS                      fork; parent and child each malloc and touch MIB, hold it together
 //   dontneed MIB HOLD_MS                  mmap and touch MIB, hold, MADV_DONTNEED it all, hold, touch 1/4 again
+//   sites HOLD_MS                         from two call sites: malloc 64 MiB and touch 16 of it, malloc 16 MiB
+//                                         and touch it whole; hold both, free
 //   busy MS                               for MS milliseconds: map, touch and unmap 1..16 MiB, and malloc/free,
 //                                         without a pause (resident memory always moving: the sampler's worst
 //                                         case, for measuring its cost)
@@ -36,6 +38,18 @@ static void touch(char* p, size_t bytes) {
     p[off] = 1;
     if (off % (1 << 20) == 0) sleep_ms(1);
   }
+}
+
+// Two distinct call sites for the sites mode (noinline: each is its own frame in the stacks).
+__attribute__((noinline)) static char* big_site(size_t bytes, size_t touched) {
+  char* p = malloc(bytes);
+  if (p != NULL) touch(p, touched);
+  return p;
+}
+__attribute__((noinline)) static char* small_site(size_t bytes) {
+  char* p = malloc(bytes);
+  if (p != NULL) touch(p, bytes);
+  return p;
 }
 
 int main(int argc, char** argv) {
@@ -89,6 +103,16 @@ int main(int argc, char** argv) {
     sleep_ms(atol(argv[3]));
     printf("hwm %llu\n", hwm_bytes());
     munmap(p, bytes);
+    return 0;
+  }
+  if (strcmp(argv[1], "sites") == 0 && argc == 3) {
+    char* big = big_site(64 * mib, 16 * mib);
+    char* small = small_site(16 * mib);
+    if (big == NULL || small == NULL) return 1;
+    sleep_ms(atol(argv[2]));
+    printf("hwm %llu\n", hwm_bytes());
+    free(small);
+    free(big);
     return 0;
   }
   if (strcmp(argv[1], "busy") == 0 && argc == 3) {
