@@ -18,6 +18,8 @@ packages=(
   cargo librust-zstd-dev librust-rmp-serde-dev librust-serde-derive-dev
   # the floor of the recording benchmarks (bench/record_*.sh; the smoke run in ctest skips them without it)
   heaptrack
+  # the live view's tests drive a terminal (tests/integration/live_test.cpp)
+  tmux
 )
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi

@@ -34,6 +34,12 @@ void ResidentBooks::add(const codec::ContextRecord& record, const LiveHeap& heap
     }
     return;
   }
+  if (const auto* pages = std::get_if<codec::ResidentPages>(&record)) {
+    if (pages->part != 0) return;
+    ++page_snapshots_;
+    if (const auto it = pids_.find(pages->pid); it != pids_.end()) ++it->second.page_snapshots;
+    return;
+  }
   const auto* r = std::get_if<codec::Resident>(&record);
   if (r == nullptr) return;
   ++samples_;

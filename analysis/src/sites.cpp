@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "memtrack/analysis/event_kinds.h"
+#include "memtrack/analysis/resident_pages.h"
 
 namespace memtrack::analysis {
 namespace {
@@ -86,6 +87,16 @@ struct SiteAccumulator::Impl final : HeapClient {
   std::uint64_t index_offset = 0;  // stream index of an event = the heap's index + this (a pid filter skips)
   std::uint64_t epoch = 0;
 
+  // Resident bytes per site (sites.h): per pid, its current image's last snapshot; the images that ended
+  // (exec, a reused pid) keep theirs in resident_done.
+  struct Snapshot {
+    std::uint64_t event = 0;
+    std::unordered_map<std::uint32_t, std::uint64_t> by_site;
+  };
+  std::unordered_map<std::int32_t, Snapshot> resident_now;
+  std::unordered_map<std::uint32_t, std::uint64_t> resident_done;
+  bool has_resident_pages = false;
+
   // Symbols records: module key -> address -> frames.
   std::unordered_map<std::string, std::map<std::uint64_t, std::vector<SiteFrame>>> symbols;
 
@@ -118,6 +129,36 @@ struct SiteAccumulator::Impl final : HeapClient {
     }
     // The same return address may now be in another module: resolve nodes again from here on.
     forget_resolutions(img);
+  }
+
+  void apply(const codec::ResidentPages& r) {
+    has_resident_pages = true;
+    if (pid_filter && r.pid != *pid_filter) return;
+    const auto [it, fresh] = resident_now.try_emplace(r.pid);
+    Snapshot& snap = it->second;
+    if (!fresh && (r.part == 0 || r.event != snap.event)) snap.by_site.clear();  // a later, higher snapshot
+    snap.event = r.event;
+    constexpr std::uint32_t kInheritedBlock = kUnknownSite - 1;  // no site: sites are indices below both
+    std::vector<LiveBlock> blocks;
+    std::vector<std::uint32_t> site_of_block;
+    heap->for_each_live_block_of(r.pid,
+                                 [&](std::uint64_t addr, std::uint64_t size, std::uint32_t site, bool inherited) {
+                                   blocks.push_back({addr, size});
+                                   // A fork child's unchanged copy shares its pages with the parent (copy-on-write),
+                                   // whose snapshot counts them; it still takes its share of the pages it is on.
+                                   site_of_block.push_back(inherited ? kInheritedBlock : site);
+                                 });
+    const std::vector<std::uint64_t> resident = resident_bytes_of(blocks, r);
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+      if (resident[i] != 0 && site_of_block[i] != kInheritedBlock) snap.by_site[site_of_block[i]] += resident[i];
+  }
+
+  // The pid's current image ended: its last snapshot stays counted.
+  void end_resident_image(std::int32_t pid) {
+    const auto it = resident_now.find(pid);
+    if (it == resident_now.end()) return;
+    for (const auto& [site, bytes] : it->second.by_site) resident_done[site] += bytes;
+    resident_now.erase(it);
   }
 
   void apply(const codec::StackNodes& r) {
@@ -174,7 +215,10 @@ struct SiteAccumulator::Impl final : HeapClient {
       if (!s->ids.empty()) event_stacks[s->first_event] = s->ids;
     } else if (const auto* y = std::get_if<codec::Symbols>(&record)) {
       apply(*y);
+    } else if (const auto* rp = std::get_if<codec::ResidentPages>(&record)) {
+      apply(*rp);
     } else if (const auto* p = std::get_if<codec::ProcessStart>(&record)) {
+      end_resident_image(p->pid);
       const auto parent = images.find(p->ppid);
       if (parent != images.end() && p->ppid != p->pid) {
         Image copy = parent->second;  // the child's tree starts as its parent's (copy-on-write in the tracee)
@@ -183,10 +227,13 @@ struct SiteAccumulator::Impl final : HeapClient {
         images[p->pid] = Image{};
       }
     } else if (const auto* x = std::get_if<codec::ProcessExec>(&record)) {
+      end_resident_image(x->pid);
       images[x->pid] = Image{};
     } else if (const auto* u = std::get_if<codec::Untracked>(&record)) {
-      if (untracked_exec(*u))  // an exec into an image without events
+      if (untracked_exec(*u)) {  // an exec into an image without events
+        end_resident_image(*u->pid);
         if (const auto it = images.find(*u->pid); it != images.end()) it->second = Image{};
+      }
     }
   }
 
@@ -326,6 +373,7 @@ void SiteAccumulator::add_context(const codec::ContextRecord& record) { impl_->a
 void SiteAccumulator::add(std::span<const codec::Event> events) { impl_->add(events); }
 
 bool SiteAccumulator::has_stacks() const { return impl_->has_stacks; }
+bool SiteAccumulator::has_resident_pages() const { return impl_->has_resident_pages; }
 std::uint64_t SiteAccumulator::events() const { return impl_->events; }
 
 SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer) const {
@@ -342,6 +390,7 @@ SitesResult SiteAccumulator::collect(SiteOrder order, std::size_t limit, const M
   const Impl& d = *impl_;
   SitesResult out;
   out.has_stacks = d.has_stacks;
+  out.has_resident_pages = d.has_resident_pages;
   out.events = d.events;
   out.peak_bytes = d.heap->total_peak_bytes();
   out.peak_timestamp = d.heap->total_peak_timestamp();
@@ -361,6 +410,13 @@ SitesResult SiteAccumulator::collect(SiteOrder order, std::size_t limit, const M
     t.leaked_bytes += size;
     ++t.leaked_blocks;
   });
+
+  const auto add_resident = [&](const std::unordered_map<std::uint32_t, std::uint64_t>& by_site) {
+    for (const auto& [site, bytes] : by_site)
+      (site == kUnknownSite ? out.unknown : totals[site]).resident_bytes += bytes;
+  };
+  add_resident(d.resident_done);
+  for (const auto& [pid, snap] : d.resident_now) add_resident(snap.by_site);
 
   const auto metric = [&](const SiteTotals& t) { return site_measure(t, order); };
   std::vector<std::uint32_t> rank;
@@ -455,6 +511,8 @@ std::uint64_t site_measure(const SiteTotals& t, SiteOrder order) {
       return t.leaked_bytes;
     case SiteOrder::temporary:
       return t.temporary;
+    case SiteOrder::resident:
+      return t.resident_bytes;
   }
   return 0;
 }

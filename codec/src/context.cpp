@@ -134,6 +134,11 @@ void pack(Packer& pk, const Resident& r) {
               "shmem", r.shmem, "swap", r.swap, "own", r.own, "hwm", r.hwm);
 }
 
+void pack(Packer& pk, const ResidentPages& r) {
+  pack_record(pk, "ResidentPages", "pid", r.pid, "event", r.event, "timestamp", r.timestamp, "part", r.part,
+              "page_size", r.page_size, "starts", r.starts, "pages", r.pages, "present", r.present);
+}
+
 void store_le32(std::byte* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
 }
@@ -228,6 +233,29 @@ class Fields {
   const msgpack::object_map& map_;
 };
 
+// What the analysis relies on when it walks a snapshot's pages: whole, ascending, disjoint page ranges that
+// stay in the address space, and exactly their bits.
+void check(const ResidentPages& r) {
+  const std::string what = "ResidentPages";
+  if (r.starts.size() != r.pages.size())
+    throw RecordError{what + " has " + std::to_string(r.starts.size()) + " starts but " +
+                      std::to_string(r.pages.size()) + " page counts"};
+  if (r.page_size == 0 || (r.page_size & (r.page_size - 1)) != 0)
+    throw RecordError{what + " page_size " + std::to_string(r.page_size) + " is not a power of two"};
+  std::uint64_t end = 0, bytes = 0;
+  for (std::size_t i = 0; i < r.starts.size(); ++i) {
+    const std::uint64_t start = r.starts[i], n = r.pages[i];
+    if (start % r.page_size != 0 || start < end || n > (UINT64_MAX - start) / r.page_size)
+      throw RecordError{what + " range " + std::to_string(i) + " (start " + std::to_string(start) + ", " +
+                        std::to_string(n) + " pages) is not page-aligned, ascending and disjoint"};
+    end = start + n * r.page_size;
+    bytes += resident_bitmap_bytes(n);
+  }
+  if (bytes != r.present.size())
+    throw RecordError{what + " ranges need " + std::to_string(bytes) + " bytes of bits but present has " +
+                      std::to_string(r.present.size())};
+}
+
 // Returns false for a record of a type this version does not know (skipped, as FORMAT.md promises).
 bool parse_record(const msgpack::object& obj, std::vector<ContextRecord>& out) {
   if (obj.type != msgpack::type::MAP) throw RecordError{"record is not a map"};
@@ -313,6 +341,13 @@ bool parse_record(const msgpack::object& obj, std::vector<ContextRecord>& out) {
                               f.integer<std::uint64_t>("file"), f.integer<std::uint64_t>("shmem"),
                               f.integer<std::uint64_t>("swap"), f.integer<std::uint64_t>("own"),
                               f.integer<std::uint64_t>("hwm")});
+  } else if (type == "ResidentPages") {
+    ResidentPages r{f.integer<std::int32_t>("pid"),          f.integer<std::uint64_t>("event"),
+                    f.integer<std::uint64_t>("timestamp"),    f.integer<std::uint32_t>("part"),
+                    f.integer<std::uint32_t>("page_size"),    f.column<std::uint64_t>("starts"),
+                    f.column<std::uint64_t>("pages"),         f.bytes("present")};
+    check(r);
+    out.emplace_back(std::move(r));
   } else {
     return false;
   }
@@ -320,6 +355,48 @@ bool parse_record(const msgpack::object& obj, std::vector<ContextRecord>& out) {
 }
 
 }  // namespace
+
+std::vector<ResidentPages> split_resident_pages(const ResidentPages& snapshot, std::size_t max_bytes) {
+  if (snapshot.present.size() <= max_bytes && snapshot.starts.size() * 8 <= max_bytes) {
+    ResidentPages whole = snapshot;
+    whole.part = 0;
+    return {std::move(whole)};
+  }
+  std::vector<ResidentPages> parts;
+  const auto fresh = [&] {
+    ResidentPages p;
+    p.pid = snapshot.pid;
+    p.event = snapshot.event;
+    p.timestamp = snapshot.timestamp;
+    p.part = static_cast<std::uint32_t>(parts.size());
+    p.page_size = snapshot.page_size;
+    parts.push_back(std::move(p));
+  };
+  fresh();
+  const std::uint64_t max_pages = std::uint64_t{max_bytes} * 8;  // a piece of a range: whole bytes of bits
+  std::uint64_t bit = 0;  // where the current range's bits start in snapshot.present
+  for (std::size_t i = 0; i < snapshot.starts.size(); ++i) {
+    for (std::uint64_t done = 0; done < snapshot.pages[i] || (done == 0 && snapshot.pages[i] == 0);) {
+      const std::uint64_t n = std::min(snapshot.pages[i] - done, max_pages);
+      const std::uint64_t bytes = resident_bitmap_bytes(n);
+      if (parts.back().present.size() + bytes > max_bytes || (parts.back().starts.size() + 1) * 8 > max_bytes) fresh();
+      ResidentPages& p = parts.back();
+      p.starts.push_back(snapshot.starts[i] + done * snapshot.page_size);
+      p.pages.push_back(n);
+      const std::size_t at = p.present.size();
+      p.present.resize(at + bytes, 0);
+      for (std::uint64_t j = 0; j < n; ++j) {
+        const std::uint64_t b = bit + done + j;
+        if ((snapshot.present[b / 8] >> (b % 8)) & 1u)
+          p.present[at + j / 8] |= static_cast<std::uint8_t>(1u << (j % 8));
+      }
+      done += n;
+      if (n == 0) break;
+    }
+    bit += resident_bitmap_bytes(snapshot.pages[i]) * 8;
+  }
+  return parts;
+}
 
 std::string hex32(std::uint32_t v) {
   char buf[16];

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <msgpack.hpp>
 #include <string>
 #include <variant>
@@ -54,6 +55,8 @@ std::vector<ContextRecord> all_records() {
       Pause{4242, 0, 62, 172, "signal"},
       Resident{7, 63, 173, 64ull << 20, 3ull << 20, 4096, 0, 65536, 70ull << 20},
       Resident{8, 64, 174, 0, 0, 0, 1ull << 40, 0, 0},
+      ResidentPages{7, 65, 175, 0, 4096, {0x1000, 0x10000}, {3, 9}, {0x05, 0xff, 0x01}},
+      ResidentPages{7, 65, 175, 1, 4096, {}, {}, {}},
   };
 }
 
@@ -245,6 +248,11 @@ TEST(Context, EveryRecordIsItsDocumentedBytes) {
       "300000a573686d656dcd1000a47377617000a36f776ece00010000a368776dce04600000",
       "8aa474797065a85265736964656e74a370696408a56576656e7440a974696d657374616d70ccaea4616e6f6e00a466696c6500a573686d65"
       "6d00a473776170cf0000010000000000a36f776e00a368776d00",
+      "89a474797065ad5265736964656e745061676573a370696407a56576656e7441a974696d657374616d70ccafa47061727400a9706167655f"
+      "73697a65cd1000a6737461727473c41000100000000000000000010000000000a57061676573c41003000000000000000900000000000000"
+      "a770726573656e74c40305ff01",
+      "89a474797065ad5265736964656e745061676573a370696407a56576656e7441a974696d657374616d70ccafa47061727401a9706167655f"
+      "73697a65cd1000a6737461727473c400a57061676573c400a770726573656e74c400",
   };
   const std::vector<ContextRecord> records = all_records();
   ASSERT_EQ(records.size(), std::size(expected));
@@ -373,6 +381,79 @@ TEST(Context, ResidentRecordsAreTheDocumentedBytes) {
   std::vector<ContextRecord> back;
   const Status s = decode_context_frame(frame_of_payload(payload), 0, back);
   EXPECT_NE(s.message().find("missing key \"anon\""), std::string::npos) << s.message();
+}
+
+// ResidentPages (docs/FORMAT.md, "Context section: resident"): the reader refuses ranges the analysis could
+// not walk, and bits that do not match them.
+TEST(Context, ResidentPagesWithBadRangesOrBitsAreErrors) {
+  const auto refused = [](ResidentPages r, const char* what) {
+    std::vector<ContextRecord> back;
+    const Status s = decode_context_frame(frame_of({r}), 0, back);
+    EXPECT_FALSE(s) << what;
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+    EXPECT_TRUE(back.empty());
+  };
+  const ResidentPages good{7, 1, 2, 0, 4096, {0x1000, 0x3000}, {2, 9}, {0x03, 0xff, 0x01}};
+  std::vector<ContextRecord> back;
+  ASSERT_TRUE(decode_context_frame(frame_of({good}), 0, back));
+  ResidentPages r = good;
+  r.present.pop_back();
+  refused(r, "need 3 bytes of bits but present has 2");
+  r = good;
+  r.pages.pop_back();
+  refused(r, "2 starts but 1 page counts");
+  r = good;
+  r.starts[1] = 0x2000;  // inside the first range
+  refused(r, "range 1");
+  r = good;
+  r.starts[0] = 0x1001;
+  refused(r, "range 0");
+  r = good;
+  r.page_size = 3000;
+  refused(r, "not a power of two");
+  r = good;
+  r.starts = {0xffff'ffff'ffff'f000ull, 0};
+  r.pages = {2, 0};
+  r.present = {0x03};
+  refused(r, "range 0");
+}
+
+TEST(Context, ASplitSnapshotHasTheSameBitsInPartsUnderTheLimit) {
+  ResidentPages whole{7, 1, 2, 0, 4096, {0x10000, 0x100000, 0x400000}, {3, 300, 17}, {}};
+  for (const std::uint64_t n : whole.pages) whole.present.resize(whole.present.size() + resident_bitmap_bytes(n));
+  for (std::size_t i = 0; i < whole.present.size(); ++i) whole.present[i] = static_cast<std::uint8_t>(i * 37 + 11);
+  // Bits past a range's pages are padding: the split keeps only the range's.
+  whole.present[0] &= 0x07;
+  whole.present[whole.present.size() - 1] &= 0x01;
+  whole.present[1 + 300 / 8] &= 0x0f;
+  const std::vector<ResidentPages> parts = split_resident_pages(whole, 16);
+  ASSERT_GT(parts.size(), 3u);
+  std::map<std::uint64_t, bool> want, got;
+  std::uint64_t bit = 0;
+  for (std::size_t i = 0; i < whole.starts.size(); ++i) {
+    for (std::uint64_t j = 0; j < whole.pages[i]; ++j)
+      want[whole.starts[i] + j * 4096] = (whole.present[(bit + j) / 8] >> ((bit + j) % 8)) & 1;
+    bit += resident_bitmap_bytes(whole.pages[i]) * 8;
+  }
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const ResidentPages& p = parts[k];
+    EXPECT_EQ(p.part, k);
+    EXPECT_EQ(p.event, 1u);
+    EXPECT_LE(p.present.size(), 16u);
+    std::vector<ContextRecord> back;
+    const Status decoded = decode_context_frame(frame_of({p}), 0, back);  // each part is a valid record
+    ASSERT_TRUE(decoded) << decoded.message();
+    std::uint64_t b = 0;
+    for (std::size_t i = 0; i < p.starts.size(); ++i) {
+      for (std::uint64_t j = 0; j < p.pages[i]; ++j)
+        got[p.starts[i] + j * 4096] = (p.present[(b + j) / 8] >> ((b + j) % 8)) & 1;
+      b += resident_bitmap_bytes(p.pages[i]) * 8;
+    }
+  }
+  EXPECT_EQ(got, want);
+  const std::vector<ResidentPages> one = split_resident_pages(whole);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], whole);
 }
 
 TEST(Context, ControlRecordsWithoutTheirKeysAreErrors) {

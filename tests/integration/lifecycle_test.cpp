@@ -233,8 +233,8 @@ TEST(Lifecycle, ForkChildRecordsStartExecAndExit) {
   const auto* info = std::get_if<RecordingInfo>(&run.context.front());
   ASSERT_NE(info, nullptr) << "the Recording record comes first";
   EXPECT_EQ(info->command, std::vector<std::string>{kPrograms + "/fork_child"});
-  EXPECT_EQ(info->sections, (std::vector<std::string>{"lifecycle", "control", "resident", "stacks", "modules",
-                                                      "symbols"}));  // stacks: on by default
+  EXPECT_EQ(info->sections, (std::vector<std::string>{"lifecycle", "control", "resident", "resident-pages", "stacks",
+                                                      "modules", "symbols"}));  // stacks: on by default
   EXPECT_EQ(info->pid, run.recorder);
   EXPECT_FALSE(info->memtrack_version.empty());
 

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "common/run.h"
+#include "memtrack/analysis/artifact_pass.h"
+#include "memtrack/analysis/sites.h"
 #include "memtrack/analysis/stats.h"
 #include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/context.h"
@@ -269,6 +271,82 @@ TEST(Resident, MadvDontneedReturnsPagesAndTheSamplesFollow) {
   // A mapping, not the heap: the live heap is a few KiB all along, the gap is the mapping.
   EXPECT_LT(r.stats.resident.peak().live_heap, kMiB);
   EXPECT_GT(r.stats.resident.peak().gap(), static_cast<std::int64_t>(63 * kMiB));
+}
+
+// Resident bytes per allocation site (docs/RUNTIME.md, "Resident pages"): a 64 MiB block with 16 MiB touched
+// and a 16 MiB block touched whole, from two call sites, are each ~16 MiB resident, allocated 64 and 16.
+TEST(Resident, EachSitesResidentBytesAreItsTouchedPages) {
+  const fs::path dir = scratch_dir();
+  const Recorded r = record(dir, {"sites", "300"});
+  const std::string bytes = slurp(dir / "a.mt");
+  std::vector<memtrack::codec::ResidentPages> snapshots;
+  struct Pages final : memtrack::analysis::ArtifactConsumer {
+    std::vector<memtrack::codec::ResidentPages>* out;
+    explicit Pages(std::vector<memtrack::codec::ResidentPages>* o) : out(o) {}
+    void add_context(const memtrack::codec::ContextRecord& c) override {
+      if (const auto* p = std::get_if<memtrack::codec::ResidentPages>(&c)) out->push_back(*p);
+    }
+    void add(std::span<const memtrack::codec::Event>) override {}
+  } pages(&snapshots);
+  memtrack::analysis::SiteAccumulator acc;
+  memtrack::analysis::ArtifactConsumer* consumers[] = {&acc, &pages};
+  memtrack::analysis::PassSummary pass;
+  ASSERT_TRUE(
+      memtrack::analysis::read_artifact(std::as_bytes(std::span(bytes.data(), bytes.size())), "a.mt", consumers, pass));
+  ASSERT_FALSE(snapshots.empty());
+  // Snapshots only grow, and a process gets few of them.
+  EXPECT_LE(snapshots.size(), 20u);
+  const memtrack::analysis::SitesResult sites = acc.result(memtrack::analysis::SiteOrder::resident, 0);
+  ASSERT_TRUE(sites.has_resident_pages);
+  ASSERT_GE(sites.sites.size(), 2u);
+  // The two heaviest by resident bytes are the two blocks' sites, ~16 MiB each.
+  std::vector<std::uint64_t> allocated;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& t = sites.sites[i].totals;
+    expect_within(t.resident_bytes, 16 * kMiB, 0.10, "a site's resident bytes");
+    allocated.push_back(t.allocated_bytes);
+  }
+  std::sort(allocated.begin(), allocated.end());
+  EXPECT_EQ(allocated, (std::vector<std::uint64_t>{16 * kMiB, 64 * kMiB}));
+  // Every other site holds little.
+  for (std::size_t i = 2; i < sites.sites.size(); ++i) EXPECT_LT(sites.sites[i].totals.resident_bytes, kMiB);
+
+  // stats counts the snapshots (per pid in --json); the process was snapshotted, so none is "not sampled".
+  ASSERT_EQ(r.stats.resident.pids().size(), 1u);
+  EXPECT_EQ(r.stats.resident.pids().begin()->second.page_snapshots, snapshots.size());
+  EXPECT_NE(r.stats_text.find("  resident pages         " + std::to_string(snapshots.size()) + " snapshot"),
+            std::string::npos)
+      << r.stats_text;
+  EXPECT_EQ(r.stats_text.find("not sampled"), std::string::npos) << r.stats_text;
+
+  // The command: `top --by resident` ranks them, `--json` gives every site resident_bytes.
+  const std::string artifact = (dir / "a.mt").string();
+  ASSERT_EQ(run({kMemtrack, "top", artifact, "--by", "resident", "-n", "2"}, dir / "top", dir / "top.err"), 0)
+      << slurp(dir / "top.err");
+  const std::string top = slurp(dir / "top");
+  EXPECT_NE(top.find("top 2 allocation sites by resident"), std::string::npos) << top;
+  EXPECT_NE(top.find("allocated 64.0 MiB in 1 allocation"), std::string::npos) << top;
+  EXPECT_NE(top.find("allocated 16.0 MiB in 1 allocation"), std::string::npos) << top;
+  ASSERT_EQ(run({kMemtrack, "top", artifact, "--json", "-n", "0"}, dir / "top.json", dir / "top.err"), 0);
+  const std::string json = slurp(dir / "top.json");
+  std::size_t sites_in_json = 0, with_resident = 0;
+  for (std::size_t at = json.find("\"stack\""); at != std::string::npos; at = json.find("\"stack\"", at + 1))
+    ++sites_in_json;
+  for (std::size_t at = json.find("\"resident_bytes\""); at != std::string::npos;
+       at = json.find("\"resident_bytes\"", at + 1))
+    ++with_resident;
+  EXPECT_EQ(with_resident, sites_in_json + 3) << json;  // each site, and rest, without_stack, totals
+}
+
+// Without snapshots (--no-resident, or an older recording) top says so instead of ranking zeros.
+TEST(Resident, TopByResidentWithoutSnapshotsSaysNotRecorded) {
+  const fs::path dir = scratch_dir();
+  const Recorded r = record(dir, {"sites", "50"}, false);
+  const std::string artifact = (dir / "a.mt").string();
+  EXPECT_EQ(run({kMemtrack, "top", artifact, "--by", "resident"}, dir / "top", dir / "top.err"), 1);
+  EXPECT_NE(slurp(dir / "top.err").find("resident per site not recorded"), std::string::npos) << slurp(dir / "top.err");
+  ASSERT_EQ(run({kMemtrack, "top", artifact, "--json"}, dir / "top.json", dir / "top.err"), 0);
+  EXPECT_EQ(slurp(dir / "top.json").find("resident_bytes"), std::string::npos);
 }
 
 }  // namespace

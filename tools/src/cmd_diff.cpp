@@ -51,7 +51,8 @@ int run_diff(int argc, char** argv) {
   if (json && markdown) throw UsageError("--json and --markdown: choose one");
   RecordingOptions options;
   options.sites = true;
-  if (const auto by = args.value("by"); by && !parse_order(*by, options.order))
+  if (const auto by = args.value("by");
+      by && (!parse_order(*by, options.order) || options.order == analysis::SiteOrder::resident))
     throw UsageError("--by '" + *by + "': expected peak, allocated, count, leaked or temporary");
   std::size_t limit = 10;
   if (const auto n = args.value("n", "n")) limit = static_cast<std::size_t>(parse_int("-n", *n, 0, INT64_MAX));

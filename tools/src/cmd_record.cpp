@@ -10,9 +10,12 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <optional>
 #include <vector>
 
 #include "args.h"
+#include "live_view.h"
 #include "commands.h"
 #include "memtrack/codec/compact.h"
 #include "memtrack/runtime/recorder.h"
@@ -23,7 +26,8 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: memtrack record [-o FILE] [--workers N] [--level L] [--no-stacks] [--stack-depth N] [-q]\n"
-    "                       [--python-malloc] [--paused] [--compact] [--no-resident] [--] CMD [ARGS...]\n\n"
+    "                       [--python-malloc] [--paused] [--compact] [--no-resident]\n"
+    "                       [--live [--live-output FILE]] [--] CMD [ARGS...]\n\n"
     "Runs CMD with libmemtrack-preload.so and records every malloc, free, calloc, realloc, aligned\n"
     "allocation, mmap, munmap and brk of it and of every process it starts (forks, exec chains), in causal\n"
     "order and without loss: when the recorder falls behind, the program waits. CMD begins at the first word\n"
@@ -48,7 +52,14 @@ constexpr const char* kHelp =
     "                      fraction of the bytes and CPU; every memtrack command reads them, CodSpeed's reader\n"
     "                      does not ('memtrack convert --to codspeed' writes what it reads)\n"
     "  --no-resident       do not sample the processes' resident memory (by default a recorder thread reads\n"
-    "                      /proc/PID/statm and status, at most ~1.5% of one core; 'memtrack stats' shows it)\n\n"
+    "                      /proc/PID/statm and status, at most ~1.5% of one core; 'memtrack stats' shows it)\n"
+    "  --live              a full-screen live view on this terminal while CMD runs: heap now and peak, mapped\n"
+    "                      and resident bytes, rates, processes, top sites (keys: l/a/c sort, p pause, tab/n/b\n"
+    "                      process, q closes the view and the recording goes on); one status line instead when\n"
+    "                      the terminal is dumb or not a terminal. CMD's stdout and stderr go to a file (its\n"
+    "                      stdin is /dev/null when it was this terminal). 'memtrack live PID' opens the same\n"
+    "                      view from another terminal, with or without --live.\n"
+    "  --live-output FILE  where CMD's output goes under --live (default: memtrack-live.<recorder pid>.out)\n\n"
     "The recorder finishes the artifact when CMD and every process of its session have exited, however they\n"
     "exited; daemons (a process in another session, after setsid) are left running, untracked from then on,\n"
     "and named in the summary. It exits with CMD's exit status (128+N when signal N killed it; 127 when CMD is\n"
@@ -136,7 +147,7 @@ std::string find_preload() {
 }  // namespace
 
 int run_record(int argc, char** argv) {
-  const CommandSplit split = split_command(argc, argv, 2, {"-o", "--output", "--workers", "--level", "--stack-depth"});
+  const CommandSplit split = split_command(argc, argv, 2, {"-o", "--output", "--workers", "--level", "--stack-depth", "--live-output"});
   Args args(split.options_end, argv, 2);
   if (args.flag("help", "h")) {
     std::fputs(kHelp, stdout);
@@ -161,6 +172,10 @@ int run_record(int argc, char** argv) {
   const bool python_malloc = args.flag("python-malloc");
   options.paused = args.flag("paused");
   options.resident = !args.flag("no-resident");
+  const bool live = args.flag("live");
+  const std::optional<std::string> live_output = args.value("live-output");
+  if (live_output && !live) throw UsageError("--live-output: only with --live");
+  if (live_output && live_output->empty()) throw UsageError("--live-output: an empty file name");
   args.positionals();  // throws on an unknown option before CMD (CMD itself is not in args)
   options.command.assign(argv + split.command_begin, argv + argc);
   if (options.command.empty()) throw UsageError("no command given: memtrack record [options] [--] CMD [ARGS...]");
@@ -177,6 +192,39 @@ int run_record(int argc, char** argv) {
       !python_malloc && std::getenv("PYTHONMALLOC") == nullptr && looks_like_cpython(options.command, python);
   if (python_malloc && ::setenv("PYTHONMALLOC", "malloc", 1) != 0) throw std::runtime_error("setenv PYTHONMALLOC");
 
+  // --live: the view runs on a thread of its own while record() waits for the command on this one.
+  std::thread view;
+  if (live) {
+    options.require_live = true;
+    options.command_output = live_output.value_or("memtrack-live." + std::to_string(::getpid()) + ".out");
+    options.on_live = [&](const std::string& socket, int) {
+      std::fprintf(stderr, "memtrack record: live view of recorder %d (socket %s); %s's output goes to %s\n",
+                   static_cast<int>(::getpid()), socket.c_str(), options.command[0].c_str(),
+                   options.command_output.c_str());
+      view = std::thread([&options, socket] {
+        LiveViewOptions v;
+        v.socket = socket;
+        v.command_output = options.command_output;
+        v.status_fd = 2;
+        v.status_every = 10;  // not a terminal: a line every ~10 s, not a log line per second
+        const LiveViewResult r = run_live_view(v);
+        if (r.end == LiveViewEnd::closed)
+          std::fprintf(stderr,
+                       "memtrack record: live view closed; the recording goes on (%s's output: %s; 'memtrack live %d' "
+                       "reopens the view)\n",
+                       options.command[0].c_str(), options.command_output.c_str(), static_cast<int>(::getpid()));
+        else if (r.end == LiveViewEnd::failed)
+          std::fprintf(stderr, "memtrack record: live view: %s\n", r.error.c_str());
+      });
+    };
+  }
+  struct JoinView {
+    std::thread& t;
+    ~JoinView() {
+      if (t.joinable()) t.join();
+    }
+  } join_view{view};
+
   runtime::RecordResult r;
   try {
     r = runtime::record(options);
@@ -184,6 +232,10 @@ int run_record(int argc, char** argv) {
     std::fprintf(stderr, "memtrack record: %s\n", e.what());
     return e.exit_status;
   }
+  if (view.joinable()) view.join();
+  if (live) std::fprintf(stderr, "memtrack record: %s's output is in %s\n", options.command[0].c_str(),
+                         options.command_output.c_str());
+  if (!r.live_error.empty() && !quiet) std::fprintf(stderr, "memtrack record: no live view: %s\n", r.live_error.c_str());
   if (!quiet) {
     // The success line only when the artifact was written; otherwise the error below says what happened.
     if (r.status.is_ok()) {
@@ -203,6 +255,14 @@ int run_record(int argc, char** argv) {
                      count(r.resident_samples, "sample", "samples").c_str(),
                      count(r.resident_polls, "poll", "polls").c_str(), r.resident_cpu_seconds * 1e3,
                      r.resident_wall_seconds > 0 ? 100 * r.resident_cpu_seconds / r.resident_wall_seconds : 0.0);
+      if (r.page_snapshots != 0)
+        std::fprintf(stderr, ", %s of resident pages (%s mapped, %.1f ms of CPU, the longest %.1f ms)",
+                     count(r.page_snapshots, "snapshot", "snapshots").c_str(),
+                     human_bytes(r.page_snapshot_bytes).c_str(), r.page_snapshot_cpu_seconds * 1e3,
+                     r.page_snapshot_max_seconds * 1e3);
+      if (r.page_snapshot_failures != 0)
+        std::fprintf(stderr, ", %s whose pages could not be read",
+                     count(r.page_snapshot_failures, "process", "processes").c_str());
       if (r.abandoned_slots != 0)
         std::fprintf(stderr, ", %s skipped (their threads died before filling them)",
                      count(r.abandoned_slots, "ring slot", "ring slots").c_str());

@@ -17,8 +17,8 @@ namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack top FILE [--by peak|allocated|count|leaked|temporary] [-n N] [--pid P] [--region NAME]\n"
-    "                    [--json]\n\n"
+    "usage: memtrack top FILE [--by peak|allocated|count|leaked|temporary|resident] [-n N] [--pid P]\n"
+    "                    [--region NAME] [--json]\n\n"
     "Ranks the allocation sites of an artifact recorded with call stacks (FILE may be - for stdin). A site\n"
     "is a distinct call stack (the same code path in several processes is one site).\n\n"
     "  --by peak       bytes the site held live at the moment of the peak of the live heap (default)\n"
@@ -27,13 +27,16 @@ constexpr const char* kHelp =
     "  --by leaked     bytes still live at the end (blocks an exec'd image left are not leaks)\n"
     "  --by temporary  allocations freed right after they were made: no other allocation or free of the\n"
     "                  process between the two (heaptrack's definition)\n"
+    "  --by resident   resident bytes of the site's live blocks at each process's highest page snapshot\n"
+    "                  (ResidentPages, docs/RUNTIME.md; a page shared by blocks is split by their bytes in it)\n"
     "  -n N            the first N sites (default 10; 0: all)\n"
     "  --pid P         only the allocations of process P (peak: P's own peak)\n"
     "  --region NAME   only the allocations made in region NAME (memtrack/control.h; every occurrence): peak\n"
     "                  and leaked are of the region's own blocks, over their whole lives (stats --help)\n"
     "  --json          {\"by\", \"sites\": [{\"stack\": [{\"function\", \"module\", \"file\", \"line\",\n"
     "                  \"address\"}...], \"peak_bytes\", \"allocated_bytes\", \"allocations\", \"leaked_bytes\",\n"
-    "                  \"leaked_blocks\", \"temporary\"}...], \"rest\": {\"sites\", the same numbers},\n"
+    "                  \"leaked_blocks\", \"temporary\", \"resident_bytes\" (only with page snapshots)}...],\n"
+    "                  \"rest\": {\"sites\", the same numbers},\n"
     "                  \"without_stack\": {...}, \"totals\": {\"sites\", ...}}: the sites, the rest (beyond -n)\n"
     "                  and the allocations without a stack add up to the totals; stacks innermost first,\n"
     "                  unknown fields null\n\n"
@@ -53,7 +56,7 @@ int run_top(int argc, char** argv) {
   const bool json = args.flag("json");
   analysis::SiteOrder order = analysis::SiteOrder::peak;
   if (const auto by = args.value("by"); by && !parse_order(*by, order))
-    throw UsageError("--by '" + *by + "': expected peak, allocated, count, leaked or temporary");
+    throw UsageError("--by '" + *by + "': expected peak, allocated, count, leaked, temporary or resident");
   std::size_t limit = 10;
   if (const auto n = args.value("n", "n")) limit = static_cast<std::size_t>(parse_int("-n", *n, 0, INT64_MAX));
   const ArtifactArgs a = parse_artifact_args(args, {.pid = true, .region = true, .default_output = {}});
@@ -88,6 +91,17 @@ int run_top(int argc, char** argv) {
     }
     std::fprintf(stderr,
                  "memtrack top: %s has no call stacks (recorded with --no-stacks, or by a writer without them)\n",
+                 name.c_str());
+    return 1;
+  }
+  if (order == analysis::SiteOrder::resident && !acc.has_resident_pages()) {
+    if (!status.is_ok()) {
+      std::fprintf(stderr, "memtrack top: %s\n", status.message().c_str());
+      return exit_status(status);
+    }
+    std::fprintf(stderr,
+                 "memtrack top: %s: resident per site not recorded (no ResidentPages snapshot: recorded with "
+                 "--no-resident, by an older memtrack, or no process's resident memory grew enough to take one)\n",
                  name.c_str());
     return 1;
   }

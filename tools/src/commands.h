@@ -17,6 +17,7 @@ int run_top(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_export(int argc, char** argv);
 int run_ctl(int argc, char** argv);
+int run_live(int argc, char** argv);
 int run_diff(int argc, char** argv);
 int run_check(int argc, char** argv);
 // `stats --regions`: the figures of each region name (cmd_stats_regions.cpp).

@@ -150,6 +150,16 @@ void append_context_json(std::string& out, const codec::ContextRecord& record) {
               .num("swap", r.swap)
               .num("own", r.own)
               .num("hwm", r.hwm);
+        } else if constexpr (std::is_same_v<T, codec::ResidentPages>) {
+          Line(out, "ResidentPages")
+              .num("pid", std::int64_t{r.pid})
+              .num("event", r.event)
+              .num("timestamp", r.timestamp)
+              .num("part", std::uint64_t{r.part})
+              .num("page_size", std::uint64_t{r.page_size})
+              .column("starts", r.starts)
+              .column("pages", r.pages)
+              .hex("present", r.present);
         } else {
           static_assert(std::is_same_v<T, codec::Symbols>);
           Line(out, "Symbols")

@@ -29,6 +29,7 @@ constexpr Command kCommands[] = {
     {"diff", memtrack::tools::run_diff, "two recordings -> what changed: totals, sites, processes, regions"},
     {"check", memtrack::tools::run_check, "artifact -> exit 1 when a memory limit (peak, allocated, leaked) is broken"},
     {"ctl", memtrack::tools::run_ctl, "pause, resume or mark a running 'memtrack record' (from outside)"},
+    {"live", memtrack::tools::run_live, "watch a running 'memtrack record' live: heap, processes, top sites"},
 };
 
 std::string usage() {

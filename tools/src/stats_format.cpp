@@ -191,6 +191,15 @@ std::vector<std::int32_t> unsampled_pids(const Stats& s) {
   return out;
 }
 
+// Sampled pids without a page snapshot (docs/RUNTIME.md, "Resident pages": their pagemap could not be read, or
+// their anonymous memory never grew enough).
+std::vector<std::int32_t> unsnapshotted_pids(const Stats& s) {
+  std::vector<std::int32_t> out;
+  for (const auto& [pid, pr] : s.resident.pids())
+    if (pr.samples != 0 && pr.page_snapshots == 0) out.push_back(pid);
+  return out;
+}
+
 // The table's resident section (docs/RUNTIME.md, "Resident memory"): only for a recording with the section,
 // so every other artifact's table is unchanged.
 std::string resident_table(const Stats& s) {
@@ -224,6 +233,15 @@ std::string resident_table(const Stats& s) {
   for (const std::int32_t pid : unsampled_pids(s)) {
     std::snprintf(line, sizeof line, "  %-8d not sampled (it ended before its first sample, or /proc hid it)\n", pid);
     out += line;
+  }
+  if (s.resident_pages_recorded()) {
+    std::string pages = counted(r.page_snapshots(), "snapshot") + " (resident per site: top --by resident)";
+    const std::vector<std::int32_t> unsnapped = unsnapshotted_pids(s);
+    if (!unsnapped.empty()) {
+      pages += "; not sampled:";
+      for (const std::int32_t pid : unsnapped) pages += " " + std::to_string(pid);
+    }
+    out += labelled("  resident pages", pages, 25);
   }
   return out;
 }
@@ -492,6 +510,7 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
       } else {
         j.num(rp->second.peak.resident).member("peak_resident_timestamp", rp->second.peak.timestamp);
         j.member("resident_samples", rp->second.samples).member("vm_hwm_bytes", rp->second.hwm);
+        if (s.resident_pages_recorded()) j.member("resident_page_snapshots", rp->second.page_snapshots);
         j.key("resident_at_peak");
         resident_point_json(j, rp->second.peak);
       }
@@ -542,6 +561,12 @@ std::string format_stats_json(const Stats& s, const analysis::SitesResult* leaks
     }
     j.member("resident_samples", books.samples()).member("resident_memtrack_own_bytes_max", books.own_max());
     j.key("resident_unsampled_pids").array(unsampled_pids(s), [](JsonWriter& w, std::int32_t pid) { w.num(pid); });
+    if (s.resident_pages_recorded()) {
+      j.member("resident_page_snapshots", books.page_snapshots());
+      j.key("resident_pages_unsampled_pids").array(unsnapshotted_pids(s), [](JsonWriter& w, std::int32_t pid) {
+        w.num(pid);
+      });
+    }
   }
   // Whether the numbers are the lifecycle-aware ones (false: a version-1 artifact, numbers as before).
   j.member("context", s.has_context());

@@ -37,13 +37,15 @@ std::string_view order_name(SiteOrder order) {
       return "leaked";
     case SiteOrder::temporary:
       return "temporary";
+    case SiteOrder::resident:
+      return "resident";
   }
   return "peak";
 }
 
 bool parse_order(std::string_view name, SiteOrder& out) {
-  for (const SiteOrder o :
-       {SiteOrder::peak, SiteOrder::allocated, SiteOrder::count, SiteOrder::leaked, SiteOrder::temporary}) {
+  for (const SiteOrder o : {SiteOrder::peak, SiteOrder::allocated, SiteOrder::count, SiteOrder::leaked,
+                            SiteOrder::temporary, SiteOrder::resident}) {
     if (name == order_name(o)) {
       out = o;
       return true;
@@ -76,23 +78,29 @@ std::string format_stack_json(const std::vector<SiteFrame>& stack) {
   return out;
 }
 
-void write_site_totals_json(JsonWriter& j, const analysis::SiteTotals& t) {
+namespace {
+
+// `resident`: the artifact has ResidentPages records, so resident_bytes is known.
+void write_totals(JsonWriter& j, const analysis::SiteTotals& t, bool resident) {
   j.member("peak_bytes", t.peak_bytes)
       .member("allocated_bytes", t.allocated_bytes)
       .member("allocations", t.allocations);
   j.member("leaked_bytes", t.leaked_bytes).member("leaked_blocks", t.leaked_blocks).member("temporary", t.temporary);
+  if (resident) j.member("resident_bytes", t.resident_bytes);
 }
 
-namespace {
-void write_totals(JsonWriter& j, const analysis::SiteTotals& t) { write_site_totals_json(j, t); }
-}  // namespace
-
-void write_site_json(JsonWriter& j, const Site& s) {
+void write_site_json(JsonWriter& j, const Site& s, bool resident) {
   j.begin_object().key("stack");
   write_stack_json(j, s.stack);
-  write_totals(j, s.totals);
+  write_totals(j, s.totals, resident);
   j.end_object();
 }
+
+}  // namespace
+
+void write_site_totals_json(JsonWriter& j, const analysis::SiteTotals& t) { write_totals(j, t, false); }
+
+void write_site_json(JsonWriter& j, const Site& s) { write_site_json(j, s, false); }
 
 std::string format_site_json(const Site& s) {
   std::string out;
@@ -104,17 +112,20 @@ std::string format_site_json(const Site& s) {
 std::string format_top_json(const SitesResult& result, SiteOrder order) {
   std::string out;
   JsonWriter j(out);
-  j.begin_object().member("by", order_name(order)).key("sites").array(result.sites, write_site_json);
+  const bool resident = result.has_resident_pages;
+  j.begin_object().member("by", order_name(order)).key("sites").array(result.sites, [&](JsonWriter& w, const Site& s) {
+    write_site_json(w, s, resident);
+  });
   // The listed sites + "rest" + "without_stack" = "totals", the whole artifact's (of --pid P, --region NAME).
   j.key("rest").begin_object().member("sites", result.rest_sites);
-  write_totals(j, result.rest);
+  write_totals(j, result.rest, resident);
   j.end_object().key("without_stack").begin_object();
-  write_totals(j, result.unknown);
+  write_totals(j, result.unknown, resident);
   analysis::SiteTotals all = result.rest;
   all += result.unknown;
   for (const Site& s : result.sites) all += s.totals;
   j.end_object().key("totals").begin_object().member("sites", result.sites.size() + result.rest_sites);
-  write_totals(j, all);
+  write_totals(j, all, resident);
   j.end_object().end_object();
   return out + "\n";
 }
@@ -188,6 +199,9 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
                   counted(t.allocations, "allocation").c_str(), human_bytes(t.leaked_bytes).c_str(),
                   counted(t.leaked_blocks, "block").c_str(), t.temporary);
     out += line;
+    // A line of its own: the numbers' line stays as it was without snapshots, within 100 columns.
+    if (result.has_resident_pages)
+      out += "    resident " + human_bytes(t.resident_bytes) + " at the highest page snapshots\n";
     std::size_t shown = 0;
     for (const SiteFrame& f : s.stack) {
       if (frames != 0 && shown == frames) {

@@ -120,7 +120,20 @@ void Lifecycle::finish_note() {
       if (note_.truncated || note_.payload.size() != sizeof p || !alive_.contains(h.pid)) break;
       std::memcpy(&p, note_.payload.data(), sizeof p);
       add(codec::Resident{h.pid, note_.position, ts, p.anon, p.file, p.shmem, p.swap, p.own, p.hwm});
+      last_resident_[h.pid] = p.anon + p.file + p.shmem;
       ++resident_samples_;
+      break;
+    }
+    case RingEventKind::NoteResidentPages: {
+      // Taken even when dropped, so nothing stays parked; dropped for a process no longer alive, as a sample.
+      std::optional<codec::ResidentPages> snapshot;
+      if (page_snapshots_ != nullptr) snapshot = page_snapshots_->take(h.addr);
+      if (!snapshot || !alive_.contains(h.pid)) break;
+      snapshot->pid = h.pid;
+      snapshot->event = note_.position;
+      snapshot->timestamp = ts;
+      for (codec::ResidentPages& part : codec::split_resident_pages(*snapshot)) add(std::move(part));
+      ++page_snapshots_written_;
       break;
     }
     default:
@@ -153,6 +166,11 @@ std::vector<UntrackedProcess> Lifecycle::untracked() const {
 std::uint64_t Lifecycle::resident_samples() const {
   const std::lock_guard lock(mutex_);
   return resident_samples_;
+}
+
+std::uint64_t Lifecycle::page_snapshots() const {
+  const std::lock_guard lock(mutex_);
+  return page_snapshots_written_;
 }
 
 std::uint64_t Lifecycle::records() const {

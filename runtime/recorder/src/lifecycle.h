@@ -21,6 +21,7 @@
 #include "memtrack/codec/context.h"
 #include "memtrack/pipeline/context_channel.h"
 #include "memtrack/runtime/ring.h"
+#include "page_snapshots.h"
 #include "tsc_clock.h"
 
 namespace memtrack::runtime {
@@ -49,6 +50,10 @@ class Lifecycle {
   // every process that starts (a fork child, or an image started by exec without a fork note).
   void on_new_process(std::function<void(std::int32_t)> fn) { on_new_process_ = std::move(fn); }
 
+  // Where the sampler parks the snapshots its NoteResidentPages name (set before the first slot; null: such a
+  // note is dropped).
+  void set_page_snapshots(PageSnapshots* snapshots) { page_snapshots_ = snapshots; }
+
   // Reader thread: a committed slot whose kind is a note (RingEventKind::Note*), at event position
   // `position`.
   void on_slot(const RingEvent& slot, std::uint64_t position);
@@ -64,6 +69,10 @@ class Lifecycle {
   // Records added to the channel so far; of those, Resident samples.
   [[nodiscard]] std::uint64_t records() const;
   [[nodiscard]] std::uint64_t resident_samples() const;
+  // Reader thread: each process's resident bytes at its last Resident sample (the live view's).
+  [[nodiscard]] const std::map<std::int32_t, std::uint64_t>& last_resident() const { return last_resident_; }
+  // ResidentPages snapshots written (each one or more records).
+  [[nodiscard]] std::uint64_t page_snapshots() const;
 
  private:
   struct Note {
@@ -88,6 +97,9 @@ class Lifecycle {
   std::function<void(std::int32_t)> on_new_process_;
   std::uint64_t records_ = 0;
   std::uint64_t resident_samples_ = 0;
+  std::map<std::int32_t, std::uint64_t> last_resident_;  // reader thread only
+  std::uint64_t page_snapshots_written_ = 0;
+  PageSnapshots* page_snapshots_ = nullptr;
 };
 
 }  // namespace memtrack::runtime

@@ -134,6 +134,64 @@ MappingResident resident_bytes_of_mapping(int pid, const char* name) {
   return out;
 }
 
+bool read_anon_pages(int pid, codec::ResidentPages& out, std::vector<std::uint64_t>& scratch) {
+  char path[48];
+  std::snprintf(path, sizeof path, "/proc/%d/maps", pid);
+  FILE* maps = std::fopen(path, "re");
+  if (maps == nullptr) return false;
+  std::snprintf(path, sizeof path, "/proc/%d/pagemap", pid);
+  const int pagemap = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (pagemap < 0) {
+    std::fclose(maps);
+    return false;
+  }
+  static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kEntries = 8192;  // 64 KiB of entries per pread: 32 reads per GiB mapped
+  scratch.resize(kEntries);
+  out.page_size = static_cast<std::uint32_t>(page);
+  out.part = 0;
+  out.starts.clear();
+  out.pages.clear();
+  out.present.clear();
+  bool ok = true;
+  char line[512];
+  while (ok && std::fgets(line, sizeof line, maps) != nullptr) {
+    unsigned long long lo = 0, hi = 0, offset = 0, inode = 0;
+    char perms[8] = {};
+    unsigned dev_major = 0, dev_minor = 0;
+    int name_at = 0;
+    if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &offset, &dev_major, &dev_minor,
+                    &inode, &name_at) < 7)
+      continue;
+    const std::string_view name(line + name_at, std::strcspn(line + name_at, "\n"));
+    const bool anonymous = inode == 0 && (name.empty() || name == "[heap]" || name.starts_with("[anon:"));
+    if (perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p' || !anonymous || hi <= lo) continue;
+    const std::uint64_t n = (hi - lo) / page;
+    out.starts.push_back(lo);
+    out.pages.push_back(n);
+    const std::size_t first = out.present.size();
+    out.present.resize(first + codec::resident_bitmap_bytes(n), 0);
+    for (std::uint64_t done = 0; done < n;) {
+      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, kEntries));
+      const ssize_t got = ::pread(pagemap, scratch.data(), want * 8, static_cast<off_t>((lo / page + done) * 8));
+      if (got <= 0) {  // the mapping went away meanwhile (its pages stay absent), or the process did
+        ok = got == 0 || errno == EINVAL || errno == ENOMEM;
+        break;
+      }
+      const auto entries = static_cast<std::uint64_t>(got) / 8;
+      for (std::uint64_t i = 0; i < entries; ++i)
+        if ((scratch[i] >> 63) != 0) {
+          const std::uint64_t bit = done + i;
+          out.present[first + bit / 8] |= static_cast<std::uint8_t>(1u << (bit % 8));
+        }
+      done += entries;
+    }
+  }
+  ::close(pagemap);
+  std::fclose(maps);
+  return ok;
+}
+
 std::string find_command(const std::string& file) {
   if (file.find('/') != std::string::npos) return file;
   const char* path = std::getenv("PATH");

@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
+
+#include "memtrack/codec/context.h"
 
 namespace memtrack::runtime {
 
@@ -57,5 +60,14 @@ struct MappingResident {
   std::uint64_t anon = 0, shared = 0;
 };
 MappingResident resident_bytes_of_mapping(int pid, const char* name);
+
+// A snapshot of the resident pages of the process's writable private anonymous mappings (docs/RUNTIME.md,
+// "Resident pages"): from /proc/<pid>/maps, every "rw?p" mapping without a file (the heap, anonymous mmaps,
+// named anonymous mappings; not the stack, files, or shared memory such as memtrack's ring), with
+// /proc/<pid>/pagemap's present bit (63) of each page into `out` (its pid, event and timestamp untouched;
+// `scratch` holds pagemap entries between calls). Costs one 8-byte pagemap entry per mapped page, read 8,192
+// at a time. False, `out` undefined, when maps or pagemap cannot be read: the process ended, or the recorder
+// lacks PTRACE_MODE_READ over it (a process that made itself non-dumpable).
+bool read_anon_pages(int pid, codec::ResidentPages& out, std::vector<std::uint64_t>& scratch);
 
 }  // namespace memtrack::runtime

@@ -1,6 +1,7 @@
 #include "memtrack/runtime/recorder.h"
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "proc.h"
 #include "processes.h"
 #include "lifecycle.h"
+#include "live_server.h"
 #include "memtrack/pipeline/context_channel.h"
 #include "memtrack/runtime/image_check.h"
 #include "recorder_internal.h"
@@ -40,7 +42,7 @@ namespace {
 // The Recording's sections list (docs/FORMAT.md, "Versions and sections"): what this recording writes.
 std::vector<std::string> recorded_sections(const RecordOptions& options) {
   std::vector<std::string> sections = {"lifecycle", "control"};
-  if (options.resident) sections.emplace_back("resident");
+  if (options.resident) sections.insert(sections.end(), {"resident", "resident-pages"});
   if (options.stack_depth != 0) sections.insert(sections.end(), {"stacks", "modules", "symbols"});
   return sections;
 }
@@ -179,8 +181,41 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   // record --paused: the pause is the first note, before any event of the command.
   if (options.paused) toggle_recording(ring.header(), true, static_cast<std::int32_t>(::getpid()), "start");
 
+  // The live view's socket, before the command runs: a live recording that cannot serve it does not start.
+  std::optional<LiveServer> live;
+  std::string live_error;
+  if (options.live_server) {
+    try {
+      live.emplace();
+    } catch (const std::exception& e) {
+      if (options.require_live) {
+        if (out) out->abandon();
+        throw;
+      }
+      live_error = e.what();
+    }
+  }
+
+  // record --live: the command's output goes to a file, never to the view's terminal.
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  int command_output = -1;
+  if (!options.command_output.empty()) {
+    command_output = ::open(options.command_output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (command_output < 0) {
+      const std::string error = sys_error("the command's output file " + options.command_output).what();
+      posix_spawn_file_actions_destroy(&actions);
+      if (out) out->abandon();
+      throw std::runtime_error(error);
+    }
+    posix_spawn_file_actions_adddup2(&actions, command_output, 1);
+    posix_spawn_file_actions_adddup2(&actions, command_output, 2);
+    if (::isatty(0) == 1) posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  }
   pid_t child = 0;
-  const int spawn_error = spawn_command(argv, envp, signals, child);
+  const int spawn_error = spawn_command(argv, envp, signals, child, &actions);
+  posix_spawn_file_actions_destroy(&actions);
+  if (command_output >= 0) ::close(command_output);
   if (spawn_error != 0) {
     if (out) out->abandon();
     throw SpawnError(options.command[0], spawn_error);
@@ -194,15 +229,18 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   result.output_path = options.output.empty() ? std::to_string(child) + ".MemtrackArtifact.msgpack" : options.output;
   if (out && options.output.empty()) out->name_default(result.output_path);
 
-  // The summary line's peak comes from the same live-heap model as `memtrack stats`.
+  // The summary line's peak comes from the same live-heap model as `memtrack stats`; the live view's books are
+  // its client.
+  LiveSites live_sites(options.stack_depth != 0);
   analysis::LiveHeap heap;
+  if (live) heap.set_client(&live_sites);
   SeenProcesses processes;
   ProcessWatch watch;
   RingReader reader(ring, watch, processes, heap, tsc.get());
   Lifecycle lifecycle(channel, tsc.get(), &heap);
   reader.set_lifecycle(&lifecycle);
   StackTables stacks(channel);
-  SymbolsWriter symbols_writer(::isatty(2) == 1);
+  SymbolsWriter symbols_writer(::isatty(2) == 1 && !options.on_live);  // the live view has the terminal
   SymbolsSummary symbols;
   if (options.stack_depth != 0) {
     stacks.on_new_addresses([&](std::span<const StackTables::NewAddress> a) { symbols_writer.prefetch(a); });
@@ -210,12 +248,21 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
   }
   const bool reading = fd >= 0 || internal.discard;
   Supervisor supervisor(child, ring, reader, lifecycle, watch, reading);
+  PageSnapshots page_snapshots;
+  lifecycle.set_page_snapshots(&page_snapshots);
   std::optional<ResidentSampler> sampler;
-  if (options.resident) sampler.emplace(ring);
+  if (options.resident) sampler.emplace(ring, &page_snapshots);
   lifecycle.on_new_process([&](std::int32_t pid) {
     supervisor.watch(pid);
     if (sampler) sampler->watch(pid);
   });
+  std::optional<LiveBooks> live_books;
+  if (live) {
+    live_books.emplace(*live, heap, live_sites, lifecycle, options.stack_depth != 0 ? &stacks : nullptr, ring,
+                       options.resident);
+    reader.set_tick([&] { live_books->tick(); });
+    live->start(child);
+  }
   ReaderOutcome outcome;
   std::thread reader_thread;
   if (reading)
@@ -224,12 +271,17 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
           outcome = read_and_encode(reader, ring, fd, options, internal.discard, result.output_path, &channel);
         });
 
+  if (live && options.on_live) options.on_live(live->path(), child);
   signals.enter_wait();
   const WaitOutcome waited = supervisor.wait();
   const ResidentCost resident = sampler ? sampler->stop() : ResidentCost{};
   result.resident_polls = resident.polls;
   result.resident_cpu_seconds = resident.cpu_seconds;
   result.resident_wall_seconds = resident.wall_seconds;
+  result.page_snapshot_bytes = resident.snapshot_bytes;
+  result.page_snapshot_failures = resident.snapshot_failures;
+  result.page_snapshot_cpu_seconds = resident.snapshot_cpu_seconds;
+  result.page_snapshot_max_seconds = resident.snapshot_max_seconds;
   result.exit_status = waited.exit_status;
   result.command_signal = waited.command_signal;
   result.ended_by_signal = waited.ended_by_signal;
@@ -240,6 +292,8 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
     result.status = outcome.status;
     result.artifact_bytes = outcome.artifact_bytes;
   }
+  if (live) live->finish(live_books->final_snapshot());
+  result.live_error = live_error;
   if (out) {
     const codec::Status finished = out->finish();
     if (result.status.is_ok()) result.status = finished;
@@ -256,6 +310,7 @@ RecordResult record(const RecordOptions& options, const InternalRecordOptions& i
     if (u.reason != "left-running") result.untracked.push_back({u.pid, u.executable, u.reason});
   result.context_records = lifecycle.records() + 1;  // and the Recording record
   result.resident_samples = lifecycle.resident_samples();
+  result.page_snapshots = lifecycle.page_snapshots();
   result.preload_messages = messages.collect();
   const StackSummary stack_summary = stacks.summary();
   result.stack_nodes = stack_summary.nodes;

@@ -38,7 +38,8 @@ std::uint64_t step_of(std::uint64_t bytes) { return std::max(bytes / 100, Reside
 
 }  // namespace
 
-ResidentSampler::ResidentSampler(SharedRing& ring) : ring_(ring), started_(clock::now()) {
+ResidentSampler::ResidentSampler(SharedRing& ring, PageSnapshots* pages)
+    : ring_(ring), pages_(pages), started_(clock::now()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -94,6 +95,30 @@ void ResidentSampler::sample(Process& p, clock::time_point now) {
   ++cost_.samples;
 }
 
+void ResidentSampler::snapshot(Process& p, std::uint64_t anon, clock::time_point now) {
+  const double cpu = thread_cpu_seconds();
+  const clock::time_point start = clock::now();
+  codec::ResidentPages pages;
+  if (!read_anon_pages(p.pid, pages, pagemap_scratch_)) {
+    p.pages_unreadable = true;
+    ++cost_.snapshot_failures;
+    return;
+  }
+  for (const std::uint64_t n : pages.pages) cost_.snapshot_bytes += n * pages.page_size;
+  const std::uint64_t id = next_snapshot_id_++;
+  pages_->put(id, std::move(pages));
+  if (!ring_.write_note(RingEventKind::NoteResidentPages, p.pid, id)) {
+    (void)pages_->take(id);  // the ring is detached: the recording is over
+    return;
+  }
+  const clock::duration took = clock::now() - start;
+  p.snapshot_anon = anon;
+  p.next_snapshot = now + std::chrono::duration_cast<clock::duration>(took / kPagesShare);
+  ++cost_.page_snapshots;
+  cost_.snapshot_cpu_seconds += thread_cpu_seconds() - cpu;
+  cost_.snapshot_max_seconds = std::max(cost_.snapshot_max_seconds, std::chrono::duration<double>(took).count());
+}
+
 // One statm read, and a sample when the rules of the header call for one. False: the process has ended.
 bool ResidentSampler::poll(Process& p, clock::time_point now, double stretch) {
   Statm st;
@@ -120,6 +145,14 @@ bool ResidentSampler::poll(Process& p, clock::time_point now, double stretch) {
       sample(p, now);
       p.interval = kMinPoll;
     }
+  }
+  // A page snapshot at a new high of anonymous memory (the header's rules).
+  const std::uint64_t anon = st.resident > st.shared ? st.resident - st.shared : 0;
+  if (pages_ != nullptr && !p.pages_unreadable && now >= p.next_snapshot) {
+    const std::uint64_t base = p.snapshot_anon;
+    if (anon >= base + std::max(base / 8, kPagesStep) ||
+        (!moved && anon >= base + std::max(base / 64, kPagesSettledStep)))
+      snapshot(p, anon, now);
   }
   return true;
 }

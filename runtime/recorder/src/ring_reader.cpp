@@ -115,6 +115,7 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
       if (tsc_ != nullptr) tsc_->convert(got);
       processes_.add(got);
       heap_.add(got);
+      if (tick_) tick_();
       // A short batch means we are polling faster than the program fills the ring: pause, so the next
       // read finds a longer batch, instead of spinning a core the program could use. The pause is far
       // shorter than the time the program needs to fill the ring.
@@ -156,6 +157,7 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
         continue;
       }
     }
+    if (tick_) tick_();
     idle();
   }
 }

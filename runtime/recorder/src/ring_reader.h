@@ -52,6 +52,9 @@ class RingReader final : public pipeline::EventSource {
     stacks_ = stacks;
     at_end_ = std::move(at_end);
   }
+  // `tick` runs on this thread after every batch and every idle round (the live view's snapshots,
+  // live_server.h); it must be cheap when it has nothing to do.
+  void set_tick(std::function<void()> tick) { tick_ = std::move(tick); }
   // Tickets read so far (any thread): every note and event of a ticket below it has been handed on.
   [[nodiscard]] std::uint64_t position() const { return read_up_to_.load(std::memory_order_acquire); }
 
@@ -75,6 +78,7 @@ class RingReader final : public pipeline::EventSource {
   StackTables* stacks_ = nullptr;
   bool stacks_block_ = false;  // the NoteData slots being read belong to a stack note
   std::function<void()> at_end_;
+  std::function<void()> tick_;
   std::atomic<std::uint64_t> read_up_to_{0};  // pos_, published after each batch
   std::uint64_t pos_ = 0;                     // the next ticket to read
   std::uint64_t events_ = 0;

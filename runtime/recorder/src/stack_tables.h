@@ -90,6 +90,11 @@ class StackTables {
 
   // Every image seen (replaced ones included), for symbolization.
   [[nodiscard]] const std::vector<ImageTables>& images() const { return images_; }
+  // The current image's tables of `pid` (reader thread), or null when none was noted.
+  [[nodiscard]] const ImageTables* current_of(std::int32_t pid) const {
+    const auto it = current_.find(pid);
+    return it == current_.end() ? nullptr : &images_[it->second];
+  }
   [[nodiscard]] StackSummary summary() const;
 
  private:

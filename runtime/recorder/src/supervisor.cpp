@@ -78,20 +78,20 @@ SpawnFn libc_spawn(bool search_path) {
 }  // namespace
 
 int spawn_command(const std::vector<char*>& argv, const std::vector<char*>& envp, const SignalScope& signals,
-                  pid_t& pid) {
+                  pid_t& pid, const posix_spawn_file_actions_t* actions) {
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   const sigset_t child_defaults = signals.defaults_for_child();
   posix_spawnattr_setsigmask(&attr, &signals.original_mask());
   posix_spawnattr_setsigdefault(&attr, &child_defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  int error = libc_spawn(true)(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  int error = libc_spawn(true)(&pid, argv[0], actions, &attr, argv.data(), envp.data());
   if (error == ENOEXEC) {
     // execvp's rule: the file it found, run by /bin/sh with the rest of the arguments.
     std::string file = find_command(argv[0]);
     std::vector<char*> sh = {const_cast<char*>("/bin/sh"), file.data()};
     sh.insert(sh.end(), argv.begin() + 1, argv.end());  // ends with argv's nullptr
-    error = libc_spawn(false)(&pid, "/bin/sh", nullptr, &attr, sh.data(), envp.data());
+    error = libc_spawn(false)(&pid, "/bin/sh", actions, &attr, sh.data(), envp.data());
   }
   posix_spawnattr_destroy(&attr);
   return error;

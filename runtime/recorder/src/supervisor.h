@@ -4,6 +4,7 @@
 #pragma once
 
 #include <signal.h>
+#include <spawn.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -47,9 +48,9 @@ class SignalScope {
 
 // Starts `argv` with `envp`, `signals`' mask and default dispositions, as posix_spawnp does, and like execvp
 // runs a file the kernel refuses as not an executable format (ENOEXEC: a script without #!) with /bin/sh.
-// Returns 0 and the pid, or the error number.
+// `actions` (may be null): posix_spawn's file actions. Returns 0 and the pid, or the error number.
 int spawn_command(const std::vector<char*>& argv, const std::vector<char*>& envp, const SignalScope& signals,
-                  pid_t& pid);
+                  pid_t& pid, const posix_spawn_file_actions_t* actions = nullptr);
 
 struct WaitOutcome {
   int exit_status = 0;       // the command's, 128 + N when signal N killed it (or ended the recording)

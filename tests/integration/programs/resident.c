@@ -10,6 +10,8 @@
 //   stacks DEPTH MIB HOLD_MS              malloc/free from 2^DEPTH distinct call stacks (memtrack's trace tree
 //                                         grows by ~2^(DEPTH+2) nodes: many MiB of its own pages with stacks
 //                                         on), then malloc and touch MIB, hold, free
+//   sites HOLD_MS                         from two call sites: malloc 64 MiB and touch 16 of it, malloc 16 MiB
+//                                         and touch it whole; hold both, free
 //   busy MS                               for MS milliseconds: map, touch and unmap 1..16 MiB, and malloc/free,
 //                                         without a pause (resident memory always moving: the sampler's worst
 //                                         case, for measuring its cost)
@@ -63,6 +65,16 @@ static __attribute__((noinline)) void branch(int depth, unsigned path) {
   left(depth, path);
   right(depth, path);
   __asm__ volatile("" ::: "memory");
+// Two distinct call sites for the sites mode (noinline: each is its own frame in the stacks).
+__attribute__((noinline)) static char* big_site(size_t bytes, size_t touched) {
+  char* p = malloc(bytes);
+  if (p != NULL) touch(p, touched);
+  return p;
+}
+__attribute__((noinline)) static char* small_site(size_t bytes) {
+  char* p = malloc(bytes);
+  if (p != NULL) touch(p, bytes);
+  return p;
 }
 
 int main(int argc, char** argv) {
@@ -144,6 +156,14 @@ int main(int argc, char** argv) {
     sleep_ms(atol(argv[4]));
     printf("hwm %llu\n", hwm_bytes());
     free(p);
+  if (strcmp(argv[1], "sites") == 0 && argc == 3) {
+    char* big = big_site(64 * mib, 16 * mib);
+    char* small = small_site(16 * mib);
+    if (big == NULL || small == NULL) return 1;
+    sleep_ms(atol(argv[2]));
+    printf("hwm %llu\n", hwm_bytes());
+    free(small);
+    free(big);
     return 0;
   }
   if (strcmp(argv[1], "busy") == 0 && argc == 3) {

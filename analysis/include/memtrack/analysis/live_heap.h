@@ -117,6 +117,16 @@ class LiveHeap {
       });
   }
 
+  // Calls f(addr, size, payload, inherited) on every block of pid's current image (none when it has ended).
+  template <typename F>
+  void for_each_live_block_of(std::int32_t pid, F&& f) const {
+    const auto it = books_.find(pid);
+    if (it == books_.end()) return;
+    it->second.live.for_each([&](std::uint64_t addr, std::uint64_t stored, std::uint32_t payload) {
+      f(addr, stored & kSizeMask, payload, (stored & kInherited) != 0);
+    });
+  }
+
   // A context record: ProcessStart, Exec, ProcessExit and an image's Untracked take effect before the event
   // at their position (`event`, counting the events given to add() from 0); other records are ignored here
   // (Stats keeps them).

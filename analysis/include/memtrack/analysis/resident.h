@@ -32,6 +32,7 @@ struct PidResident {
   std::uint64_t samples = 0;
   ResidentPoint peak;
   std::uint64_t hwm = 0;  // the kernel's VmHWM at the last sample (memtrack's pages included)
+  std::uint64_t page_snapshots = 0;  // ResidentPages snapshots (their part 0 records)
 };
 
 class ResidentBooks {
@@ -48,9 +49,11 @@ class ResidentBooks {
   [[nodiscard]] const ResidentPoint& current() const { return sum_; }
   // The most of memtrack's own pages left out of any sample.
   [[nodiscard]] std::uint64_t own_max() const { return own_max_; }
+  // ResidentPages snapshots (resident per site, sites.h), of every pid.
+  [[nodiscard]] std::uint64_t page_snapshots() const { return page_snapshots_; }
 
  private:
-  std::uint64_t samples_ = 0, own_max_ = 0;
+  std::uint64_t samples_ = 0, own_max_ = 0, page_snapshots_ = 0;
   ResidentPoint peak_;
   ResidentPoint sum_;  // the latest sample of every process alive now, summed
   std::unordered_map<std::int32_t, codec::Resident> current_;

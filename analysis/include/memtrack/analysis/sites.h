@@ -17,6 +17,11 @@
 //   temporary                     allocations whose free directly follows them: no other allocation or free
 //                                 of the same process between the two (heaptrack's definition, docs/ACCOUNTING.md;
 //                                 a Realloc counts as a free, then an allocation)
+//   resident_bytes                resident bytes of the site's live blocks at each process image's last (and
+//                                 highest) ResidentPages snapshot, summed over the images (resident_pages.h: a
+//                                 page shared by blocks is split by their bytes in it; a fork child's unchanged
+//                                 copies of its parent's blocks count at neither); only when the artifact has
+//                                 ResidentPages records (SitesResult::has_resident_pages)
 // Allocations without a stack (id 0, or a node the trace tree does not define) are counted in `unknown`.
 //
 // Lifecycle: ProcessStart with a parent that has a trace tree copies the parent's tree and module list
@@ -66,6 +71,7 @@ struct SiteTotals {
   std::uint64_t leaked_bytes = 0, leaked_blocks = 0;
   std::uint64_t peak_bytes = 0;
   std::uint64_t temporary = 0;
+  std::uint64_t resident_bytes = 0;
 
   SiteTotals& operator+=(const SiteTotals& t) {
     allocations += t.allocations;
@@ -74,6 +80,7 @@ struct SiteTotals {
     leaked_blocks += t.leaked_blocks;
     peak_bytes += t.peak_bytes;
     temporary += t.temporary;
+    resident_bytes += t.resident_bytes;
     return *this;
   }
 };
@@ -83,9 +90,10 @@ struct Site {
   SiteTotals totals;
 };
 
-enum class SiteOrder { peak, allocated, count, leaked, temporary };
+enum class SiteOrder { peak, allocated, count, leaked, temporary, resident };
 
-// A site's measure for `order` (peak_bytes, allocated_bytes, allocations, leaked_bytes, temporary).
+// A site's measure for `order` (peak_bytes, allocated_bytes, allocations, leaked_bytes, temporary,
+// resident_bytes).
 [[nodiscard]] std::uint64_t site_measure(const SiteTotals& totals, SiteOrder order);
 
 // Symbolizes module-relative return addresses of one module when the artifact has no Symbols record for it:
@@ -102,6 +110,7 @@ struct SitesResult {
   SiteTotals unknown;  // allocations without a stack (peak_bytes: their bytes live at the peak)
   std::uint64_t peak_bytes = 0, peak_timestamp = 0;  // the live heap's peak the peak_bytes refer to
   bool has_stacks = false;                           // the artifact had stack records (EventStacks or StackNodes)
+  bool has_resident_pages = false;                   // it had ResidentPages records: resident_bytes are known
   std::uint64_t events = 0;
 };
 
@@ -121,6 +130,7 @@ class SiteAccumulator final : public ArtifactConsumer {
   void add(std::span<const codec::Event> events) override;        // in artifact order
 
   [[nodiscard]] bool has_stacks() const;
+  [[nodiscard]] bool has_resident_pages() const;
   [[nodiscard]] std::uint64_t events() const;
 
   // Resolves every site's frames (Symbols records first, `symbolizer` for modules without one; none: module

@@ -64,6 +64,13 @@ struct Stats {
                                     context.recording->sections.end();
   }
 
+  // Whether the Recording lists the resident-pages section, or the artifact has ResidentPages records.
+  [[nodiscard]] bool resident_pages_recorded() const {
+    return resident.page_snapshots() != 0 ||
+           (context.recording && std::ranges::find(context.recording->sections, "resident-pages") !=
+                                     context.recording->sections.end());
+  }
+
   // Events in artifact order (the live heap depends on it). compute_stats_indexed instead counts each frame
   // on its own thread and merges, which gives the same counts.
   void add(std::span<const codec::Event> events) {

@@ -218,6 +218,27 @@ struct Resident {
   friend bool operator==(const Resident&, const Resident&) = default;
 };
 
+// The resident pages of one process at one moment (docs/FORMAT.md, "Context section: resident"): the recorder's
+// snapshot of /proc/<pid>/pagemap's present bits over the process's writable private anonymous mappings, taken
+// when its resident memory reached a new high (docs/RUNTIME.md, "Resident pages"). Range i starts at starts[i]
+// and spans pages[i] pages of page_size bytes; its bits follow the previous range's in `present`, starting on a
+// byte: page j of the range is resident when bit (j % 8) of its byte j / 8 is set. The reader checks that
+// ranges are page-aligned, ascending and disjoint and that `present` has exactly their bytes. A snapshot too
+// big for one record (kMaxContextBinBytes of bits) is split in parts 0, 1, ... with the same pid and event.
+struct ResidentPages {
+  std::int32_t pid = 0;
+  std::uint64_t event = 0;
+  std::uint64_t timestamp = 0;
+  std::uint32_t part = 0;
+  std::uint32_t page_size = 4096;
+  std::vector<std::uint64_t> starts;  // bin, u64 LE each
+  std::vector<std::uint64_t> pages;   // bin, u64 LE each; same count as starts
+  std::vector<std::uint8_t> present;  // bin
+  friend bool operator==(const ResidentPages&, const ResidentPages&) = default;
+};
+// The bytes of `present` a range of `pages` pages takes.
+[[nodiscard]] inline std::uint64_t resident_bitmap_bytes(std::uint64_t pages) { return pages / 8 + (pages % 8 != 0); }
+
 // A region name longer than this is cut by the writer (the preload carries it through the ring).
 inline constexpr std::size_t kMaxRegionNameBytes = 256;
 
@@ -226,8 +247,14 @@ inline constexpr std::size_t kMaxRegionNameBytes = 256;
 inline constexpr std::size_t kMaxContextArrayElements = std::size_t{1} << 16;
 inline constexpr std::size_t kMaxContextBinBytes = std::size_t{1} << 20;
 
-using ContextRecord = std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd, Module,
-                                   StackNodes, EventStacks, Symbols, Pause, Resume, RegionBegin, RegionEnd, Resident>;
+// `snapshot` as parts 0, 1, ... whose `present` (and `starts`, `pages` columns) each hold at most `max_bytes`
+// (>= 16) bytes, a range longer than that cut into pieces: what the writer puts in the artifact.
+[[nodiscard]] std::vector<ResidentPages> split_resident_pages(const ResidentPages& snapshot,
+                                                              std::size_t max_bytes = kMaxContextBinBytes);
+
+using ContextRecord =
+    std::variant<RecordingInfo, ProcessStart, ProcessExec, ProcessExit, Untracked, StreamEnd, Module, StackNodes,
+                 EventStacks, Symbols, Pause, Resume, RegionBegin, RegionEnd, Resident, ResidentPages>;
 
 // Appends the msgpack map of `record` to `out`.
 void encode_context_record(const ContextRecord& record, std::vector<std::byte>& out);

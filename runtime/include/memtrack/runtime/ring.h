@@ -92,6 +92,8 @@ enum class RingEventKind : std::uint8_t {
   // Written by the recorder alone (its resident sampler, runtime/recorder/src/resident_sampler.h), so no
   // producer depends on it and the ring version stays: pid; payload: RingResidentPayload.
   NoteResident = 46,
+  // Likewise: pid, addr = the id of the snapshot parked for the reader (runtime/recorder/src/page_snapshots.h).
+  NoteResidentPages = 47,
 };
 
 // NoteResident's payload: one sample of the pid's resident memory, in bytes (codec::Resident's fields).

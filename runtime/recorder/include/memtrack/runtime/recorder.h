@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +47,17 @@ struct RecordOptions {
   // Sample each tracked process's resident memory (docs/RUNTIME.md, "Resident memory"); `--no-resident`: no
   // sampler thread, no Resident records, and the Recording does not list the section.
   bool resident = true;
+  // The live view (docs/RUNTIME.md, "Live view"): the recorder serves snapshots on a Unix socket
+  // (memtrack/runtime/live.h) while it records. When the socket cannot be made, a live recording
+  // (`require_live`) fails before the command runs; another goes on and says why in RecordResult::live_error.
+  bool live_server = true;
+  bool require_live = false;
+  // Called on the recorder's main thread once the command runs and the socket serves, with the socket's path
+  // and the command's pid; a thread it starts inherits a fully blocked signal mask.
+  std::function<void(const std::string& socket, int command_pid)> on_live;
+  // Not empty: the command's stdout and stderr go to this file (created or truncated before the command
+  // runs), and its stdin is /dev/null when the recorder's is a terminal (`record --live`: the view's).
+  std::string command_output;
 };
 
 struct ProcessNote {
@@ -64,33 +76,39 @@ struct PreloadMessage {
 };
 
 struct RecordResult {
-  int exit_status = 0;  // the command's exit status, or 128 + signal number when a signal killed it
-  int command_signal = 0;  // the signal that killed the command, or 0
+  int exit_status = 0;      // the command's exit status, or 128 + signal number when a signal killed it
+  int command_signal = 0;   // the signal that killed the command, or 0
   std::string output_path;  // where the artifact is
   // Not empty: the target, which another file took while recording (another recorder's, given the same
   // target); output_path is then beside it (runtime/recorder/src/output_file.h) and the other file untouched.
   std::string target_taken;
   std::uint64_t events = 0;
   std::uint64_t artifact_bytes = 0;
-  std::uint64_t peak_heap_bytes = 0;      // peak of live malloc-family bytes across all recorded processes
-  std::uint64_t processes = 0;            // processes recorded (with events or lifecycle records), as in stats
-  std::uint64_t abandoned_slots = 0;      // tickets whose thread died (killed, or replaced by exec) unfilled
-  codec::Status status;                   // artifact write failures
-  std::vector<ProcessNote> left_running;  // still running when the recording ended (not waited for)
-  std::vector<ProcessNote> untracked;     // images that could not be tracked (setuid, static)
-  std::uint64_t context_records = 0;      // lifecycle records produced (docs/FORMAT.md, Context section)
-  int ended_by_signal = 0;                // the signal that ended the recording early, or 0
-  std::uint64_t stack_nodes = 0;          // trace-tree nodes noted by all images
-  std::uint64_t stack_modules = 0;        // Module records
-  std::uint64_t stack_table_bytes = 0;    // the recorder's stack and module tables (estimate)
-  std::uint64_t symbolized_addresses = 0; // distinct module-relative addresses in the symbol table
-  std::uint64_t symbolized_ahead = 0;     // of which symbolized while the program ran (a recorder thread)
-  double symbolize_ahead_cpu_seconds = 0; // that thread's CPU time
-  double symbolize_seconds_at_end = 0;    // wall time symbolizing the rest after the program ended
-  std::uint64_t resident_samples = 0;     // Resident records written (docs/RUNTIME.md, "Resident memory")
-  std::uint64_t resident_polls = 0;       // /proc/<pid>/statm reads behind them
-  double resident_cpu_seconds = 0;        // the sampler thread's CPU time
-  double resident_wall_seconds = 0;       // over this wall time
+  std::uint64_t peak_heap_bytes = 0;         // peak of live malloc-family bytes across all recorded processes
+  std::uint64_t processes = 0;               // processes recorded (with events or lifecycle records), as in stats
+  std::uint64_t abandoned_slots = 0;         // tickets whose thread died (killed, or replaced by exec) unfilled
+  codec::Status status;                      // artifact write failures
+  std::vector<ProcessNote> left_running;     // still running when the recording ended (not waited for)
+  std::vector<ProcessNote> untracked;        // images that could not be tracked (setuid, static)
+  std::uint64_t context_records = 0;         // lifecycle records produced (docs/FORMAT.md, Context section)
+  int ended_by_signal = 0;                   // the signal that ended the recording early, or 0
+  std::uint64_t stack_nodes = 0;             // trace-tree nodes noted by all images
+  std::uint64_t stack_modules = 0;           // Module records
+  std::uint64_t stack_table_bytes = 0;       // the recorder's stack and module tables (estimate)
+  std::uint64_t symbolized_addresses = 0;    // distinct module-relative addresses in the symbol table
+  std::uint64_t symbolized_ahead = 0;        // of which symbolized while the program ran (a recorder thread)
+  double symbolize_ahead_cpu_seconds = 0;    // that thread's CPU time
+  double symbolize_seconds_at_end = 0;       // wall time symbolizing the rest after the program ended
+  std::uint64_t resident_samples = 0;        // Resident records written (docs/RUNTIME.md, "Resident memory")
+  std::uint64_t resident_polls = 0;          // /proc/<pid>/statm reads behind them
+  double resident_cpu_seconds = 0;           // the sampler thread's CPU time
+  double resident_wall_seconds = 0;          // over this wall time
+  std::string live_error;                    // why the live view's socket could not be served, or empty
+  std::uint64_t page_snapshots = 0;          // ResidentPages snapshots written (docs/RUNTIME.md, "Resident pages")
+  std::uint64_t page_snapshot_bytes = 0;     // the mapped anonymous bytes their bits covered
+  std::uint64_t page_snapshot_failures = 0;  // processes whose pagemap could not be read (no snapshot)
+  double page_snapshot_cpu_seconds = 0;      // the sampler's CPU time in them
+  double page_snapshot_max_seconds = 0;      // the longest one, wall
   // The preload's diagnostics, deduplicated, in order of first appearance.
   std::vector<PreloadMessage> preload_messages;
 };
