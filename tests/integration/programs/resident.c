@@ -65,6 +65,8 @@ static __attribute__((noinline)) void branch(int depth, unsigned path) {
   left(depth, path);
   right(depth, path);
   __asm__ volatile("" ::: "memory");
+}
+
 // Two distinct call sites for the sites mode (noinline: each is its own frame in the stacks).
 __attribute__((noinline)) static char* big_site(size_t bytes, size_t touched) {
   char* p = malloc(bytes);
@@ -156,6 +158,8 @@ int main(int argc, char** argv) {
     sleep_ms(atol(argv[4]));
     printf("hwm %llu\n", hwm_bytes());
     free(p);
+    return 0;
+  }
   if (strcmp(argv[1], "sites") == 0 && argc == 3) {
     char* big = big_site(64 * mib, 16 * mib);
     char* small = small_site(16 * mib);
