@@ -65,6 +65,7 @@ for variant in events stacks compile; do
   for n in "${sizes[@]}"; do
     if [[ $variant == compile ]]; then
       [[ $n == "${sizes[0]}" ]] || continue  # one recording
+      [[ -z ${MEMTRACK_BENCH_SMOKE:-} ]] || continue  # a real compile: not at smoke sizes
       "$memtrack" record -o "$dir/a.mt" -- g++ -O1 -c "$dir/compile.cpp" -o "$dir/compile.o" > /dev/null \
         2> "$dir/record.err" || { cat "$dir/record.err" >&2; exit 1; }
       events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$dir/record.err")
