@@ -220,7 +220,11 @@ TEST(Resident, AForkHoldingMemoryInBothProcessesCountsBoth) {
   }
   // Both hold their 32 MiB at once: the recording's peak is the sum of the two, within 5%.
   expect_within(r.stats.resident.peak().resident, hwm[0] + hwm[1], 0.05, "the sum of both processes");
-  EXPECT_GE(r.stats.resident.peak().live_heap, 64 * kMiB);
+  // The live heap at that moment holds at least one of the blocks. Not necessarily both: a sample is placed
+  // in the stream where the sampler notes it, after its /proc read, so a free that one process makes between
+  // the other's read and its note is before the note (docs/RUNTIME.md, "Resident memory"). Under load the
+  // peak can fall on such a sample at the end of the hold.
+  EXPECT_GE(r.stats.resident.peak().live_heap, 32 * kMiB);
   EXPECT_LE(r.stats.resident.peak().live_heap, 64 * kMiB + 2 * kStdioSlack);
 }
 
