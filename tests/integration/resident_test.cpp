@@ -281,7 +281,13 @@ TEST(Resident, MadvDontneedReturnsPagesAndTheSamplesFollow) {
 // and a 16 MiB block touched whole, from two call sites, are each ~16 MiB resident, allocated 64 and 16.
 TEST(Resident, EachSitesResidentBytesAreItsTouchedPages) {
   const fs::path dir = scratch_dir();
+  // The program holds its blocks long enough for a snapshot after its last touch: snapshots are spaced by 50
+  // times the last one's wall time (2% of the process's time), which a sanitizer's slower recorder stretches.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  const Recorded r = record(dir, {"sites", "2000"});
+#else
   const Recorded r = record(dir, {"sites", "300"});
+#endif
   const std::string bytes = slurp(dir / "a.mt");
   std::vector<memtrack::codec::ResidentPages> snapshots;
   struct Pages final : memtrack::analysis::ArtifactConsumer {
