@@ -79,7 +79,17 @@ Recorded record(const fs::path& dir, std::vector<std::string> args, bool sampled
   memtrack::analysis::ArtifactConsumer* also[] = {&collect};
   r.stats = memtrack::analysis::compute_stats(source, "a.mt", {}, also);
   EXPECT_TRUE(r.stats.status.is_ok()) << r.stats.status.message();
+#if defined(__SANITIZE_THREAD__)
+  // Through a pipe (not seekable: no index), the sequential reader. The indexed one hands frames between oneTBB's threads through
+  // libtbb's own synchronization, which ThreadSanitizer cannot see in Debian's uninstrumented libtbb: on a
+  // many-frame artifact its reports (false positives) make `stats` take minutes. The figures are the same.
+  EXPECT_EQ(run({"/bin/sh", "-c", "cat \"$1\" | \"$0\" stats -", kMemtrack, (dir / "a.mt").string()}, dir / "stats",
+                dir / "stats.err"),
+            0)
+      << slurp(dir / "stats.err").substr(0, 2000);
+#else
   EXPECT_EQ(run({kMemtrack, "stats", (dir / "a.mt").string()}, dir / "stats", dir / "stats.err"), 0);
+#endif
   r.stats_text = slurp(dir / "stats");
   return r;
 }
