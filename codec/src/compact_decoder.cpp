@@ -92,8 +92,7 @@ struct CompactFrameDecoder::Impl {
     if (p == end) return fail(Errc::truncated, p, "the content ends before the version");
     const auto version = static_cast<std::uint8_t>(*p);
     if (version != 1 && version != 2) {
-      return fail(Errc::bad_compact, p,
-                  "format version " + std::to_string(version) + " (this reader knows 1 and 2)");
+      return fail(Errc::bad_compact, p, "format version " + std::to_string(version) + " (this reader knows 1 and 2)");
     }
     ++p;
     std::uint64_t n = 0;
@@ -125,7 +124,7 @@ struct CompactFrameDecoder::Impl {
   std::vector<std::uint64_t> live;
   std::vector<std::uint32_t> live_first;
   std::vector<std::uint64_t> allocation_end;  // per thread: its latest allocation's address + its class
-  std::vector<std::uint64_t> release_key;  // per release entry (compact_internal.h, kNotFree)
+  std::vector<std::uint64_t> release_key;     // per release entry (compact_internal.h, kNotFree)
   struct Column {
     const std::byte* p;
     const std::byte* end;
@@ -195,13 +194,13 @@ struct CompactFrameDecoder::Impl {
     return UINT32_MAX;
   }
 
-  bool address_v2(std::uint32_t t, bool release, unsigned mode, std::size_t event, const Event& e,
-                  std::uint64_t size, std::uint64_t& out) {
+  bool address_v2(std::uint32_t t, bool release, unsigned mode, std::size_t event, const Event& e, std::uint64_t size,
+                  std::uint64_t& out) {
     const std::size_t mine = 2 * t + (release ? 1 : 0);
     const std::uint32_t entry = first[mine] + filled[mine];
     std::uint64_t value = 0;
     auto name = [&](const char* what) { return "event " + std::to_string(event) + ": " + what; };
-    const std::size_t column = release ? (mode == kReleaseLive ? 0 : 3)
+    const std::size_t column = release                      ? (mode == kReleaseLive ? 0 : 3)
                                : mode == kAllocationClass   ? 1
                                : mode == kAllocationRelease ? 2
                                : mode == kAllocationDelta   ? 3
@@ -268,6 +267,30 @@ struct CompactFrameDecoder::Impl {
     return true;
   }
 
+  // The (pid, tid) dictionary after the kinds, the same in both versions: into `pairs`.
+  bool thread_dictionary(std::size_t n) {
+    std::uint64_t d = 0;
+    const std::byte* at = p;
+    if (!varint(d, "the dictionary size")) return false;
+    if (d > n || (n > 0 && d == 0)) {
+      return fail(Errc::bad_compact, at,
+                  "a dictionary of " + std::to_string(d) + " threads for " + std::to_string(n) + " events");
+    }
+    if (2 * d > static_cast<std::size_t>(end - p)) {
+      return fail(Errc::truncated, at,
+                  "a dictionary of " + std::to_string(d) + " threads in " + std::to_string(end - p) + " bytes");
+    }
+    pairs.resize(d);
+    for (std::uint64_t& pair : pairs) {
+      std::uint64_t pid = 0, tid = 0;
+      at = p;
+      if (!varint(pid, "the dictionary") || !varint(tid, "the dictionary")) return false;
+      if (pid > UINT32_MAX || tid > UINT32_MAX) return fail(Errc::bad_compact, at, "a pid or tid above 32 bits");
+      pair = (pid << 32) | tid;
+    }
+    return true;
+  }
+
   bool columns_v2(Event* events, std::size_t n) {
     const std::byte* const tokens = p;
     std::size_t sized = 0;
@@ -288,31 +311,16 @@ struct CompactFrameDecoder::Impl {
       if (has_old) events[i].flags = kFlagHasOldAddr;
       sized += has_size(k) ? 1 : 0;
     }
-    std::uint64_t d = 0;
-    const std::byte* at = p;
-    if (!varint(d, "the dictionary size")) return false;
-    if (d > n || (n > 0 && d == 0)) {
-      return fail(Errc::bad_compact, at,
-                  "a dictionary of " + std::to_string(d) + " threads for " + std::to_string(n) + " events");
-    }
-    if (2 * d > static_cast<std::size_t>(end - p)) {
-      return fail(Errc::truncated, at,
-                  "a dictionary of " + std::to_string(d) + " threads in " + std::to_string(end - p) + " bytes");
-    }
-    pairs.resize(d);
-    for (std::uint64_t& pair : pairs) {
-      std::uint64_t pid = 0, tid = 0;
-      at = p;
-      if (!varint(pid, "the dictionary") || !varint(tid, "the dictionary")) return false;
-      if (pid > UINT32_MAX || tid > UINT32_MAX) return fail(Errc::bad_compact, at, "a pid or tid above 32 bits");
-      pair = (pid << 32) | tid;
-    }
+    if (!thread_dictionary(n)) return false;
+    const std::uint64_t d = pairs.size();
+    const std::byte* at = p;  // where the part being read starts, for the errors
     // Find where each column starts (a skip over its varints), then read them all in one pass over the events:
     // each pass over a frame's 3.5 MiB of events costs a read of them from memory.
     Column threads{p, nullptr}, timestamp_high{}, size_high{};
     if (!skip(n, "the threads")) return false;
     threads.end = p;
-    if (n > static_cast<std::size_t>(end - p)) return fail(Errc::truncated, p, "the content ends inside the timestamps");
+    if (n > static_cast<std::size_t>(end - p))
+      return fail(Errc::truncated, p, "the content ends inside the timestamps");
     const std::byte* timestamp_low = p;
     p += n;
     timestamp_high.p = p;
@@ -392,8 +400,10 @@ struct CompactFrameDecoder::Impl {
     for (std::size_t c = 0; c < 4; ++c) {
       if (address_columns[c].p != address_columns[c].end) {
         return fail(Errc::bad_compact, address_columns[c].p,
-                    std::to_string(address_columns[c].end - address_columns[c].p) + " bytes after the last value of "
-                    "address column " + std::to_string(c));
+                    std::to_string(address_columns[c].end - address_columns[c].p) +
+                        " bytes after the last value of "
+                        "address column " +
+                        std::to_string(c));
       }
     }
     return true;
@@ -411,25 +421,9 @@ struct CompactFrameDecoder::Impl {
       events[i].kind = static_cast<EventKind>(k);
       if ((kind & kKindOldAddr) != 0) events[i].flags = kFlagHasOldAddr;
     }
-    std::uint64_t d = 0;
-    const std::byte* at = p;
-    if (!varint(d, "the dictionary size")) return false;
-    if (d > n || (n > 0 && d == 0)) {
-      return fail(Errc::bad_compact, at,
-                  "a dictionary of " + std::to_string(d) + " threads for " + std::to_string(n) + " events");
-    }
-    if (2 * d > static_cast<std::size_t>(end - p)) {
-      return fail(Errc::truncated, at,
-                  "a dictionary of " + std::to_string(d) + " threads in " + std::to_string(end - p) + " bytes");
-    }
-    pairs.resize(d);
-    for (std::uint64_t& pair : pairs) {
-      std::uint64_t pid = 0, tid = 0;
-      at = p;
-      if (!varint(pid, "the dictionary") || !varint(tid, "the dictionary")) return false;
-      if (pid > UINT32_MAX || tid > UINT32_MAX) return fail(Errc::bad_compact, at, "a pid or tid above 32 bits");
-      pair = (pid << 32) | tid;
-    }
+    if (!thread_dictionary(n)) return false;
+    const std::uint64_t d = pairs.size();
+    const std::byte* at = p;  // where the part being read starts, for the errors
     thread_of.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       std::uint64_t t = 0;

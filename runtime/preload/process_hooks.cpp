@@ -137,14 +137,17 @@ void exit_now_note(int status) {
 // parent's next event. This places the end of a child killed by a signal, or one that ended without a note of
 // its own, exactly among its parent's events. The recorder ignores the note for a pid it does not track (an
 // untracked image) and for one whose end is already noted (its own exit note comes first).
+// Keeps errno: the wait call's caller reads it.
 void reaped_note(pid_t pid, int status) {
   if (pid <= 0 || !recording_now()) return;
+  const int saved = errno;
   if (WIFEXITED(status))
     write_note(RingEventKind::NoteExit, pid, static_cast<uint32_t>(WEXITSTATUS(status)), nullptr, 0,
                runtime::kRingNoteHasStatus);
   else if (WIFSIGNALED(status))
     write_note(RingEventKind::NoteExit, pid, static_cast<uint32_t>(WTERMSIG(status)), nullptr, 0,
                runtime::kRingNoteSignal);
+  errno = saved;
 }
 
 // The real process functions (next_fn, resolve.h). In a vfork child the lookup may wait for the loader's lock
@@ -158,14 +161,12 @@ enum ProcessFn {
   kPosixSpawnp,
   kSystem,
   kPopen,
-  kWaitpid,
   kWait4,
   kWaitid,
   kProcessFns
 };
-constexpr const char* kProcessFnNames[kProcessFns] = {"execve",      "execvpe",      "execveat", "fexecve",
-                                                      "posix_spawn", "posix_spawnp", "system",   "popen",
-                                                      "waitpid",     "wait4",        "waitid"};
+constexpr const char* kProcessFnNames[kProcessFns] = {"execve",       "execvpe", "execveat", "fexecve", "posix_spawn",
+                                                      "posix_spawnp", "system",  "popen",    "wait4",   "waitid"};
 constinit std::atomic<void*> g_process_fns[kProcessFns];
 
 template <typename Fn>
@@ -391,7 +392,6 @@ using spawn_fn = int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*,
                          char* const*);
 using system_fn = int (*)(const char*);
 using popen_fn = FILE* (*)(const char*, const char*);
-using waitpid_fn = pid_t (*)(pid_t, int*, int);
 using wait4_fn = pid_t (*)(pid_t, int*, int, struct rusage*);
 using waitid_fn = int (*)(idtype_t, id_t, siginfo_t*, int);
 
@@ -529,32 +529,21 @@ MEMTRACK_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn
 }
 
 // The wait family: glibc's wait, wait3 and waitpid call wait4 internally, not through the PLT, so each is
-// interposed. A stopped or continued child (WUNTRACED, WCONTINUED) and waitid's WNOWAIT reap nothing.
+// interposed (all but waitid as wait4). A stopped or continued child (WUNTRACED, WCONTINUED) and waitid's
+// WNOWAIT reap nothing.
 MEMTRACK_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
   int st = 0;
   const pid_t r = real<wait4_fn>(kWait4)(pid, &st, options, usage);
   if (r > 0) {
-    const int saved = errno;
     reaped_note(r, st);
-    errno = saved;
+    if (status != nullptr) *status = st;
   }
-  if (status != nullptr && r > 0) *status = st;
   return r;
 }
 
-MEMTRACK_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
-  int st = 0;
-  const pid_t r = real<waitpid_fn>(kWaitpid)(pid, &st, options);
-  if (r > 0) {
-    const int saved = errno;
-    reaped_note(r, st);
-    errno = saved;
-  }
-  if (status != nullptr && r > 0) *status = st;
-  return r;
-}
+MEMTRACK_EXPORT pid_t waitpid(pid_t pid, int* status, int options) { return wait4(pid, status, options, nullptr); }
 
-MEMTRACK_EXPORT pid_t wait(int* status) { return waitpid(-1, status, 0); }
+MEMTRACK_EXPORT pid_t wait(int* status) { return wait4(-1, status, 0, nullptr); }
 
 MEMTRACK_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) {
   return wait4(-1, status, options, usage);
@@ -563,12 +552,10 @@ MEMTRACK_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) {
 MEMTRACK_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t* info, int options) {
   const int r = real<waitid_fn>(kWaitid)(idtype, id, info, options);
   if (r == 0 && info != nullptr && (options & WNOWAIT) == 0 && info->si_pid > 0) {
-    const int saved = errno;
     if (info->si_code == CLD_EXITED)
       reaped_note(info->si_pid, W_EXITCODE(info->si_status, 0));
     else if (info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED)
       reaped_note(info->si_pid, info->si_status & 0x7f);
-    errno = saved;
   }
   return r;
 }
