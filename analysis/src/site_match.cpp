@@ -28,11 +28,15 @@ void add_totals(SiteTotals& into, const SiteTotals& t) {
   into.leaked_blocks += t.leaked_blocks;
   into.peak_bytes += t.peak_bytes;
   into.temporary += t.temporary;
+  into.resident_bytes += t.resident_bytes;
 }
 
-bool equal(const SiteTotals& a, const SiteTotals& b) {
+// Resident bytes only when ranked by them: they move with the kernel's timing from run to run, so by the
+// other measures a site whose heap figures did not move is the same.
+bool equal(const SiteTotals& a, const SiteTotals& b, SiteOrder order) {
   return a.allocations == b.allocations && a.allocated_bytes == b.allocated_bytes && a.leaked_bytes == b.leaked_bytes &&
-         a.leaked_blocks == b.leaked_blocks && a.peak_bytes == b.peak_bytes && a.temporary == b.temporary;
+         a.leaked_blocks == b.leaked_blocks && a.peak_bytes == b.peak_bytes && a.temporary == b.temporary &&
+         (order != SiteOrder::resident || a.resident_bytes == b.resident_bytes);
 }
 
 std::uint64_t distance(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : b - a; }
@@ -97,7 +101,7 @@ SitesDiff match_sites(std::span<const Site> base, std::span<const Site> head, Si
     } else if (c.head_sites == 0) {
       c.status = ChangeStatus::removed;
       ++out.removed;
-    } else if (equal(c.base, c.head)) {
+    } else if (equal(c.base, c.head, order)) {
       c.status = ChangeStatus::same;
       ++out.same;
     } else {

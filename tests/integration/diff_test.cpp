@@ -293,8 +293,8 @@ TEST_F(DiffTest, CheckMaxResident) {
   // A process that lives long enough to be sampled (diff_prog may end before the first sample).
   const std::string sampled = *dir_ + "/sampled.mt";
   ASSERT_EQ(run(mt() + " record -q -o " + sampled + " -- /bin/sleep 0.3").status, 0);
-  const std::string out = py(mt() + " stats --json " + sampled,
-                             "import json,sys\nprint(json.load(sys.stdin)['peak_resident_bytes'])\n");
+  const std::string out =
+      py(mt() + " stats --json " + sampled, "import json,sys\nprint(json.load(sys.stdin)['peak_resident_bytes'])\n");
   const std::uint64_t resident = std::stoull(out);
   ASSERT_GT(resident, 0u) << out;
   const auto ok = run(mt() + " check " + sampled + " --max-resident " + std::to_string(resident));
@@ -313,6 +313,93 @@ TEST_F(DiffTest, CheckMaxResident) {
   const auto region = run(mt() + " check " + head() + " --max-resident 1GiB --region first");
   EXPECT_EQ(region.status, 2);
   EXPECT_NE(region.err.find("--max-resident with --region"), std::string::npos) << region.err;
+}
+
+// diff --by resident (programs/resident.c's touch mode: one 64 MiB block, 16 MiB of it touched in base and
+// 32 in head): the site is compared by its resident bytes at the page snapshots, the totals by stats' peak
+// resident; a recording without resident samples is named and refused.
+TEST_F(DiffTest, ByResident) {
+  // Held long enough for a page snapshot after the last touch: snapshots are spaced by 50 times the last one's
+  // wall time (2% of the process's), which a sanitizer's slower recorder stretches (resident_test.cpp); 300 ms
+  // left head's 32 MiB snapshotted part-way under load.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  const std::string hold = "3000";
+#else
+  const std::string hold = "1000";
+#endif
+  const std::string b = *dir_ + "/rss16.mt", h = *dir_ + "/rss32.mt", none = *dir_ + "/rss-none.mt";
+  const std::string program = std::string(MEMTRACK_PROGRAMS_DIR) + "/resident touch 64 ";
+  ASSERT_EQ(run(mt() + " record -q -o " + b + " -- " + program + "16 " + hold + " >/dev/null").status, 0);
+  ASSERT_EQ(run(mt() + " record -q -o " + h + " -- " + program + "32 " + hold + " >/dev/null").status, 0);
+  ASSERT_EQ(run(mt() + " record -q --no-resident -o " + none + " -- " + program + "32 10 >/dev/null").status, 0);
+  const auto peak_resident = [&](const std::string& file) {
+    return std::stoull(
+        py(mt() + " stats --json " + file, "import json,sys\nprint(json.load(sys.stdin)['peak_resident_bytes'])\n"));
+  };
+  const std::uint64_t rb = peak_resident(b), rh = peak_resident(h);
+
+  const std::string out =
+      py(mt() + " diff --json --by resident -n 1 " + b + " " + h,
+         "import json,sys\nd=json.load(sys.stdin)\nt=d['totals']\ns=d['sites'][0]\n"
+         "print(d['by'], t['base']['peak_resident_bytes'], t['head']['peak_resident_bytes'],"
+         " t['delta']['peak_resident_bytes'])\n"
+         "print(s['status'], s['base']['allocated_bytes'], s['head']['allocated_bytes'],"
+         " s['base']['resident_bytes'], s['head']['resident_bytes'], s['delta']['resident_bytes'])\n");
+  std::istringstream in(out);
+  std::string by, status;
+  std::uint64_t tb = 0, th = 0, ab = 0, ah = 0, sb = 0, sh = 0;
+  std::int64_t td = 0, sd = 0;
+  in >> by >> tb >> th >> td >> status >> ab >> ah >> sb >> sh >> sd;
+  ASSERT_FALSE(in.fail()) << out;
+  EXPECT_EQ(by, "resident");
+  EXPECT_EQ(tb, rb);
+  EXPECT_EQ(th, rh);
+  EXPECT_EQ(td, static_cast<std::int64_t>(rh - rb));
+  // The block's site leads: allocated alike, resident ~16 and ~32 MiB (within 10%).
+  constexpr std::uint64_t kMiB = 1 << 20;
+  EXPECT_EQ(status, "changed");
+  EXPECT_EQ(ab, 64 * kMiB);
+  EXPECT_EQ(ah, 64 * kMiB);
+  EXPECT_GE(sb, 16 * kMiB * 9 / 10) << out;
+  EXPECT_LE(sb, 16 * kMiB * 11 / 10) << out;
+  EXPECT_GE(sh, 32 * kMiB * 9 / 10) << out;
+  EXPECT_LE(sh, 32 * kMiB * 11 / 10) << out;
+  EXPECT_EQ(sd, static_cast<std::int64_t>(sh - sb));
+
+  const auto t = run(mt() + " diff --by resident -n 1 " + b + " " + h);
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_NE(t.out.find("\n  peak resident    "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("sites by change in resident: "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("#1  changed  resident " + tools::human_bytes(sb) + " -> " + tools::human_bytes(sh)),
+            std::string::npos)
+      << t.out;
+  const auto m = run(mt() + " diff --markdown --by resident -n 1 " + b + " " + h);
+  ASSERT_EQ(m.status, 0) << m.err;
+  EXPECT_NE(m.out.find("| # | status | resident | peak |"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("| peak resident | " + tools::human_bytes(rb) + " | " + tools::human_bytes(rh) + " |"),
+            std::string::npos)
+      << m.out;
+
+  // By peak, the same block is the same site: its heap figures did not move, its resident bytes are shown.
+  EXPECT_EQ(py(mt() + " diff --json -n 0 " + b + " " + h,
+               "import json,sys\nd=json.load(sys.stdin)\n"
+               "print([(s['status'], 'resident_bytes' in s['head']) for s in d['sites']"
+               " if s['head'] and s['head']['allocated_bytes']==64<<20],"
+               " 'peak_resident_bytes' in d['totals']['base'])\n"),
+            "[('same', True)] True\n");
+  // Against a recording without samples: no peak resident in the totals; --by resident names the file.
+  EXPECT_EQ(py(mt() + " diff --json " + b + " " + none,
+               "import json,sys\nd=json.load(sys.stdin)\nprint('peak_resident_bytes' in d['totals']['base'],"
+               " [s for s in d['sites'] if 'resident_bytes' in (s['head'] or s['base'])])\n"),
+            "False []\n");
+  const auto refused = run(mt() + " diff --by resident " + b + " " + none);
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_EQ(refused.err, "memtrack diff: " + none +
+                             " has no resident samples (recorded with --no-resident or by an older memtrack, or its "
+                             "processes ended before the first sample): --by resident cannot compare it\n");
+  const auto region = run(mt() + " diff --by resident --region first " + b + " " + h);
+  EXPECT_EQ(region.status, 2);
+  EXPECT_NE(region.err.find("--by resident with --region"), std::string::npos) << region.err;
 }
 
 TEST_F(DiffTest, CheckUsage) {
@@ -371,9 +458,10 @@ TEST_F(DiffTest, PidImageSelectsOneProcess) {
   const auto rec = run(mt() + " record -q -o " + two + " -- /bin/sh -c '" MEMTRACK_PROGRAMS_DIR "/control; " +
                        kPrograms + "/base/diff_prog'");
   ASSERT_EQ(rec.status, 0) << rec.err;
-  const std::string totals = "import json,sys\nd=json.load(sys.stdin)\nt=d['totals']['delta']\n"
-                             "print([t[k] for k in ('allocations','allocated_bytes','peak_bytes','leaked_bytes')],"
-                             " sorted(s['status'] for s in d['sites']))\n";
+  const std::string totals =
+      "import json,sys\nd=json.load(sys.stdin)\nt=d['totals']['delta']\n"
+      "print([t[k] for k in ('allocations','allocated_bytes','peak_bytes','leaked_bytes')],"
+      " sorted(s['status'] for s in d['sites']))\n";
   // The whole recording has control's and the shell's allocations too.
   EXPECT_NE(py(mt() + " diff --json -n 0 " + base() + " " + two, totals).substr(0, 13), "[0, 0, 0, 0] ");
   EXPECT_EQ(py(mt() + " diff --json -n 0 --pid-image diff_prog " + base() + " " + two, totals),
@@ -394,8 +482,8 @@ TEST_F(DiffTest, PidImageSelectsOneProcess) {
   for (const std::string& command : {"check " + two + " --max-peak 1", "diff " + two + " " + two}) {
     const auto unknown = run(mt() + " " + command + " --pid-image nope");
     EXPECT_EQ(unknown.status, 2) << command;
-    const std::string prefix = "memtrack " + command.substr(0, command.find(' ')) + ": no process running nope in " +
-                               two + " (images: ";
+    const std::string prefix =
+        "memtrack " + command.substr(0, command.find(' ')) + ": no process running nope in " + two + " (images: ";
     EXPECT_EQ(unknown.err.substr(0, prefix.size()), prefix) << unknown.err;
     EXPECT_NE(unknown.err.find(", control, diff_prog)\n"), std::string::npos) << unknown.err;
   }

@@ -94,6 +94,17 @@ std::string json_percent(std::uint64_t b, std::uint64_t h) {
   return buf;
 }
 
+// `object` (a JSON object's text) with one more member at its end.
+std::string with_member(std::string object, const char* name, const std::string& value) {
+  object.pop_back();
+  return object + (object.size() > 1 ? ",\"" : "\"") + name + "\":" + value + "}";
+}
+
+// The optional figures: stats' peak resident of a recording, top's resident bytes of a site.
+constexpr Field<RunTotals> kPeakResident = {"peak_resident_bytes", "peak resident", &RunTotals::peak_resident_bytes,
+                                            true};
+constexpr Field<SiteTotals> kSiteResident = {"resident_bytes", "resident", &SiteTotals::resident_bytes, true};
+
 // "+4.0 KiB", "-512 B", "0 B"; counts as "+3".
 std::string signed_amount(std::uint64_t b, std::uint64_t h, bool bytes) {
   if (b == h) return bytes ? "0 B" : "0";
@@ -200,20 +211,36 @@ std::string format_diff_json(const DiffReport& r) {
                   ",\"by\":" + json_string(std::string(order_name(r.order))) +
                   ",\"region\":" + (r.region ? json_string(*r.region) : std::string("null")) +
                   ",\"has_stacks\":" + (r.has_stacks ? "true" : "false");
-  o += ",\"totals\":{\"base\":" + json_object(r.base, kTotals) + ",\"head\":" + json_object(r.head, kTotals) +
-       ",\"delta\":" + json_delta(r.base, r.head, kTotals) + ",\"percent\":{";
+  std::string tb = json_object(r.base, kTotals), th = json_object(r.head, kTotals),
+              td = json_delta(r.base, r.head, kTotals);
+  if (r.resident) {
+    const std::uint64_t b = r.base.peak_resident_bytes, h = r.head.peak_resident_bytes;
+    tb = with_member(tb, kPeakResident.json, u64(b));
+    th = with_member(th, kPeakResident.json, u64(h));
+    td = with_member(td, kPeakResident.json, signed_delta(b, h));
+  }
+  o += ",\"totals\":{\"base\":" + tb + ",\"head\":" + th + ",\"delta\":" + td + ",\"percent\":{";
   for (std::size_t i = 0; i < std::size(kTotals); ++i)
     o += (i ? ",\"" : "\"") + std::string(kTotals[i].json) +
          "\":" + json_percent(r.base.*kTotals[i].member, r.head.*kTotals[i].member);
+  if (r.resident)
+    o += ",\"" + std::string(kPeakResident.json) +
+         "\":" + json_percent(r.base.peak_resident_bytes, r.head.peak_resident_bytes);
   o += "}}";
 
   o += ",\"sites\":[";
   for (std::size_t i = 0; i < r.sites.sites.size(); ++i) {
     const SiteChange& c = r.sites.sites[i];
+    const auto side = [&](const SiteTotals& t) {
+      const std::string obj = json_object(t, kSite);
+      return r.resident_sites ? with_member(obj, kSiteResident.json, u64(t.resident_bytes)) : obj;
+    };
+    std::string delta = json_delta(c.base, c.head, kSite);
+    if (r.resident_sites)
+      delta = with_member(delta, kSiteResident.json, signed_delta(c.base.resident_bytes, c.head.resident_bytes));
     o += (i ? "," : "") + std::string("{\"stack\":") + format_stack_json(c.stack) +
-         ",\"base\":" + (c.base_sites ? json_object(c.base, kSite) : "null") +
-         ",\"head\":" + (c.head_sites ? json_object(c.head, kSite) : "null") +
-         ",\"delta\":" + json_delta(c.base, c.head, kSite) + ",\"status\":\"" + status_name(c.status) + "\"}";
+         ",\"base\":" + (c.base_sites ? side(c.base) : "null") + ",\"head\":" + (c.head_sites ? side(c.head) : "null") +
+         ",\"delta\":" + delta + ",\"status\":\"" + status_name(c.status) + "\"}";
   }
   const analysis::SitesDiff& d = r.sites;
   o += "],\"site_counts\":{\"same\":" + u64(d.same) + ",\"changed\":" + u64(d.changed) + ",\"new\":" + u64(d.added) +
@@ -261,6 +288,12 @@ std::string format_diff_table(const DiffReport& r) {
                     amount(h, f.bytes).c_str(), signed_amount(b, h, f.bytes).c_str(), percent_change(b, h).c_str());
     }
     out += line;
+    if (f.member == &RunTotals::peak_at_ns && r.resident) {
+      const std::uint64_t rb = r.base.peak_resident_bytes, rh = r.head.peak_resident_bytes;
+      std::snprintf(line, sizeof line, "  %-16s %14s %14s %14s %9s\n", kPeakResident.label, human_bytes(rb).c_str(),
+                    human_bytes(rh).c_str(), signed_amount(rb, rh, true).c_str(), percent_change(rb, rh).c_str());
+      out += line;
+    }
   }
 
   if (!r.has_stacks) {
@@ -269,7 +302,11 @@ std::string format_diff_table(const DiffReport& r) {
     out += "\nsites by change in " + std::string(order_name(r.order)) + ": " + counts_line(r) + "\n";
     std::size_t rank = 0;
     for (const SiteChange& c : r.sites.sites) {
-      out += "\n#" + u64(++rank) + "  " + status_name(c.status) + "  " + changes_text(c.base, c.head, kSite) + "\n";
+      std::string figures = changes_text(c.base, c.head, kSite);
+      if (r.order == analysis::SiteOrder::resident)  // the ranked measure first
+        figures = std::string(kSiteResident.label) + " " + change(c.base.resident_bytes, c.head.resident_bytes, true) +
+                  ", " + figures;
+      out += "\n#" + u64(++rank) + "  " + status_name(c.status) + "  " + figures + "\n";
       std::size_t shown = 0;
       for (const analysis::SiteFrame& f : c.stack) {
         if (shown++ == 8) {
@@ -324,12 +361,22 @@ std::string format_diff_markdown(const DiffReport& r) {
       out += "| " + std::string(f.label) + " | " + amount(b, f.bytes) + " | " + amount(h, f.bytes) + " | " +
              signed_amount(b, h, f.bytes) + " | " + percent_change(b, h) + " |\n";
     }
+    if (f.member == &RunTotals::peak_at_ns && r.resident) {
+      const std::uint64_t rb = r.base.peak_resident_bytes, rh = r.head.peak_resident_bytes;
+      out += "| " + std::string(kPeakResident.label) + " | " + human_bytes(rb) + " | " + human_bytes(rh) + " | " +
+             signed_amount(rb, rh, true) + " | " + percent_change(rb, rh) + " |\n";
+    }
   }
   if (!r.has_stacks) {
     out += "\nSites: " + md_escape(no_stacks(r)) + ".\n";
   } else {
     out += "\n**Sites by change in " + std::string(order_name(r.order)) + "** (" + counts_line(r) + ")\n\n";
-    out += "| # | status | peak | allocated | allocations | leaked | site |\n|---:|---|---:|---:|---:|---:|---|\n";
+    const bool resident_column = r.order == analysis::SiteOrder::resident;
+    out +=
+        resident_column
+            ? "| # | status | resident | peak | allocated | allocations | leaked | site "
+              "|\n|---:|---|---:|---:|---:|---:|---:|---|\n"
+            : "| # | status | peak | allocated | allocations | leaked | site |\n|---:|---|---:|---:|---:|---:|---|\n";
     std::size_t rank = 0;
     for (const SiteChange& c : r.sites.sites) {
       std::string site;
@@ -350,6 +397,7 @@ std::string format_diff_markdown(const DiffReport& r) {
         site += (shown++ ? " ← `" : "`") + md_escape(name) + "`";
       }
       out += "| " + u64(++rank) + " | " + status_name(c.status);
+      if (resident_column) out += " | " + change(c.base.resident_bytes, c.head.resident_bytes, true, " → ");
       for (const auto& f : {kSite[0], kSite[1], kSite[2], kSite[3]})
         out += " | " + change(c.base.*f.member, c.head.*f.member, f.bytes, " → ");
       out += " | " + site + " |\n";

@@ -20,6 +20,8 @@ struct DiffReport {
   bool has_stacks = false;     // both recordings have call stacks (otherwise no sites are paired)
   std::string without_stacks;  // the one that has none, when only one has
   analysis::RunTotals base, head;
+  bool resident = false;        // both recordings have resident samples: the totals compare peak resident
+  bool resident_sites = false;  // both have page snapshots: the sites compare resident bytes
   analysis::SitesDiff sites;
   std::vector<analysis::ImageChange> processes;
   std::vector<analysis::RegionChange> regions;
@@ -27,7 +29,9 @@ struct DiffReport {
 
 // {"base", "head", "by", "region", "totals": {"base", "head", "delta", "percent"}, "sites": [{"stack",
 // "base", "head", "delta", "status"}...], "site_counts", "processes": [...], "regions": [...]}: sizes in
-// bytes, deltas head - base, a side without the item null; status "same", "changed", "new" or "gone".
+// bytes, deltas head - base, a side without the item null; status "same", "changed", "new" or "gone". The
+// totals have "peak_resident_bytes" (stats' peak resident) only when `resident`, the sites "resident_bytes"
+// (top --json's) only when `resident_sites`.
 std::string format_diff_json(const DiffReport& report);
 std::string format_diff_table(const DiffReport& report);
 std::string format_diff_markdown(const DiffReport& report);

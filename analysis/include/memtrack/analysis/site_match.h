@@ -47,7 +47,8 @@ void append_frame_identity(std::string& key, const SiteFrame& frame);
 // `base`, `head`: every site of each recording (SiteAccumulator::result with limit 0); their order decides
 // which merged site's frames are shown (the first). Ranked by the absolute change in `order`'s measure, then
 // in bytes allocated, then in allocations, then by the larger side's measure; ties keep head's order, removed
-// sites after. `limit` 0: all.
+// sites after. `limit` 0: all. A site is "same" when its totals are equal, resident bytes only counted when
+// `order` is resident (they move with the kernel's timing from run to run).
 [[nodiscard]] SitesDiff match_sites(std::span<const Site> base, std::span<const Site> head, SiteOrder order,
                                     std::size_t limit);
 
