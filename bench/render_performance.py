@@ -5,15 +5,18 @@ Every number in the document comes from the files of that run (bench.json and he
 memtrack-bench, meta.txt and load.txt from run_suite.sh, encode_rss.tsv from bench/encode_rss.sh,
 record_overhead.*.tsv and record_stacks.tsv from the recording scripts, report_size.tsv from
 bench/report_size.sh, symbolize.txt from bench/symbolize_throughput.sh, diff_cost.tsv from
-bench/diff_cost.sh, compact.tsv from bench/compact_vs_heaptrack.sh, resident_cost.tsv from bench/resident_cost.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
+bench/diff_cost.sh, compact.tsv from bench/compact_vs_heaptrack.sh, resident_cost.tsv from bench/resident_cost.sh,
+resident_accuracy.tsv from bench/resident_accuracy.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
 exception is the comparison section, which quotes the published figures of CodSpeed's pull request as
 constants below, marked as taken on another machine.
 
 usage: bench/render_performance.py --results DIR --out FILE
-       bench/render_performance.py --results DIR --out FILE --section diff|compact|resident [--build BUILD]
+       bench/render_performance.py --results DIR --out FILE --section diff|compact|resident|resident-accuracy
+           [--build BUILD]
            (only the `memtrack diff` section of FILE, from DIR/diff_cost.tsv, the compact artifacts section,
-           from DIR/compact.tsv, or the resident sampling section, from DIR/resident_cost.tsv: for a machine too
-           slow or too busy for the whole suite; the section says it was run alone)
+           from DIR/compact.tsv, the resident sampling section, from DIR/resident_cost.tsv, or the peak resident
+           section, from DIR/resident_accuracy.tsv: for a machine too slow or too busy for the whole suite; the
+           section says it was run alone)
 Exits 1, writing nothing, if a benchmark row the document needs is missing from the JSON or a result file
 cannot be read.
 """
@@ -50,6 +53,10 @@ RESIDENT_CPU_GOAL = 2.0
 RESIDENT_HEADER = ["workload", "rounds", "processes", "on_wall_s", "off_wall_s", "on_cpu_s", "off_cpu_s", "samples",
                    "polls", "sampler_cpu_s", "sampler_share_pct"]
 RESIDENT_SECTION = "## Sampling resident memory"
+# issue 29: peak resident within 5% of VmHWM on single-process programs, of the sum on two processes at once
+RESIDENT_ACCURACY_GOAL = 0.05
+RESIDENT_ACCURACY_HEADER = ["workload", "processes", "reference", "reference_bytes", "memtrack_bytes"]
+RESIDENT_ACCURACY_SECTION = "## Peak resident against the kernel's high-water mark"
 # issue 25: compact artifacts. Churn with stacks at most heaptrack's bytes per event; the programs at most 4x
 # heaptrack's file; realistic events at most half the compatible encoding's size at the same level; encode CPU
 # at most 0.6x the compatible encoding's at the same level; stats of a compact artifact no slower.
@@ -406,6 +413,93 @@ def render_resident(runs, alone=None):
     return out
 
 
+def load_resident_accuracy(path):
+    """bench/resident_accuracy.sh's TSV (a header line, then one line per workload), or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        lines = [line.split("\t") for line in f.read().split("\n") if line.strip()]
+    runs = []
+    for n, cols in enumerate(lines, 1):
+        if cols == RESIDENT_ACCURACY_HEADER:
+            continue
+        if len(cols) != len(RESIDENT_ACCURACY_HEADER) or cols[2] not in ("vmhwm", "maxrss"):
+            raise ValueError(f"{path}:{n}: expected {len(RESIDENT_ACCURACY_HEADER)} columns "
+                             f"({' '.join(RESIDENT_ACCURACY_HEADER)}), reference vmhwm or maxrss")
+        runs.append(dict(workload=cols[0], processes=int(cols[1]), reference=cols[2],
+                         reference_bytes=int(cols[3]), memtrack_bytes=int(cols[4])))
+    return runs
+
+
+RESIDENT_ACCURACY_WORKLOADS = {
+    "touch64": ("`resident touch 64 64 300`: 64 MiB, all touched", "its VmHWM at its end"),
+    "touch16": ("`resident touch 64 16 300`: 64 MiB, 16 touched", "its VmHWM at its end"),
+    "fork": ("`resident fork 32 300`: 2 processes holding 32 MiB each at once", "the sum of their VmHWMs"),
+    "python": ("python3 building a list of 3M strings", "GNU time's max RSS"),
+    "gcc": ("g++ -O2 -c analysis/src/timeline.cpp", "GNU time's max RSS (the largest process)"),
+    "sqlite": ("sqlite3 filling an in-memory table of 300,000 rows", "GNU time's max RSS"),
+}
+
+
+def render_resident_accuracy(runs, alone=None):
+    """The peak resident section (bench/resident_accuracy.sh's runs) as template lines. `alone`: as in
+    render_diff."""
+    out = []
+    w = out.append
+    w(RESIDENT_ACCURACY_SECTION)
+    w("")
+    w("bench/resident_accuracy.sh: each workload once natively, its reference taken there (so memtrack's own "
+      "pages, which its figures leave out, are in neither), and once under `memtrack record` (stacks on). For "
+      "tests/integration/programs/resident.c the reference is the VmHWM the program reads from /proc/self/status "
+      "at its end and memtrack's figure stats' peak resident (the sum over the processes alive); for the real "
+      "programs the reference is GNU time's maximum resident set size (%M: of the largest process) and "
+      "memtrack's figure the largest per-process `peak_resident_bytes` of `stats --json`.")
+    if alone:
+        w("")
+        w(alone)
+    w("")
+    rows_ = []
+    for r in runs:
+        what, ref = RESIDENT_ACCURACY_WORKLOADS.get(r["workload"], (r["workload"], r["reference"]))
+        rel = (r["memtrack_bytes"] / r["reference_bytes"] - 1) * 100 if r["reference_bytes"] > 0 else None
+        rows_.append([what, f"{r['processes']}", ref, mib(r["reference_bytes"]), mib(r["memtrack_bytes"]),
+                      f"{rel:+.1f}%" if rel is not None else "n/a"])
+    w(table(["workload", "processes sampled", "reference", "reference", "memtrack's peak resident", "difference"],
+            rows_))
+    w("")
+    by = {r["workload"]: r for r in runs}
+
+    def within(r):
+        return r["reference_bytes"] > 0 and abs(r["memtrack_bytes"] / r["reference_bytes"] - 1) <= \
+            RESIDENT_ACCURACY_GOAL
+
+    def pct(r):
+        return f"{(r['memtrack_bytes'] / r['reference_bytes'] - 1) * 100:+.1f}%"
+
+    single = [(k, by[k]) for k in ("touch64", "touch16", "python", "sqlite") if k in by]
+    if single:
+        w(f"Goal (issue 29): peak resident within {RESIDENT_ACCURACY_GOAL * 100:.0f}% of VmHWM on single-process "
+          f"programs: {', '.join(f'{k} {pct(r)}' for k, r in single)}, {verdict(all(within(r) for _, r in single))}.")
+        w("")
+    if "fork" in by:
+        f = by["fork"]
+        w(f"Goal (issue 29): within {RESIDENT_ACCURACY_GOAL * 100:.0f}% of the sum on two processes holding memory "
+          f"at the same time: {pct(f)}, {verdict(within(f))}.")
+        w("")
+    if "gcc" in by:
+        g = by["gcc"]
+        w(f"gcc runs {g['processes']} processes (the driver, and under it cc1plus, then as): its largest "
+          f"per-process peak against GNU time's largest, {pct(g)}"
+          + (" (within the same bound)." if within(g) else "."))
+        w("")
+    if runs and all(r["memtrack_bytes"] >= r["reference_bytes"] for r in runs):
+        w("memtrack's figure is above the native reference in every row: a recorded process also holds the "
+          "preload library's code and data pages (file and anonymous resident memory), which are not among the "
+          "memfd pages taken out as memtrack's own.")
+        w("")
+    return out
+
+
 SYM_HEAD = re.compile(r"^(\S+): (\d+) of (\d+) call return addresses$")
 SYM_TIMES = re.compile(r"^  memtrack: ([0-9.]+) s \(process\), [0-9.]+ addresses/s; addr2line: ([0-9.]+) s, "
                        r"[0-9.]+ addresses/s; addr2line/memtrack = [0-9.]+$")
@@ -507,7 +601,7 @@ def unwind_name(variant, sites, threads):
 
 
 def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, commands, diffs=None, compacts=None,
-           resident=None):
+           resident=None, resident_accuracy=None):
     b = rows
     nproc = int(meta["nproc"])
     frame_events = int(ctx["memtrack_frame_events"])
@@ -1071,6 +1165,9 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
     if resident:
         for line in render_resident(resident):
             w(line)
+    if resident_accuracy:
+        for line in render_resident_accuracy(resident_accuracy):
+            w(line)
 
     # ---------------------------------------------------------------------------------------------- comparison
     c = CODSPEED
@@ -1167,6 +1264,8 @@ SECTIONS = {
                 lambda p: load_compact(p), render_compact),
     "resident": ("resident_cost.tsv", "bench/resident_cost.sh", RESIDENT_SECTION, load_resident_cost,
                  render_resident),
+    "resident-accuracy": ("resident_accuracy.tsv", "bench/resident_accuracy.sh", RESIDENT_ACCURACY_SECTION,
+                          load_resident_accuracy, render_resident_accuracy),
 }
 
 
@@ -1213,9 +1312,10 @@ def main():
     ap.add_argument("--results", required=True, help="run_suite.sh's output directory")
     ap.add_argument("--out", required=True, help="the Markdown file to write")
     ap.add_argument("--section", choices=list(SECTIONS),
-                    help="replace only this section of --out (from --results' diff_cost.tsv, compact.tsv or "
-                         "resident_cost.tsv and load.txt, as written by bench/diff_cost.sh, "
-                         "bench/compact_vs_heaptrack.sh or bench/resident_cost.sh and around "
+                    help="replace only this section of --out (from --results' diff_cost.tsv, compact.tsv, "
+                         "resident_cost.tsv or resident_accuracy.tsv and load.txt, as written by bench/diff_cost.sh, "
+                         "bench/compact_vs_heaptrack.sh, bench/resident_cost.sh or bench/resident_accuracy.sh and "
+                         "around "
                          "it), the rest of the document as it is")
     ap.add_argument("--build", help="with --section: the build tree of that run (its CMAKE_BUILD_TYPE is named)")
     args = ap.parse_args()
@@ -1240,6 +1340,7 @@ def main():
         diffs = load_diff_cost(os.path.join(args.results, "diff_cost.tsv"))
         compacts = load_compact(os.path.join(args.results, "compact.tsv"))
         resident = load_resident_cost(os.path.join(args.results, "resident_cost.tsv"))
+        resident_accuracy = load_resident_accuracy(os.path.join(args.results, "resident_accuracy.tsv"))
     except ValueError as e:
         print(f"render_performance.py: {e}", file=sys.stderr)
         return 1
@@ -1251,7 +1352,8 @@ def main():
     text = render(ctx, rows, load_meta(os.path.join(args.results, "meta.txt")),
                   load_loads(os.path.join(args.results, "load.txt")),
                   load_rss(os.path.join(args.results, "encode_rss.tsv")),
-                  load_records(args.results), stacks, reports, symbols, commands, diffs, compacts, resident)
+                  load_records(args.results), stacks, reports, symbols, commands, diffs, compacts, resident,
+                  resident_accuracy)
     with open(args.out, "w") as f:
         f.write(text)
     return 0

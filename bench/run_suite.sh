@@ -21,7 +21,9 @@
 #              run well above GNU time's 10 ms resolution); and bench/record_stacks.sh (the same with call
 #              stacks on and off, 2 x 1M malloc/free at a call depth of 24 frames, 5 rounds) and
 #              bench/resident_cost.sh (resident sampling against --no-resident: churn 2 x 4M and g++ compiling
-#              a file, 3 rounds, and the sampler's CPU for 10 busy processes; about three minutes more)
+#              a file, 3 rounds, and the sampler's CPU for 10 busy processes; about three minutes more) and
+#              bench/resident_accuracy.sh (peak resident against the kernel's VmHWM and GNU time's max RSS:
+#              resident.c's programs, python3, g++ and sqlite3; about a minute)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
@@ -131,7 +133,7 @@ else
   rm -f "$out/encode_rss.tsv"
 fi
 rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt" \
-  "$out/diff_cost.tsv" "$out/resident_cost.tsv"
+  "$out/diff_cost.tsv" "$out/resident_cost.tsv" "$out/resident_accuracy.tsv"
 if ((record)); then
   # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
   # per event without the fixed cost of starting a recording. Smoke: a few thousand operations, once.
@@ -148,6 +150,7 @@ if ((record)); then
   # Resident sampling against --no-resident (smoke: one round; the workloads keep their sizes).
   if ((smoke)); then rounds=1; else rounds=3; fi
   bench_script "$out/resident_cost.txt" bench/resident_cost.sh "$build" "$out/resident_cost.tsv" "$rounds"
+  bench_script "$out/resident_accuracy.txt" bench/resident_accuracy.sh "$build" "$out/resident_accuracy.tsv"
   part record
 fi
 if ((report)); then
