@@ -77,6 +77,39 @@ TEST(SiteMatch, UnsymbolizedFramesPairOnlyWithinOneBuild) {
   EXPECT_NE(site_identity(site({bare(0x40, {}), marker}, 1)), site_identity(site({bare(0x40, {})}, 1)));
 }
 
+// Resident bytes (top --by resident's): merged sites sum them, --by resident ranks by their change, and they
+// make a site "changed" only when ranked by them (by the heap measures, a site whose heap figures did not
+// move is the same, however its resident pages moved with the kernel's timing).
+TEST(SiteMatch, ResidentBytesMergeRankAndCountOnlyByResident) {
+  const auto s = [](const char* fn, std::uint32_t line, std::uint64_t resident) {
+    Site x = site({named(fn, "p.c", line, line)}, 1000, 1000);
+    x.totals.resident_bytes = resident;
+    return x;
+  };
+  // In base `twice` is two sites (lines 5 and 9): 100 + 200 resident. `moved` differs only in resident bytes.
+  const std::vector<Site> base = {s("twice", 5, 100), s("twice", 9, 200), s("moved", 2, 4096)};
+  const std::vector<Site> head = {s("twice", 6, 300), s("moved", 8, 64), s("moved", 8, 0)};
+  const SitesDiff by_resident = match_sites(base, head, SiteOrder::resident, 0);
+  ASSERT_EQ(by_resident.sites.size(), 2u);
+  EXPECT_EQ(by_resident.sites[0].stack[0].function, "moved");  // |64 - 4096| ranks first
+  EXPECT_EQ(by_resident.sites[0].head.resident_bytes, 64u);
+  EXPECT_EQ(by_resident.sites[0].status, ChangeStatus::changed);
+  EXPECT_EQ(by_resident.sites[1].base.resident_bytes, 300u);      // the merged sites' sum
+  EXPECT_EQ(by_resident.sites[1].status, ChangeStatus::changed);  // 2 allocations against 1
+  // By peak, `moved`'s heap figures differ too (two sites in head: 2 allocations against 1); make them equal.
+  const std::vector<Site> head1 = {s("twice", 6, 300), s("moved", 8, 64)};
+  const SitesDiff by_peak = match_sites(base, head1, SiteOrder::peak, 0);
+  const SitesDiff by_resident1 = match_sites(base, head1, SiteOrder::resident, 0);
+  const auto status_of = [](const SitesDiff& d, const char* fn) {
+    for (const SiteChange& c : d.sites)
+      if (c.stack[0].function == fn) return c.status;
+    ADD_FAILURE() << fn;
+    return ChangeStatus::same;
+  };
+  EXPECT_EQ(status_of(by_peak, "moved"), ChangeStatus::same);
+  EXPECT_EQ(status_of(by_resident1, "moved"), ChangeStatus::changed);
+}
+
 TEST(SiteMatch, StatusRankingMergingAndLimit) {
   const auto s = [](const char* fn, std::uint32_t line, std::uint64_t peak) {
     return site({named(fn, "p.c", line, line)}, peak, peak);
