@@ -27,7 +27,7 @@ constexpr const char* kHelp =
     "                  allocated, count, leaked, temporary or resident (resident bytes of the site's live blocks\n"
     "                  at each process's highest page snapshot, as top --by resident; both recordings must have\n"
     "                  resident samples and page snapshots, and the whole recordings are compared: not with\n"
-    "                  --region or --pid-image) (top --help)\n"
+    "                  --region or --pid-image; top --help)\n"
     "  -n N            the first N sites (default 10; 0: all)\n"
     "  --region NAME   compare only region NAME of each recording (stats --help: its occurrences summed)\n"
     "  --pid-image IMAGE  compare only the first process image of executable IMAGE (its basename) of each\n"
