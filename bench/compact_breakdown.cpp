@@ -10,6 +10,7 @@
 // usage: memtrack-compact-breakdown ARTIFACT [LEVEL]   (LEVEL default 1, the compact default)
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -79,6 +80,35 @@ struct Tally {
 std::vector<std::string> order;
 std::map<std::string, Tally> columns;
 std::map<std::string, Tally> records;
+// The data frames compressed whole at LEVEL, and compressed with a zstd block ended (ZSTD_e_flush) at every
+// column boundary (and, in version 3, every timestamp group's): what a writer that ends blocks there would
+// write, each column (group) with literal statistics of its own.
+std::size_t whole_bytes = 0;
+std::size_t flushed_bytes = 0;
+
+std::size_t flushed_size(const Bytes& b, const std::vector<std::size_t>& cuts, int level) {
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+  ZSTD_CCtx_setPledgedSrcSize(c, b.size());
+  Bytes out(ZSTD_compressBound(b.size()) + 64 * (cuts.size() + 1));
+  ZSTD_outBuffer o{out.data(), out.size(), 0};
+  std::size_t from = 0;
+  for (std::size_t k = 0; k <= cuts.size(); ++k) {
+    const std::size_t to = k < cuts.size() ? cuts[k] : b.size();
+    if (to < from) continue;
+    ZSTD_inBuffer in{b.data() + from, to - from, 0};
+    const ZSTD_EndDirective mode = k < cuts.size() ? ZSTD_e_flush : ZSTD_e_end;
+    std::size_t r = 0;
+    do {
+      r = ZSTD_compressStream2(c, &o, &in, mode);
+      if (ZSTD_isError(r)) throw std::runtime_error("compression failed");
+    } while (r != 0);
+    from = to;
+  }
+  ZSTD_freeCCtx(c);
+  return o.pos;
+}
 
 void add(std::map<std::string, Tally>& to, const std::string& name, const Bytes& all, std::size_t from,
          std::size_t to_offset, int level) {
@@ -98,9 +128,11 @@ std::size_t split_compact(const Bytes& c, int level) {
   if (version != 2 && version != 3) throw std::runtime_error("compact version " + std::to_string(version));
   const std::size_t n = r.varint();
   std::size_t mark = r.at;
+  std::vector<std::size_t> cuts;
   auto cut = [&](const std::string& name) {
     add(columns, name, c, mark, r.at, level);
     mark = r.at;
+    cuts.push_back(r.at);
   };
   add(columns, "header", c, 0, mark, level);
   std::size_t frees = 0;
@@ -112,9 +144,27 @@ std::size_t split_compact(const Bytes& c, int level) {
   cut("thread dictionary");
   r.varints(n);
   cut("threads");
+  // Version 3's timestamp groups (docs/FORMAT.md): 3 * class(kind) + class(previous kind).
+  std::size_t groups[9] = {};
+  {
+    unsigned before = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const unsigned k = c.at(5 + (n < 128 ? 1 : n < 16384 ? 2 : 3) + i) & 0x0F;
+      const unsigned now = version == 3 ? (k == 2 || k == 7 ? 0u : k == 4 ? 1u : 2u) : 0u;
+      ++groups[3 * now + before];
+      before = now;
+    }
+  }
+  for (std::size_t g = 0, at = r.at; g < 9; ++g) {
+    at += groups[g];
+    if (groups[g] != 0 && version == 3) cuts.push_back(at);
+  }
   r.skip(n);
   cut("timestamps, low bytes");
-  r.varints(n);
+  for (std::size_t g = 0; g < 9; ++g) {
+    r.varints(groups[g]);
+    if (groups[g] != 0 && version == 3) cuts.push_back(r.at);
+  }
   cut("timestamps, high parts");
   r.skip(n - frees);
   cut("sizes, low bytes");
@@ -126,6 +176,9 @@ std::size_t split_compact(const Bytes& c, int level) {
     cut(name);
   }
   if (r.at != c.size()) throw std::runtime_error("bytes after the last column");
+  std::sort(cuts.begin(), cuts.end());
+  whole_bytes += compressed_size(c, level);
+  flushed_bytes += flushed_size(c, cuts, level);
   return n;
 }
 
@@ -217,6 +270,8 @@ int main(int argc, char** argv) {
     std::printf("%s\t%.3f\t%.3f\n", name.c_str(), per(t.raw), per(t.packed));
   }
   std::printf("columns, sum\t\t%.3f\n", per(sum));
+  std::printf("compact frames compressed whole\t\t%.3f\n", per(whole_bytes));
+  std::printf("compact frames, a zstd block per column (and timestamp group)\t\t%.3f\n", per(flushed_bytes));
   std::printf("\ncontext record type (each alone per context frame, level %d)\traw B/event\tcompressed B/event\n",
               level);
   sum = 0;

@@ -238,6 +238,9 @@ struct CompactFrameEncoder::Impl {
     std::uint64_t last_pair = 0;
     std::uint32_t last_index = UINT32_MAX;
     std::size_t sized = 0;
+    // Per timestamp group (compact_internal.h), its events, counted in this pass that reads the kinds anyway.
+    std::size_t group_count[kTimestampGroups] = {};
+    unsigned before_class = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const Event& e = events[i];
       const std::uint64_t pair =
@@ -254,6 +257,9 @@ struct CompactFrameEncoder::Impl {
       thread_of[i] = last_index;
       ThreadState& ts = threads[last_index];
       const std::uint8_t kind = kind_byte(e);
+      const unsigned now_class = timestamp_class(kind & kKindMask);
+      ++group_count[3 * now_class + before_class];
+      before_class = now_class;
       if ((kind & kKindOldAddr) != 0) ++ts.release_count;
       if (addr_is_release(kind & kKindMask)) {
         ++ts.release_count;
@@ -288,15 +294,6 @@ struct CompactFrameEncoder::Impl {
     std::byte* const tokens = p;
     // The timestamps by group (compact_internal.h): group g's low bytes at low_at[g], its high parts in a
     // region of 8 bytes per value (z >> 8 is below 2^56: at most 8 varint bytes) from high_at[g].
-    std::size_t group_count[kTimestampGroups] = {};
-    {
-      unsigned before = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        const unsigned now = timestamp_class(static_cast<std::uint8_t>(events[i].kind));
-        ++group_count[3 * now + before];
-        before = now;
-      }
-    }
     std::byte* const timestamp_low = timestamp_column.get();
     std::byte* low_at[kTimestampGroups];
     std::byte* high_begin[kTimestampGroups];
