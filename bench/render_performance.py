@@ -209,6 +209,14 @@ def load_compact(path):
     for n, cols in enumerate(lines, 1):
         if cols == COMPACT_HEADER:
             continue
+        if cols[0] == "record":
+            if len(cols) != 7:
+                raise ValueError(f"{path}:{n}: a record line of {len(cols)} columns, expected 7 (record name "
+                                 "events record_wall_s record_cpu_s compact_wall_s compact_cpu_s)")
+            runs.append({"record": True, "name": cols[1], "events": float(cols[2]),
+                         "record_wall_s": float(cols[3]), "record_cpu_s": float(cols[4]),
+                         "compact_wall_s": float(cols[5]), "compact_cpu_s": float(cols[6])})
+            continue
         if len(cols) != len(COMPACT_HEADER):
             raise ValueError(f"{path}:{n}: {len(cols)} columns, expected {len(COMPACT_HEADER)} "
                              f"({' '.join(COMPACT_HEADER)})")
@@ -218,12 +226,14 @@ def load_compact(path):
 
 def render_compact(runs, alone=None):
     """The compact artifacts section (bench/compact_vs_heaptrack.sh's runs) as template lines."""
+    records = [r for r in runs if r.get("record")]
+    runs = [r for r in runs if not r.get("record")]
     out = []
     w = out.append
     w("## Compact artifacts against heaptrack")
     w("")
     w("bench/compact_vs_heaptrack.sh: each program recorded by `memtrack record` (the compatible encoding, zstd "
-      "-2), `memtrack record --compact` (compact version 2, zstd 1; docs/FORMAT.md, \"Compact data frames\") and "
+      "-2), `memtrack record --compact` (compact version 3, zstd 1; docs/FORMAT.md, \"Compact data frames\") and "
       "`heaptrack -o` (its .zst file), stacks on in all three; then the recording's events encoded by one worker "
       "at level 1 in each encoding (serialize + compress CPU, user + system), and `memtrack stats` of each "
       "recording. The realistic events (memtrack-gen-events) are encoded only: no program, no heaptrack. One "
@@ -276,6 +286,22 @@ def render_compact(runs, alone=None):
         worst = max(r["stats_compact_cpu_s"] / r["stats_compatible_cpu_s"] for r in stats)
         w(f"Goal: stats of a compact recording no slower than of the compatible one (rows with at least 0.5 s): "
           f"at most {worst:.2f}x, {verdict(worst <= 1.0)}.")
+    if records:
+        w("")
+        w("`memtrack record --compact` against `memtrack record` (stacks on, each its default level; 3 rounds "
+          "interleaved, medians; wall and CPU of the recorder and the program together):")
+        w("")
+        w(table(["workload", "events", "record wall / CPU", "record --compact wall / CPU",
+                 "wall compact / compatible", "CPU compact / compatible"],
+                [[r["name"], f"{int(r['events']):,}", f"{r['record_wall_s']:.2f} / {r['record_cpu_s']:.2f} s",
+                  f"{r['compact_wall_s']:.2f} / {r['compact_cpu_s']:.2f} s",
+                  xr(r["compact_wall_s"], r["record_wall_s"]), xr(r["compact_cpu_s"], r["record_cpu_s"])]
+                 for r in records]))
+        w("")
+        for r in records:
+            ratio = r["compact_wall_s"] / r["record_wall_s"]
+            w(f"Goal: `record --compact` of {r['name']} faster than `record`: {ratio:.2f}x its wall time, "
+              f"{verdict(ratio < 1.0)}.")
     w("")
     if any(r["compact_bytes"] > r["heaptrack_bytes"] for r in churn + programs):
         w("Where the compact bytes go, column by column (the nanosecond timestamps first), and why heaptrack's "

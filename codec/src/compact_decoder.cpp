@@ -91,8 +91,8 @@ struct CompactFrameDecoder::Impl {
     p += sizeof kCompactMagic;
     if (p == end) return fail(Errc::truncated, p, "the content ends before the version");
     const auto version = static_cast<std::uint8_t>(*p);
-    if (version != 1 && version != 2) {
-      return fail(Errc::bad_compact, p, "format version " + std::to_string(version) + " (this reader knows 1 and 2)");
+    if (version < 1 || version > 3) {
+      return fail(Errc::bad_compact, p, "format version " + std::to_string(version) + " (this reader knows 1 to 3)");
     }
     ++p;
     std::uint64_t n = 0;
@@ -109,7 +109,7 @@ struct CompactFrameDecoder::Impl {
     const std::size_t first_out = out.size();
     out.resize(first_out + n);
     Event* const events = out.data() + first_out;
-    if (!(version == 1 ? columns(events, n) : columns_v2(events, n))) {
+    if (!(version == 1 ? columns(events, n) : columns_v2(events, n, version == 3))) {
       out.resize(first_out);
       return false;
     }
@@ -291,9 +291,13 @@ struct CompactFrameDecoder::Impl {
     return true;
   }
 
-  bool columns_v2(Event* events, std::size_t n) {
+  // Versions 2 and 3 differ only in the timestamps' order: version 3 (`grouped`) stores them by group
+  // (compact_internal.h, kTimestampGroups), version 2 in event order (one group).
+  bool columns_v2(Event* events, std::size_t n, bool grouped) {
     const std::byte* const tokens = p;
     std::size_t sized = 0;
+    std::size_t group_count[kTimestampGroups] = {};
+    unsigned previous_class = 0;
     for (std::size_t i = 0; i < n; ++i, ++p) {
       const auto token = static_cast<std::uint8_t>(*p);
       const std::uint8_t k = token & kKindMask;
@@ -310,22 +314,34 @@ struct CompactFrameDecoder::Impl {
       events[i].kind = static_cast<EventKind>(k);
       if (has_old) events[i].flags = kFlagHasOldAddr;
       sized += has_size(k) ? 1 : 0;
+      const unsigned now = grouped ? timestamp_class(k) : 0;
+      ++group_count[3 * now + previous_class];
+      previous_class = grouped ? now : 0;
     }
     if (!thread_dictionary(n)) return false;
     const std::uint64_t d = pairs.size();
     const std::byte* at = p;  // where the part being read starts, for the errors
     // Find where each column starts (a skip over its varints), then read them all in one pass over the events:
     // each pass over a frame's 3.5 MiB of events costs a read of them from memory.
-    Column threads{p, nullptr}, timestamp_high{}, size_high{};
+    Column threads{p, nullptr}, timestamp_high[kTimestampGroups] = {}, size_high{};
+    const std::byte* timestamp_low[kTimestampGroups];
     if (!skip(n, "the threads")) return false;
     threads.end = p;
     if (n > static_cast<std::size_t>(end - p))
       return fail(Errc::truncated, p, "the content ends inside the timestamps");
-    const std::byte* timestamp_low = p;
+    {
+      std::size_t before = 0;
+      for (unsigned g = 0; g < kTimestampGroups; ++g) {
+        timestamp_low[g] = p + before;
+        before += group_count[g];
+      }
+    }
     p += n;
-    timestamp_high.p = p;
-    if (!skip(n, "the timestamps")) return false;
-    timestamp_high.end = p;
+    for (unsigned g = 0; g < kTimestampGroups; ++g) {
+      timestamp_high[g].p = p;
+      if (!skip(group_count[g], "the timestamps")) return false;
+      timestamp_high[g].end = p;
+    }
     if (sized > static_cast<std::size_t>(end - p)) return fail(Errc::truncated, p, "the content ends inside the sizes");
     const std::byte* size_low = p;
     p += sized;
@@ -349,6 +365,7 @@ struct CompactFrameDecoder::Impl {
     first.assign(2 * d + 1, 0);
     filled.assign(2 * d, 0);
     std::uint64_t timestamp = 0;
+    previous_class = 0;
     for (std::size_t i = 0; i < n; ++i) {
       Event& e = events[i];
       std::uint64_t t = 0;
@@ -362,7 +379,10 @@ struct CompactFrameDecoder::Impl {
       e.pid = unzigzag32(static_cast<std::uint32_t>(pairs[t] >> 32));
       e.tid = unzigzag32(static_cast<std::uint32_t>(pairs[t] & 0xFFFFFFFFu));
       std::uint64_t z = 0;
-      if (!split(timestamp_high, z, timestamp_low, "the timestamps")) return false;
+      const unsigned now = grouped ? timestamp_class(static_cast<std::uint8_t>(e.kind)) : 0;
+      const unsigned g = 3 * now + previous_class;
+      previous_class = now;
+      if (!split(timestamp_high[g], z, timestamp_low[g], "the timestamps")) return false;
       timestamp += unzigzag64(z);
       e.timestamp = timestamp;
       const auto k = static_cast<std::uint8_t>(e.kind);

@@ -1,4 +1,4 @@
-// The compact encoder (version 2): a pre-pass assigns dictionary indices and counts each thread's addresses,
+// The compact encoder (version 3): a pre-pass assigns dictionary indices and counts each thread's addresses,
 // the address pass writes the tokens and the address columns, then the other columns follow in order
 // (docs/FORMAT.md, "Compact data frames"). Address references come from an open-addressing table (address
 // -> the threads that allocated and released it, and their counts at the time) cleared per frame by an epoch,
@@ -76,11 +76,11 @@ class AddressTable {
 };
 
 struct ThreadState {
-  std::uint64_t previous = 0;            // the thread's previous address in the frame
-  std::uint64_t allocation_end = 0;      // its latest allocation's address + that size's class
-  std::uint32_t allocation_first = 0;    // where its allocation entries start in the per-address arrays
-  std::uint32_t live_first = 0;          // where its live masks start
-  std::uint32_t allocation_count = 0;    // allocation addresses in the frame (the pre-pass counts them)
+  std::uint64_t previous = 0;          // the thread's previous address in the frame
+  std::uint64_t allocation_end = 0;    // its latest allocation's address + that size's class
+  std::uint32_t allocation_first = 0;  // where its allocation entries start in the per-address arrays
+  std::uint32_t live_first = 0;        // where its live masks start
+  std::uint32_t allocation_count = 0;  // allocation addresses in the frame (the pre-pass counts them)
   std::uint32_t release_first = 0, release_count = 0;
   std::uint32_t allocations = 0, releases = 0;  // so far
 };
@@ -112,10 +112,9 @@ struct CompactFrameEncoder::Impl {
   // Bytes a value of each address column takes at most, per event: a live rank and a release reference are
   // below 65,536 (3 bytes), a class rank below kClassWindow (2), and an event has two deltas of 10 at most.
   // A split value (a timestamp or a size) takes 1 + 8.
-  static constexpr std::size_t kLiveBytes = 3, kClassBytes = 2, kReleaseBytes = 3, kDeltaBytes = 20,
-                               kSplitBytes = 9;
-  static constexpr std::size_t kPerEventBytes = sizeof(std::uint32_t) + 3 * sizeof(std::uint64_t) + kLiveBytes + kClassBytes + kReleaseBytes +
-                                                kDeltaBytes + 2 * kSplitBytes;
+  static constexpr std::size_t kLiveBytes = 3, kClassBytes = 2, kReleaseBytes = 3, kDeltaBytes = 20, kSplitBytes = 9;
+  static constexpr std::size_t kPerEventBytes = sizeof(std::uint32_t) + 3 * sizeof(std::uint64_t) + kLiveBytes +
+                                                kClassBytes + kReleaseBytes + kDeltaBytes + 2 * kSplitBytes;
   // Live masks: a thread's allocations in words of 64 flags, its first word of its own (so at most one word
   // per event and thread more than a whole number of words).
   static std::size_t live_words(std::size_t max) { return max + max / 64 + 1; }
@@ -239,6 +238,9 @@ struct CompactFrameEncoder::Impl {
     std::uint64_t last_pair = 0;
     std::uint32_t last_index = UINT32_MAX;
     std::size_t sized = 0;
+    // Per timestamp group (compact_internal.h), its events, counted in this pass that reads the kinds anyway.
+    std::size_t group_count[kTimestampGroups] = {};
+    unsigned before_class = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const Event& e = events[i];
       const std::uint64_t pair =
@@ -255,6 +257,9 @@ struct CompactFrameEncoder::Impl {
       thread_of[i] = last_index;
       ThreadState& ts = threads[last_index];
       const std::uint8_t kind = kind_byte(e);
+      const unsigned now_class = timestamp_class(kind & kKindMask);
+      ++group_count[3 * now_class + before_class];
+      before_class = now_class;
       if ((kind & kKindOldAddr) != 0) ++ts.release_count;
       if (addr_is_release(kind & kKindMask)) {
         ++ts.release_count;
@@ -287,8 +292,21 @@ struct CompactFrameEncoder::Impl {
     *p++ = static_cast<std::byte>(kCompactVersion);
     p = put_varint(p, n);
     std::byte* const tokens = p;
+    // The timestamps by group (compact_internal.h): group g's low bytes at low_at[g], its high parts in a
+    // region of 8 bytes per value (z >> 8 is below 2^56: at most 8 varint bytes) from high_at[g].
     std::byte* const timestamp_low = timestamp_column.get();
-    std::byte* timestamp_high = timestamp_low + n;
+    std::byte* low_at[kTimestampGroups];
+    std::byte* high_begin[kTimestampGroups];
+    std::byte* high_at[kTimestampGroups];
+    {
+      std::size_t before = 0;
+      for (unsigned g = 0; g < kTimestampGroups; ++g) {
+        low_at[g] = timestamp_low + before;
+        high_begin[g] = high_at[g] = timestamp_low + n + 8 * before;
+        before += group_count[g];
+      }
+    }
+    unsigned previous_class = 0;
     std::byte* size_low = size_column.get();
     std::byte* size_high = size_low + sized;
     std::uint64_t previous = 0;
@@ -307,8 +325,11 @@ struct CompactFrameEncoder::Impl {
       // Each split column: the low bytes first, then the high parts (zstd's entropy coder sees each apart).
       const std::uint64_t z = zigzag64(e.timestamp - previous);
       previous = e.timestamp;
-      timestamp_low[i] = static_cast<std::byte>(z);
-      timestamp_high = put_varint(timestamp_high, z >> 8);
+      const unsigned now = timestamp_class(token & kKindMask);
+      const unsigned g = 3 * now + previous_class;
+      previous_class = now;
+      *low_at[g]++ = static_cast<std::byte>(z);
+      high_at[g] = put_varint(high_at[g], z >> 8);
       if (has_size(token & kKindMask)) {
         *size_low++ = static_cast<std::byte>(e.size);
         size_high = put_varint(size_high, e.size >> 8);
@@ -321,9 +342,13 @@ struct CompactFrameEncoder::Impl {
       p = put_varint(p, zigzag32(static_cast<std::int32_t>(pair & 0xFFFFFFFFu)));
     }
     for (std::size_t i = 0; i < n; ++i) p = put_varint(p, thread_of[i]);
-    const auto timestamp_bytes = static_cast<std::size_t>(timestamp_high - timestamp_low);
-    std::memcpy(p, timestamp_low, timestamp_bytes);
-    p += timestamp_bytes;
+    std::memcpy(p, timestamp_low, n);
+    p += n;
+    for (unsigned g = 0; g < kTimestampGroups; ++g) {
+      const auto bytes = static_cast<std::size_t>(high_at[g] - high_begin[g]);
+      if (bytes != 0) std::memcpy(p, high_begin[g], bytes);
+      p += bytes;
+    }
     const auto size_bytes = static_cast<std::size_t>(size_high - size_column.get());
     std::memcpy(p, size_column.get(), size_bytes);
     p += size_bytes;

@@ -59,6 +59,16 @@ inline bool addr_is_release(std::uint8_t kind) {
 }
 inline bool has_size(std::uint8_t kind) { return kind != static_cast<std::uint8_t>(EventKind::Free); }
 
+// Version 3's timestamp groups: an event's timestamp goes to group 3 * class(its kind) + class(the previous
+// event's kind in the frame; the first event's previous class is 0), class 0 a Free or Munmap, 1 a Realloc,
+// 2 any other kind. Each group's values sit together in the timestamp columns, in group order, so zstd's
+// entropy coder sees the gaps before a free after an allocation apart from those before an allocation after
+// a free (docs/FORMAT.md, "Version 3").
+inline constexpr unsigned kTimestampGroups = 9;
+inline unsigned timestamp_class(std::uint8_t kind) {
+  return addr_is_release(kind) ? 0u : kind == static_cast<std::uint8_t>(EventKind::Realloc) ? 1u : 2u;
+}
+
 // The set bits of each byte of `v`, one count per byte (SWAR): inline arithmetic, where std::popcount without
 // a -mpopcnt target is a call into libgcc (5% of a compact decode).
 inline std::uint64_t byte_popcounts(std::uint64_t v) {

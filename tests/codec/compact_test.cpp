@@ -9,6 +9,7 @@
 #include <climits>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "common/artifacts.h"
 #include "common/fixtures.h"
@@ -174,8 +175,10 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   // threads 11-12, timestamps' low bytes 13-14 and high parts 15-16, the size's 17 and 18, the live column
   // (length 19, rank 0 at 20), the class and release columns (lengths 21, 22: empty), the deltas (length 23,
   // zigzag64(0x1000) at 24-25).
-  const std::vector<std::uint8_t> expected = {0xc1, 0x6d, 0x74, 0x63, 2,    2, 0x01, 0x22, 1, 2, 4, 0, 0,
-                                              0x14, 0x02, 0,    0,    0x10, 0, 1,    0,    0, 0, 2, 0x80, 0x40};
+  // Version 3 groups the timestamps: the Free's (group 3 * 0 + 2, after an allocation) before the Malloc's
+  // (group 3 * 2 + 0, the first event).
+  const std::vector<std::uint8_t> expected = {0xc1, 0x6d, 0x74, 0x63, 3,    2, 0x01, 0x22, 1, 2, 4, 0,    0,
+                                              0x02, 0x14, 0,    0,    0x10, 0, 1,    0,    0, 0, 2, 0x80, 0x40};
   ASSERT_EQ(good.size(), expected.size());
   for (std::size_t i = 0; i < good.size(); ++i) EXPECT_EQ(static_cast<std::uint8_t>(good[i]), expected[i]) << i;
   auto check = [&](std::size_t at, std::uint8_t value, const std::string& what, Errc code = Errc::bad_compact) {
@@ -187,7 +190,8 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
     EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
     EXPECT_TRUE(out.empty());
   };
-  check(4, 3, "at byte 4: format version 3 (this reader knows 1 and 2)");
+  check(4, 4, "at byte 4: format version 4 (this reader knows 1 to 3)");
+  check(4, 0, "at byte 4: format version 0 (this reader knows 1 to 3)");
   check(6, 9, "at byte 6: event 0: bad token 9");
   check(6, 0x11, "bad token 17");   // old_addr flag on a Malloc
   check(6, 0x21, "bad token 33");   // a release mode on an event without a release address
@@ -218,13 +222,11 @@ TEST(CompactFrame, AllocationsNameFreeBlocksOfTheirClassAndReallocsInPlace) {
   // 24 and 20 bytes are one glibc chunk class (32), 40 another (48): the second Malloc at 0x1000 names the
   // free block of its class (rank 0 past the 0x2000 block of the other class), the Realloc in place its own
   // old_addr, the third Malloc the 0x2000 block by a release reference (its class differs).
-  const std::vector<Event> events = {make_event(EventKind::Malloc, 1, 2, 10, 0x1000, 24),
-                                     make_event(EventKind::Malloc, 1, 2, 11, 0x2000, 40),
-                                     make_event(EventKind::Free, 1, 2, 12, 0x1000),
-                                     make_event(EventKind::Free, 1, 2, 13, 0x2000),
-                                     make_event(EventKind::Malloc, 1, 2, 14, 0x1000, 20),
-                                     make_realloc(1, 2, 15, 0x1000, 0x1000, 8),
-                                     make_event(EventKind::Malloc, 1, 2, 16, 0x2000, 8)};
+  const std::vector<Event> events = {
+      make_event(EventKind::Malloc, 1, 2, 10, 0x1000, 24), make_event(EventKind::Malloc, 1, 2, 11, 0x2000, 40),
+      make_event(EventKind::Free, 1, 2, 12, 0x1000),       make_event(EventKind::Free, 1, 2, 13, 0x2000),
+      make_event(EventKind::Malloc, 1, 2, 14, 0x1000, 20), make_realloc(1, 2, 15, 0x1000, 0x1000, 8),
+      make_event(EventKind::Malloc, 1, 2, 16, 0x2000, 8)};
   const auto content = content_of(events);
   const std::uint8_t tokens[] = {0x01, 0x01, 0x22, 0x22, 0x41, 0xF4, 0x81};
   for (std::size_t i = 0; i < std::size(tokens); ++i) {
@@ -233,18 +235,21 @@ TEST(CompactFrame, AllocationsNameFreeBlocksOfTheirClassAndReallocsInPlace) {
   EXPECT_EQ(through_compact(events), events);
 }
 
-TEST(CompactFrame, Version1ArtifactsStayReadable) {
-  // Written by the version 1 encoder: tests/data/events.raw, and the first 10,000 events of
-  // realistic-140k.raw (both one frame).
-  const std::pair<const char*, const char*> fixtures[] = {{"events.compact-v1.zst", "events.raw"},
-                                                          {"realistic-10k.compact-v1.zst", "realistic-140k.raw"}};
-  for (const auto& [artifact, raw] : fixtures) {
+TEST(CompactFrame, Version1And2ArtifactsStayReadable) {
+  // Written by the version 1 and version 2 encoders: tests/data/events.raw, and the first 10,000 events of
+  // realistic-140k.raw (each one frame).
+  const std::tuple<const char*, const char*, int> fixtures[] = {
+      {"events.compact-v1.zst", "events.raw", 1},
+      {"realistic-10k.compact-v1.zst", "realistic-140k.raw", 1},
+      {"events.compact-v2.zst", "events.raw", 2},
+      {"realistic-10k.compact-v2.zst", "realistic-140k.raw", 2}};
+  for (const auto& [artifact, raw, version] : fixtures) {
     const auto bytes = testing::read_file(testing::data_path(artifact));
     auto expected = testing::read_raw_events(testing::data_path(raw));
     std::vector<std::byte> content(ZSTD_getFrameContentSize(bytes.data(), bytes.size()));
     ASSERT_EQ(ZSTD_decompress(content.data(), content.size(), bytes.data(), bytes.size()), content.size()) << artifact;
     ASSERT_TRUE(is_compact_content(content));
-    EXPECT_EQ(static_cast<std::uint8_t>(content[4]), 1) << artifact;
+    EXPECT_EQ(static_cast<std::uint8_t>(content[4]), version) << artifact;
     Status s;
     const auto got = walk(bytes, s);
     ASSERT_TRUE(s.is_ok()) << artifact << ": " << s.message();
@@ -330,7 +335,7 @@ TEST(CompactArtifact, DamagedContentIsOneErrorNamingFileFrameAndOffsets) {
   const auto first = build_artifact(events, 64, false, -2, true);
   auto content = content_of(events);
   content[content.size() - 1] |= std::byte{0x80};  // the last delta never ends
-  std::size_t last = content.size() - 1;            // where that varint starts
+  std::size_t last = content.size() - 1;           // where that varint starts
   while (last > 0 && (content[last - 1] & std::byte{0x80}) != std::byte{0}) --last;
   auto bytes = first.bytes;
   const std::size_t second_at = bytes.size();

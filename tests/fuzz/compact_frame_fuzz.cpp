@@ -3,8 +3,9 @@
 // CompactFrameEncoder -> CompactFrameDecoder gives exactly what the msgpack encoding of them gives back.
 //
 // The input's first byte picks the mode. Even: the rest is the content after the magic and version (so the
-// fuzzer is in the columns from its first mutation), version 2 if bit 1 is set, else version 1. Odd: the rest is a recipe of events (as in
-// frame_round_trip_fuzz), round-tripped, then the encoded content damaged at input-chosen bytes and decoded.
+// fuzzer is in the columns from its first mutation), version 1 + (mode >> 1) % 3 (1 to 3). Odd: the rest is a recipe of
+// events (as in frame_round_trip_fuzz), round-tripped, then the encoded content damaged at input-chosen bytes and
+// decoded.
 #include <string>
 
 #include "fuzz/fuzz_common.h"
@@ -81,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if ((mode & 1) == 0) {
     std::vector<std::byte> content(std::begin(memtrack::codec::kCompactMagic),
                                    std::end(memtrack::codec::kCompactMagic));
-    content.push_back(std::byte{static_cast<std::uint8_t>((mode & 2) != 0 ? 2 : 1)});
+    content.push_back(std::byte{static_cast<std::uint8_t>(1 + (mode >> 1) % 3)});
     const auto rest = memtrack::fuzz::as_bytes(data, size).subspan(size == 0 ? 0 : 1);
     content.insert(content.end(), rest.begin(), rest.end());
     decode_checked(content);

@@ -1,6 +1,7 @@
-// The compact data-frame content (docs/FORMAT.md, "Compact data frames"; the encoder writes version 2, the
-// decoder reads versions 1 and 2): the same events as the CodSpeed-compatible msgpack content, stored as
-// columns (kinds with address modes, a per-frame (pid, tid) dictionary, delta-coded timestamps, sizes,
+// The compact data-frame content (docs/FORMAT.md, "Compact data frames"; the encoder writes version 3, the
+// decoder reads versions 1 to 3): the same events as the CodSpeed-compatible msgpack content, stored as
+// columns (kinds with address modes, a per-frame (pid, tid) dictionary, delta-coded timestamps grouped by the
+// kinds of the event and its predecessor, sizes,
 // addresses as references to the thread's live blocks or free blocks of the size's class, or as deltas) in
 // LEB128 varints. It is a second encoding of a data frame's content, inside the same zstd frame, context section,
 // frame index and damage rules; a reader tells the two apart from the content's first bytes (kCompactMagic),
@@ -27,7 +28,7 @@ namespace memtrack::codec {
 
 // The content's first 4 bytes, then the version byte.
 inline constexpr std::byte kCompactMagic[4] = {std::byte{0xC1}, std::byte{'m'}, std::byte{'t'}, std::byte{'c'}};
-inline constexpr std::uint8_t kCompactVersion = 2;
+inline constexpr std::uint8_t kCompactVersion = 3;
 // A compact frame holds at most this many events (so its content never reaches the readers' 16 MiB limit on
 // a frame they hold whole: at most kMaxCompactEventBytes per event).
 inline constexpr std::size_t kMaxCompactFrameEvents = 65536;
