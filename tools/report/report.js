@@ -191,7 +191,8 @@
 
   // ---- memory over time ------------------------------------------------------------------------------------
   const PROCESS_COLORS = ['#2f6fdf', '#d9822b', '#2e9d5b', '#7b4fd6', '#c0392b', '#1a9aa8', '#b0499b', '#7a6a2f'];
-  const MARKER_COLORS = {start: '#2e9d5b', exec: '#7b4fd6', exit: '#c0392b'};
+  // Marker colours are none of the series colours above (nor the peak's red), so each legend swatch names one thing.
+  const MARKER_COLORS = {start: '#004d40', exec: '#e6ab02', exit: '#1b1b1b'};
   const RESIDENT_COLOR = '#1a9aa8';
 
   function lowerBound(a, x, n) {  // first index with a[i] >= x
@@ -244,16 +245,22 @@
   function timelineModel(tl) {
     const base = tl.baseline && typeof tl.baseline === 'object' ? tl.baseline : null;
     const baseSeries = base ? makeSeries(typeof base.label === 'string' ? base.label : 'baseline live heap', '#5d6678', base.t_ns, base.heap, false) : null;
-    if (baseSeries) baseSeries.dash = true;
+    if (baseSeries) { baseSeries.dash = true; baseSeries.step = true; }
     // Resident memory (optional): sampled, so a value holds until the next sample and is drawn as steps.
     const res = tl.resident && typeof tl.resident === 'object' ? tl.resident : null;
     const resSeries = res ? makeSeries('resident', RESIDENT_COLOR, res.t_ns, res.bytes, false) : null;
     if (resSeries) resSeries.step = true;
     const whole = [makeSeries('live heap', '#2f6fdf', tl.t_ns, tl.heap, true), baseSeries, resSeries, makeSeries('mapped', '#d9822b', tl.t_ns, tl.mapped, false)].filter(Boolean);
+    // The heap and mapped bytes change only at events: each sample's value holds until the next, so every
+    // series is drawn as steps (step-after), never as a ramp between samples.
+    for (const s of whole) s.step = true;
     const procs = Array.isArray(tl.processes) ? tl.processes : [];
     const perProcess = procs.map((p, i) => {
-      const s = makeSeries((p.label ? p.label + ' ' : '') + '(pid ' + p.pid + ')', PROCESS_COLORS[i % PROCESS_COLORS.length], p.t_ns, p.heap, false);
-      if (s) s.pid = p.pid;
+      // The label names the pid already ("pid 7 ./prog"); only a label without it gets "(pid N)" appended.
+      const label = typeof p.label === 'string' ? p.label : '';
+      const name = label && new RegExp('\\bpid ' + p.pid + '\\b').test(label) ? label : (label ? label + ' ' : '') + '(pid ' + p.pid + ')';
+      const s = makeSeries(name, PROCESS_COLORS[i % PROCESS_COLORS.length], p.t_ns, p.heap, false);
+      if (s) { s.pid = p.pid; s.step = true; }
       return s;
     }).filter(Boolean);
     // Each pid's resident memory, dashed, in the colour of its (first) heap series.
@@ -454,7 +461,8 @@
     n.push(fmtInt(total) + ' samples' + (isNum(tl.downsampled_from) && tl.downsampled_from > total ? ' (downsampled from ' + fmtInt(tl.downsampled_from) + ')' : '') + '.');
     if (!Array.isArray(tl.markers)) n.push(reason('timeline.markers', 'No process start/exec/exit markers: the artifact has no context section (recorded by an older memtrack).'));
     if (peak && peak.derived && c.state.view === 'whole') n.push(reason('timeline.peak', 'The report gives no exact peak; the highest sample is marked.'));
-    if (series.some((s) => s.step)) n.push('Resident: the memory the processes held in RAM (anonymous, file and shared pages, sampled from /proc; memtrack\u2019s own pages left out), drawn as steps: a value holds until the next sample.');
+    if (series.some((s) => s.name.startsWith('resident'))) n.push('Resident: the memory the processes held in RAM (anonymous, file and shared pages, sampled from /proc; memtrack\u2019s own pages left out).');
+    if (series.some((s) => s.step)) n.push('Lines are drawn as steps: a value holds until the next sample.');
     if (c.state.view === 'process') n.push('Dots mark each process\u2019s highest sample in view.');
     n.push('Hover for values; drag across the chart to zoom into a time range, double-click to reset.');
     c.notes.textContent = n.join(' ');
