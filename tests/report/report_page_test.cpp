@@ -561,6 +561,48 @@ TEST(ReportBrowser, ResidentMemoryIsDrawnWholeAndPerProcess) {
   EXPECT_EQ(lines, "pid 7 ./prog:-:" + heap_color + "|resident (pid 7):5,3:" + heap_color);
 }
 
+// A fork-heavy recording: beyond 20 markers in view they are drawn per 4-pixel bucket, each with its count,
+// instead of one dashed line per process start and exit; the counts add up to every marker.
+TEST(ReportBrowser, ManyProcessMarkersAreAggregated) {
+  SKIP_WITHOUT_CHROMIUM();
+  std::string markers;
+  for (int i = 0; i < 40; ++i) {
+    const long t = 10000L * i;  // 40 starts within 0.4 ms of a 4 ms chart: a few pixels apart
+    markers += std::string(markers.empty() ? "" : ", ") + R"({"t_ns": )" + std::to_string(t) +
+               R"(, "kind": "start", "pid": )" + std::to_string(100 + i) + R"(}, {"t_ns": )" +
+               std::to_string(t + 5000) + R"(, "kind": "exit", "pid": )" + std::to_string(100 + i) + "}";
+  }
+  const std::string json = R"({"version": 1, "meta": {"command": ["./prog"], "events": 4, "duration_ns": 4000000},
+    "timeline": {"t_ns": [0, 1000000, 2000000, 3000000], "heap": [0, 1048576, 2097152, 1048576],
+                 "markers": [)" +
+                           markers + "]}}";
+  constexpr const char* kScript = R"JS(
+(function () {
+  const out = [];
+  const put = (k, v) => out.push(k + '=' + String(v).replace(/\n/g, ' '));
+  put('single', document.querySelectorAll('#mt-chart .mt-marker').length);
+  const b = Array.from(document.querySelectorAll('#mt-chart .mt-marker-bucket'));
+  put('buckets', b.length);
+  put('sum', b.reduce((a, e) => a + Number(e.getAttribute('data-count')), 0));
+  put('titled', b.filter((e) => /^\d+ process (start|exit)/.test(e.textContent)).length);
+  const pre = document.createElement('pre');
+  pre.id = 'mt-test-results';
+  pre.textContent = out.join('\n');
+  document.body.appendChild(pre);
+})();
+)JS";
+  const std::string page = render_report_html(json, {.test_script = kScript});
+  const mt::BrowserResult r = load_clean(write_page("markers", page), "markers", true);
+  const auto res = mt::test_results(r.dom);
+  ASSERT_FALSE(res.empty()) << "the test hook wrote nothing";
+  EXPECT_EQ(value_or(res, "single"), "0");
+  EXPECT_EQ(value_or(res, "sum"), "80");
+  const int buckets = std::stoi(value_or(res, "buckets"));
+  EXPECT_GT(buckets, 1);
+  EXPECT_LT(buckets, 80) << "markers 4 px apart or closer share a bucket";
+  EXPECT_EQ(value_or(res, "titled"), value_or(res, "buckets")) << "every bucket says its count";
+}
+
 TEST(ReportBrowser, DifferentialFlameGraphAgainstABaseline) {
   SKIP_WITHOUT_CHROMIUM();
   const std::string page =

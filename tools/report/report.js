@@ -194,6 +194,8 @@
   // Marker colours are none of the series colours above (nor the peak's red), so each legend swatch names one thing.
   const MARKER_COLORS = {start: '#004d40', exec: '#e6ab02', exit: '#1b1b1b'};
   const RESIDENT_COLOR = '#1a9aa8';
+  // Beyond this many process markers in view they are drawn per 4-pixel bucket with a count.
+  const MARKER_LIMIT = 20;
 
   function lowerBound(a, x, n) {  // first index with a[i] >= x
     let lo = 0, hi = n;
@@ -416,8 +418,23 @@
   function timelineMarkers(parts, c, g) {
     const M = TIMELINE_MARGIN, peak = c.peak;
     parts.push('<g class="mt-markers">');
-    for (const m of c.markers) {
-      if (m.t_ns < g.x0 || m.t_ns > g.x1) continue;
+    const inView = c.markers.filter((m) => m.t_ns >= g.x0 && m.t_ns <= g.x1);
+    if (inView.length > MARKER_LIMIT) {
+      // Many processes (a fork-heavy build): one line per kind and 4-pixel bucket, its count in its tooltip, so
+      // hundreds of dashed lines do not hide the chart.
+      const buckets = new Map();
+      for (const m of inView) {
+        const key = m.kind + ':' + Math.floor(g.sx(m.t_ns) / 4);
+        const b = buckets.get(key);
+        if (b) { ++b.n; b.last = m.t_ns; } else buckets.set(key, {kind: m.kind, t: m.t_ns, last: m.t_ns, n: 1});
+      }
+      for (const b of buckets.values()) {
+        const x = g.sx(b.t).toFixed(1), col = MARKER_COLORS[b.kind] || '#5d6678';
+        const title = b.n + ' process ' + b.kind + (b.n === 1 ? '' : 's') + ' at ' + fmtTime(b.t) + (b.n > 1 ? '\u2013' + fmtTime(b.last) : '');
+        parts.push('<line class="mt-marker-bucket" data-kind="' + esc(b.kind) + '" data-count="' + b.n + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 4) + '" y2="' + g.plotB + '" stroke="' + col + '" stroke-opacity="' + Math.min(0.9, 0.25 + 0.1 * b.n).toFixed(2) + '" stroke-width="2"><title>' + esc(title) + '</title></line>');
+      }
+    }
+    for (const m of inView.length > MARKER_LIMIT ? [] : inView) {
       const x = g.sx(m.t_ns).toFixed(1), col = MARKER_COLORS[m.kind] || '#5d6678';
       parts.push('<line class="mt-marker" data-kind="' + esc(m.kind) + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 4) + '" y2="' + g.plotB + '" stroke="' + col + '" stroke-dasharray="3,3" stroke-width="1"/>');
       parts.push('<path d="M' + (x - 4) + ',' + (M.t - 10) + 'l8,0l-4,6z" fill="' + col + '"/>');
