@@ -420,8 +420,8 @@
     parts.push('<g class="mt-markers">');
     const inView = c.markers.filter((m) => m.t_ns >= g.x0 && m.t_ns <= g.x1);
     if (inView.length > MARKER_LIMIT) {
-      // Many processes (a fork-heavy build): one line per kind and 4-pixel bucket, its count in its tooltip, so
-      // hundreds of dashed lines do not hide the chart.
+      // Many processes (a fork-heavy build): a density strip above the plot, one tick per kind (start, exec,
+      // exit rows) and 4-pixel bucket with its count in its tooltip, so hundreds of dashed lines do not hide it.
       const buckets = new Map();
       for (const m of inView) {
         const key = m.kind + ':' + Math.floor(g.sx(m.t_ns) / 4);
@@ -431,7 +431,7 @@
       for (const b of buckets.values()) {
         const x = g.sx(b.t).toFixed(1), col = MARKER_COLORS[b.kind] || '#5d6678';
         const title = b.n + ' process ' + b.kind + (b.n === 1 ? '' : 's') + ' at ' + fmtTime(b.t) + (b.n > 1 ? '\u2013' + fmtTime(b.last) : '');
-        parts.push('<line class="mt-marker-bucket" data-kind="' + esc(b.kind) + '" data-count="' + b.n + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 4) + '" y2="' + g.plotB + '" stroke="' + col + '" stroke-opacity="' + Math.min(0.9, 0.25 + 0.1 * b.n).toFixed(2) + '" stroke-width="2"><title>' + esc(title) + '</title></line>');
+        parts.push('<line class="mt-marker-bucket" data-kind="' + esc(b.kind) + '" data-count="' + b.n + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 12 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" y2="' + (M.t - 8 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" stroke="' + col + '" stroke-opacity="' + Math.min(1, 0.5 + 0.1 * b.n).toFixed(2) + '" stroke-width="3"><title>' + esc(title) + '</title></line>');
       }
     }
     for (const m of inView.length > MARKER_LIMIT ? [] : inView) {
