@@ -7,7 +7,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "report/browser.h"
 #include "report/report_fixtures.h"
@@ -395,9 +399,10 @@ TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
     for (const char ch : v) o += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : std::string(1, ch);
     return o;
   };
-  EXPECT_EQ(value_or(res, "top.label2"),
-            as_text("std::vector<>::push_back(int) | " + std::string(mt::kTemplateCaller) +
-                    " | std::vector<>::push_back(int) in prog src/2.cpp:12 via xmalloc \u2190 operator new(unsigned long)"));
+  EXPECT_EQ(
+      value_or(res, "top.label2"),
+      as_text("std::vector<>::push_back(int) | " + std::string(mt::kTemplateCaller) +
+              " | std::vector<>::push_back(int) in prog src/2.cpp:12 via xmalloc \u2190 operator new(unsigned long)"));
   EXPECT_EQ(value_or(res, "top.label3"), "?? prog +0x401000");
   EXPECT_EQ(value_or(res, "top.count"), "The first 8 of 20 sites (memtrack top FILE -n 0 lists all).");
   EXPECT_EQ(value_or(res, "top.ranking"), "leaked");
@@ -478,6 +483,7 @@ TEST(ReportBrowser, ResidentMemoryIsDrawnWholeAndPerProcess) {
     "timeline": {"t_ns": [0, 1000000, 2000000, 3000000], "heap": [0, 1048576, 2097152, 1048576],
                  "processes": [{"pid": 7, "label": "pid 7 ./prog", "t_ns": [0, 1000000, 2000000, 3000000],
                                 "heap": [0, 1048576, 2097152, 1048576]}],
+                 "markers": [{"t_ns": 0, "kind": "start", "pid": 7}, {"t_ns": 3500000, "kind": "exit", "pid": 7}],
                  "resident": {"t_ns": [500000, 1500000, 2500000, 3500000],
                               "bytes": [3145728, 4194304, 6291456, 5242880],
                               "processes": [{"pid": 7, "t_ns": [500000, 1500000, 2500000, 3500000],
@@ -490,12 +496,19 @@ TEST(ReportBrowser, ResidentMemoryIsDrawnWholeAndPerProcess) {
   put('whole.lines', lines().map((p) => p.getAttribute('data-series')).join('|'));
   const res = lines().find((p) => p.getAttribute('data-series') === 'resident');
   put('whole.resident.d', res ? res.getAttribute('d') : 'none');
+  const heap = lines().find((p) => p.getAttribute('data-series') === 'live heap');
+  put('whole.heap.d', heap ? heap.getAttribute('d') : 'none');
   put('whole.legend', document.querySelector('#mt-timeline .mt-legend').textContent);
   put('whole.notes', document.querySelector('#mt-timeline p.mt-note').textContent);
   put('hover', r.timeline.hoverAt(2900000));
   r.timeline.unhover();
   put('view.process', r.timeline.setView('process'));
   put('process.lines', lines().map((p) => p.getAttribute('data-series') + ':' + (p.getAttribute('stroke-dasharray') || '-') + ':' + p.getAttribute('stroke')).join('|'));
+  for (const v of ['whole', 'process']) {
+    r.timeline.setView(v);
+    // A pid's resident line is its heap line's colour, dashed, on purpose: left out of the comparison.
+    put(v + '.swatches', Array.from(document.querySelectorAll('#mt-timeline .mt-legend span')).filter((e) => !e.textContent.startsWith('resident (pid')).map((e) => e.style.getPropertyValue('--swatch').trim()).join('|'));
+  }
   const pre = document.createElement('pre');
   pre.id = 'mt-test-results';
   pre.textContent = out.join('\n');
@@ -510,6 +523,28 @@ TEST(ReportBrowser, ResidentMemoryIsDrawnWholeAndPerProcess) {
   // Steps: 4 samples make 7 vertices (each later one preceded by a corner at the previous value).
   const std::string d = value_or(res, "whole.resident.d");
   EXPECT_EQ(std::count(d.begin(), d.end(), 'L'), 6) << d;
+  // The heap moves only at events, so it is drawn as steps too: M0 then per later sample a horizontal run at
+  // the previous value and a vertical edge (no ramp between samples).
+  const std::string hd = value_or(res, "whole.heap.d");
+  EXPECT_EQ(std::count(hd.begin(), hd.end(), 'L'), 6) << hd;
+  {
+    std::vector<std::pair<std::string, std::string>> xy;
+    std::stringstream ss(hd.substr(1));
+    for (std::string v; std::getline(ss, v, 'L');) xy.emplace_back(v.substr(0, v.find(',')), v.substr(v.find(',') + 1));
+    ASSERT_EQ(xy.size(), 7u) << hd;
+    for (size_t i = 1; i < xy.size(); i += 2) {
+      EXPECT_EQ(xy[i].second, xy[i - 1].second) << "a horizontal run at the previous value: " << hd;
+      EXPECT_EQ(xy[i + 1].first, xy[i].first) << "then a vertical edge: " << hd;
+    }
+  }
+  // Every legend swatch in a view has a colour of its own (markers included: the legend lists them here).
+  for (const char* v : {"whole.swatches", "process.swatches"}) {
+    std::stringstream ss(value_or(res, v));
+    std::set<std::string> seen;
+    size_t n = 0;
+    for (std::string c; std::getline(ss, c, '|'); ++n) EXPECT_TRUE(seen.insert(c).second) << v << " repeats " << c;
+    EXPECT_GE(n, 2u) << v;
+  }
   EXPECT_NE(value_or(res, "whole.legend").find("resident (max 6.00 MiB)"), std::string::npos)
       << value_or(res, "whole.legend");
   EXPECT_NE(value_or(res, "whole.notes").find("Resident: the memory the processes held in RAM"), std::string::npos);
@@ -520,9 +555,52 @@ TEST(ReportBrowser, ResidentMemoryIsDrawnWholeAndPerProcess) {
   EXPECT_EQ(value_or(res, "view.process"), "true");
   // The pid's resident line is dashed, in its heap line's colour.
   const std::string lines = value_or(res, "process.lines");
-  const std::string heap_color = lines.substr(lines.rfind(':', lines.find('|')) + 1,
-                                              lines.find('|') - lines.rfind(':', lines.find('|')) - 1);
-  EXPECT_EQ(lines, "pid 7 ./prog (pid 7):-:" + heap_color + "|resident (pid 7):5,3:" + heap_color);
+  const std::string heap_color =
+      lines.substr(lines.rfind(':', lines.find('|')) + 1, lines.find('|') - lines.rfind(':', lines.find('|')) - 1);
+  // The label names the pid already: no second "(pid 7)".
+  EXPECT_EQ(lines, "pid 7 ./prog:-:" + heap_color + "|resident (pid 7):5,3:" + heap_color);
+}
+
+// A fork-heavy recording: beyond 20 markers in view they are drawn per 4-pixel bucket, each with its count,
+// instead of one dashed line per process start and exit; the counts add up to every marker.
+TEST(ReportBrowser, ManyProcessMarkersAreAggregated) {
+  SKIP_WITHOUT_CHROMIUM();
+  std::string markers;
+  for (int i = 0; i < 40; ++i) {
+    const long t = 10000L * i;  // 40 starts within 0.4 ms of a 4 ms chart: a few pixels apart
+    markers += std::string(markers.empty() ? "" : ", ") + R"({"t_ns": )" + std::to_string(t) +
+               R"(, "kind": "start", "pid": )" + std::to_string(100 + i) + R"(}, {"t_ns": )" +
+               std::to_string(t + 5000) + R"(, "kind": "exit", "pid": )" + std::to_string(100 + i) + "}";
+  }
+  const std::string json = R"({"version": 1, "meta": {"command": ["./prog"], "events": 4, "duration_ns": 4000000},
+    "timeline": {"t_ns": [0, 1000000, 2000000, 3000000], "heap": [0, 1048576, 2097152, 1048576],
+                 "markers": [)" +
+                           markers + "]}}";
+  constexpr const char* kScript = R"JS(
+(function () {
+  const out = [];
+  const put = (k, v) => out.push(k + '=' + String(v).replace(/\n/g, ' '));
+  put('single', document.querySelectorAll('#mt-chart .mt-marker').length);
+  const b = Array.from(document.querySelectorAll('#mt-chart .mt-marker-bucket'));
+  put('buckets', b.length);
+  put('sum', b.reduce((a, e) => a + Number(e.getAttribute('data-count')), 0));
+  put('titled', b.filter((e) => /^\d+ process (start|exit)/.test(e.textContent)).length);
+  const pre = document.createElement('pre');
+  pre.id = 'mt-test-results';
+  pre.textContent = out.join('\n');
+  document.body.appendChild(pre);
+})();
+)JS";
+  const std::string page = render_report_html(json, {.test_script = kScript});
+  const mt::BrowserResult r = load_clean(write_page("markers", page), "markers", true);
+  const auto res = mt::test_results(r.dom);
+  ASSERT_FALSE(res.empty()) << "the test hook wrote nothing";
+  EXPECT_EQ(value_or(res, "single"), "0");
+  EXPECT_EQ(value_or(res, "sum"), "80");
+  const int buckets = std::stoi(value_or(res, "buckets"));
+  EXPECT_GT(buckets, 1);
+  EXPECT_LT(buckets, 80) << "markers 4 px apart or closer share a bucket";
+  EXPECT_EQ(value_or(res, "titled"), value_or(res, "buckets")) << "every bucket says its count";
 }
 
 TEST(ReportBrowser, DifferentialFlameGraphAgainstABaseline) {

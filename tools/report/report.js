@@ -191,8 +191,11 @@
 
   // ---- memory over time ------------------------------------------------------------------------------------
   const PROCESS_COLORS = ['#2f6fdf', '#d9822b', '#2e9d5b', '#7b4fd6', '#c0392b', '#1a9aa8', '#b0499b', '#7a6a2f'];
-  const MARKER_COLORS = {start: '#2e9d5b', exec: '#7b4fd6', exit: '#c0392b'};
+  // Marker colours are none of the series colours above (nor the peak's red), so each legend swatch names one thing.
+  const MARKER_COLORS = {start: '#004d40', exec: '#e6ab02', exit: '#1b1b1b'};
   const RESIDENT_COLOR = '#1a9aa8';
+  // Beyond this many process markers in view they are drawn per 4-pixel bucket with a count.
+  const MARKER_LIMIT = 20;
 
   function lowerBound(a, x, n) {  // first index with a[i] >= x
     let lo = 0, hi = n;
@@ -244,16 +247,22 @@
   function timelineModel(tl) {
     const base = tl.baseline && typeof tl.baseline === 'object' ? tl.baseline : null;
     const baseSeries = base ? makeSeries(typeof base.label === 'string' ? base.label : 'baseline live heap', '#5d6678', base.t_ns, base.heap, false) : null;
-    if (baseSeries) baseSeries.dash = true;
+    if (baseSeries) { baseSeries.dash = true; baseSeries.step = true; }
     // Resident memory (optional): sampled, so a value holds until the next sample and is drawn as steps.
     const res = tl.resident && typeof tl.resident === 'object' ? tl.resident : null;
     const resSeries = res ? makeSeries('resident', RESIDENT_COLOR, res.t_ns, res.bytes, false) : null;
     if (resSeries) resSeries.step = true;
     const whole = [makeSeries('live heap', '#2f6fdf', tl.t_ns, tl.heap, true), baseSeries, resSeries, makeSeries('mapped', '#d9822b', tl.t_ns, tl.mapped, false)].filter(Boolean);
+    // The heap and mapped bytes change only at events: each sample's value holds until the next, so every
+    // series is drawn as steps (step-after), never as a ramp between samples.
+    for (const s of whole) s.step = true;
     const procs = Array.isArray(tl.processes) ? tl.processes : [];
     const perProcess = procs.map((p, i) => {
-      const s = makeSeries((p.label ? p.label + ' ' : '') + '(pid ' + p.pid + ')', PROCESS_COLORS[i % PROCESS_COLORS.length], p.t_ns, p.heap, false);
-      if (s) s.pid = p.pid;
+      // The label names the pid already ("pid 7 ./prog"); only a label without it gets "(pid N)" appended.
+      const label = typeof p.label === 'string' ? p.label : '';
+      const name = label && new RegExp('\\bpid ' + p.pid + '\\b').test(label) ? label : (label ? label + ' ' : '') + '(pid ' + p.pid + ')';
+      const s = makeSeries(name, PROCESS_COLORS[i % PROCESS_COLORS.length], p.t_ns, p.heap, false);
+      if (s) { s.pid = p.pid; s.step = true; }
       return s;
     }).filter(Boolean);
     // Each pid's resident memory, dashed, in the colour of its (first) heap series.
@@ -409,8 +418,23 @@
   function timelineMarkers(parts, c, g) {
     const M = TIMELINE_MARGIN, peak = c.peak;
     parts.push('<g class="mt-markers">');
-    for (const m of c.markers) {
-      if (m.t_ns < g.x0 || m.t_ns > g.x1) continue;
+    const inView = c.markers.filter((m) => m.t_ns >= g.x0 && m.t_ns <= g.x1);
+    if (inView.length > MARKER_LIMIT) {
+      // Many processes (a fork-heavy build): a density strip above the plot, one tick per kind (start, exec,
+      // exit rows) and 4-pixel bucket with its count in its tooltip, so hundreds of dashed lines do not hide it.
+      const buckets = new Map();
+      for (const m of inView) {
+        const key = m.kind + ':' + Math.floor(g.sx(m.t_ns) / 4);
+        const b = buckets.get(key);
+        if (b) { ++b.n; b.last = m.t_ns; } else buckets.set(key, {kind: m.kind, t: m.t_ns, last: m.t_ns, n: 1});
+      }
+      for (const b of buckets.values()) {
+        const x = g.sx(b.t).toFixed(1), col = MARKER_COLORS[b.kind] || '#5d6678';
+        const title = b.n + ' process ' + b.kind + (b.n === 1 ? '' : 's') + ' at ' + fmtTime(b.t) + (b.n > 1 ? '\u2013' + fmtTime(b.last) : '');
+        parts.push('<line class="mt-marker-bucket" data-kind="' + esc(b.kind) + '" data-count="' + b.n + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 12 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" y2="' + (M.t - 8 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" stroke="' + col + '" stroke-opacity="' + Math.min(1, 0.5 + 0.1 * b.n).toFixed(2) + '" stroke-width="3"><title>' + esc(title) + '</title></line>');
+      }
+    }
+    for (const m of inView.length > MARKER_LIMIT ? [] : inView) {
       const x = g.sx(m.t_ns).toFixed(1), col = MARKER_COLORS[m.kind] || '#5d6678';
       parts.push('<line class="mt-marker" data-kind="' + esc(m.kind) + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 4) + '" y2="' + g.plotB + '" stroke="' + col + '" stroke-dasharray="3,3" stroke-width="1"/>');
       parts.push('<path d="M' + (x - 4) + ',' + (M.t - 10) + 'l8,0l-4,6z" fill="' + col + '"/>');
@@ -454,7 +478,8 @@
     n.push(fmtInt(total) + ' samples' + (isNum(tl.downsampled_from) && tl.downsampled_from > total ? ' (downsampled from ' + fmtInt(tl.downsampled_from) + ')' : '') + '.');
     if (!Array.isArray(tl.markers)) n.push(reason('timeline.markers', 'No process start/exec/exit markers: the artifact has no context section (recorded by an older memtrack).'));
     if (peak && peak.derived && c.state.view === 'whole') n.push(reason('timeline.peak', 'The report gives no exact peak; the highest sample is marked.'));
-    if (series.some((s) => s.step)) n.push('Resident: the memory the processes held in RAM (anonymous, file and shared pages, sampled from /proc; memtrack\u2019s own pages left out), drawn as steps: a value holds until the next sample.');
+    if (series.some((s) => s.name.startsWith('resident'))) n.push('Resident: the memory the processes held in RAM (anonymous, file and shared pages, sampled from /proc; memtrack\u2019s own pages left out).');
+    if (series.some((s) => s.step)) n.push('Lines are drawn as steps: a value holds until the next sample.');
     if (c.state.view === 'process') n.push('Dots mark each process\u2019s highest sample in view.');
     n.push('Hover for values; drag across the chart to zoom into a time range, double-click to reset.');
     c.notes.textContent = n.join(' ');
