@@ -92,8 +92,19 @@ constexpr int kUnwInitSignalFrame = 1;  // UNW_INIT_SIGNAL_FRAME: the context's 
 
 constexpr std::uintptr_t kAddressLimit = std::uintptr_t{1} << 48;
 
+// A slot's group of 1,024 slots (16 KiB) and a 10-bit mask come from the key's 4 KiB code page (hashed), its
+// place in the group from the key's offset in that page (key / 4, xor the mask): the call sites of one code
+// page never evict each other, those within 1 KiB of code share a page of the cache, and two pages of one
+// group (laid out alike, as generated or templated code often is) collide only where their masks allow. So
+// a short-lived process touches a page of the cache per kilobyte of code it calls from rather than one per
+// return address (each first touch is a page fault, and a shell or a build starts thousands of short
+// processes): `git --version` recorded with stacks takes 390 page faults instead of 490.
+constexpr unsigned kGroupBits = 10;
 inline std::size_t slot_index(std::uintptr_t key) {
-  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits));
+  const std::uint64_t h = (key >> 12) * 0x9E3779B97F4A7C15ull;
+  const std::uint64_t group = h >> (64 - (kCacheBits - kGroupBits));
+  const std::uint64_t mask = (h >> 32) & ((1u << kGroupBits) - 1);
+  return static_cast<std::size_t>(group << kGroupBits | (((key >> 2) ^ mask) & ((1u << kGroupBits) - 1)));
 }
 
 // Returns the packed rule of `key` if cached in the current generation, or 0 (kEmpty) otherwise.
@@ -572,8 +583,7 @@ extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_c
     std::uintptr_t* out, std::size_t max, unsigned skip, bool* truncated, std::uintptr_t ip, std::uintptr_t sp,
     std::uintptr_t rbp) {
   ThreadRecord& rec = t_record;
-  if (!rec.busy && rec.count != 0 && !forced_fallback() &&
-      g_prefix_reuse.load(std::memory_order_relaxed)) {
+  if (!rec.busy && rec.count != 0 && !forced_fallback() && g_prefix_reuse.load(std::memory_order_relaxed)) {
     // Busy before reading the record: a signal handler's capture then leaves it alone.
     rec.busy = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);
