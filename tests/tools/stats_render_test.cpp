@@ -13,6 +13,7 @@
 #include "common/run.h"
 #include "memtrack/analysis/stats.h"
 #include "stats_format.h"
+#include "top_format.h"
 
 namespace memtrack::testing {
 namespace {
@@ -177,6 +178,35 @@ TEST(StatsRender, VersionOneArtifactsSayNoContextAndCompleteFollowsTheIndex) {
   EXPECT_EQ(table.out.find("by process image"), std::string::npos);
   const auto whole = run(mt() + " stats " + tmp("r-indexed.zst"));
   EXPECT_EQ(whole.out.find("complete: unknown"), std::string::npos) << whole.out;
+}
+
+}  // namespace
+}  // namespace memtrack::testing
+
+namespace memtrack::testing {
+namespace {
+
+// Issue 23: top's lines fit 100 columns too; a site whose figures run long (six-digit counts, KiB units on
+// a 40-process recording gave 101) puts its leaks on a line of their own, and a short one stays one line.
+TEST(TopRender, ASiteLineLongerThan100ColumnsIsSplitAndAShortOneIsNot) {
+  analysis::SitesResult result;
+  analysis::Site wide;
+  wide.totals.peak_bytes = 2867;
+  wide.totals.allocated_bytes = 114585;
+  wide.totals.allocations = 440000;
+  wide.totals.leaked_bytes = 114585;
+  wide.totals.leaked_blocks = 440000;
+  wide.totals.temporary = 123456;
+  analysis::Site small;
+  small.totals.peak_bytes = 16;
+  small.totals.allocated_bytes = 16;
+  small.totals.allocations = 1;
+  result.sites = {wide, small};
+  const std::string out = tools::format_top_table(result, analysis::SiteOrder::peak);
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) EXPECT_LE(line.size(), 100u) << line;
+  EXPECT_NE(out.find("in 440000 allocations,\n    leaked "), std::string::npos) << out;
+  EXPECT_NE(out.find("in 1 allocation, leaked 0 B in 0 blocks, 0 temporary\n"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
 #include "json_writer.h"
 #include "units.h"
@@ -194,11 +195,13 @@ std::string format_top_table(const SitesResult& result, SiteOrder order, std::si
   std::size_t rank = 0;
   for (const Site& s : result.sites) {
     const analysis::SiteTotals& t = s.totals;
-    std::snprintf(line, sizeof line, "\n#%zu  peak %s, allocated %s in %s, leaked %s in %s, %" PRIu64 " temporary\n",
-                  ++rank, human_bytes(t.peak_bytes).c_str(), human_bytes(t.allocated_bytes).c_str(),
-                  counted(t.allocations, "allocation").c_str(), human_bytes(t.leaked_bytes).c_str(),
+    std::snprintf(line, sizeof line, "#%zu  peak %s, allocated %s in %s,", ++rank, human_bytes(t.peak_bytes).c_str(),
+                  human_bytes(t.allocated_bytes).c_str(), counted(t.allocations, "allocation").c_str());
+    const std::string head = line;
+    std::snprintf(line, sizeof line, "leaked %s in %s, %" PRIu64 " temporary", human_bytes(t.leaked_bytes).c_str(),
                   counted(t.leaked_blocks, "block").c_str(), t.temporary);
-    out += line;
+    // One line when it fits 100 columns, else the leaks on a line of their own.
+    out += "\n" + head + (head.size() + 1 + std::strlen(line) <= 100 ? " " : "\n    ") + line + "\n";
     // A line of its own: the numbers' line stays as it was without snapshots, within 100 columns.
     if (result.has_resident_pages)
       out += "    resident " + human_bytes(t.resident_bytes) + " at the highest page snapshots\n";
