@@ -20,6 +20,8 @@ packages=(
   heaptrack
   # the live view's tests drive a terminal (tests/integration/live_test.cpp)
   tmux
+  # the benchmark scripts' arithmetic and GNU time's max RSS (bench/record_common.sh, resident_accuracy.sh)
+  bc time
 )
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
