@@ -98,7 +98,7 @@ constexpr std::uintptr_t kAddressLimit = std::uintptr_t{1} << 48;
 // group (laid out alike, as generated or templated code often is) collide only where their masks allow. So
 // a short-lived process touches a page of the cache per kilobyte of code it calls from rather than one per
 // return address (each first touch is a page fault, and a shell or a build starts thousands of short
-// processes): `git --version` recorded with stacks takes 390 page faults instead of 490.
+// processes).
 constexpr unsigned kGroupBits = 10;
 inline std::size_t slot_index(std::uintptr_t key) {
   const std::uint64_t h = (key >> 12) * 0x9E3779B97F4A7C15ull;
