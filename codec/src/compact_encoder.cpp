@@ -130,6 +130,9 @@ struct CompactFrameEncoder::Impl {
   std::unique_ptr<std::uint64_t[]> release_key;  // per release address, in each thread's segment
   std::unique_ptr<std::byte[]> live_column, class_column, release_column, delta_column;
   std::unique_ptr<std::byte[]> timestamp_column, size_column;  // low bytes, then high parts
+  // Where the last content's columns (and timestamp groups) end, as offsets in it: see block_ends().
+  std::size_t block_end[kMaxCompactBlockEnds];
+  std::size_t block_ends = 0;
   std::byte* live_end = nullptr;
   std::byte* class_end = nullptr;
   std::byte* release_end = nullptr;
@@ -229,8 +232,16 @@ struct CompactFrameEncoder::Impl {
     return p + n;
   }
 
+  // Notes that a column (or a timestamp group) ends at p, unless nothing was written since the last end.
+  void end_block(const std::byte* p) {
+    const auto at = static_cast<std::size_t>(p - buffer.get());
+    if (block_ends != 0 && block_end[block_ends - 1] == at) return;
+    block_end[block_ends++] = at;
+  }
+
   std::span<const std::byte> encode(std::span<const Event> events) {
     const std::size_t n = events.size();
+    block_ends = 0;
     if (n == 0) return {};
     dictionary.clear();
     pairs.clear();
@@ -336,27 +347,44 @@ struct CompactFrameEncoder::Impl {
       }
     }
     p += n;
+    end_block(p);
     p = put_varint(p, pairs.size());
     for (const std::uint64_t pair : pairs) {
       p = put_varint(p, zigzag32(static_cast<std::int32_t>(pair >> 32)));
       p = put_varint(p, zigzag32(static_cast<std::int32_t>(pair & 0xFFFFFFFFu)));
     }
+    end_block(p);
     for (std::size_t i = 0; i < n; ++i) p = put_varint(p, thread_of[i]);
-    std::memcpy(p, timestamp_low, n);
-    p += n;
+    end_block(p);
+    for (unsigned g = 0; g < kTimestampGroups; ++g) {
+      p += group_count[g];
+      end_block(p);
+    }
+    std::memcpy(p - n, timestamp_low, n);
     for (unsigned g = 0; g < kTimestampGroups; ++g) {
       const auto bytes = static_cast<std::size_t>(high_at[g] - high_begin[g]);
       if (bytes != 0) std::memcpy(p, high_begin[g], bytes);
       p += bytes;
+      end_block(p);
     }
-    const auto size_bytes = static_cast<std::size_t>(size_high - size_column.get());
-    std::memcpy(p, size_column.get(), size_bytes);
-    p += size_bytes;
+    std::memcpy(p, size_column.get(), sized);
+    p += sized;
+    end_block(p);
+    const auto size_high_bytes = static_cast<std::size_t>(size_high - size_column.get()) - sized;
+    std::memcpy(p, size_column.get() + sized, size_high_bytes);
+    p += size_high_bytes;
+    end_block(p);
     p = put_column(p, live_column.get(), live_end);
+    end_block(p);
     p = put_column(p, class_column.get(), class_end);
+    end_block(p);
     p = put_column(p, release_column.get(), release_end);
+    end_block(p);
     p = put_column(p, delta_column.get(), delta_end);
-    return {buffer.get(), static_cast<std::size_t>(p - buffer.get())};
+    // The content's end is not a block end: the frame ends there.
+    const auto size = static_cast<std::size_t>(p - buffer.get());
+    if (block_ends != 0 && block_end[block_ends - 1] == size) --block_ends;
+    return {buffer.get(), size};
   }
 };
 
@@ -372,6 +400,7 @@ CompactFrameEncoder::CompactFrameEncoder(CompactFrameEncoder&&) noexcept = defau
 CompactFrameEncoder& CompactFrameEncoder::operator=(CompactFrameEncoder&&) noexcept = default;
 
 std::span<const std::byte> CompactFrameEncoder::encode(std::span<const Event> events) { return impl_->encode(events); }
+std::span<const std::size_t> CompactFrameEncoder::block_ends() const { return {impl_->block_end, impl_->block_ends}; }
 std::size_t CompactFrameEncoder::max_events() const { return impl_->max_events; }
 std::size_t CompactFrameEncoder::memory_bytes(std::size_t max_events) {
   // Two addresses per event at most (a Realloc's old_addr and addr).

@@ -59,4 +59,42 @@ std::size_t FrameCompressor::compress(std::span<const std::byte> input, std::spa
   return n;
 }
 
+std::size_t FrameCompressor::compress(std::span<const std::byte> input, std::span<const std::size_t> block_ends,
+                                      std::span<std::byte> output, Status& status) {
+  if (block_ends.empty()) return compress(input, output, status);
+  auto fail = [&status](const std::string& what) {
+    status = {Errc::bad_zstd, "zstd compression failed: " + what};
+    return std::size_t{0};
+  };
+  // A streamed frame: the content size pledged up front (the header carries it, as compress2's does).
+  ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_only);
+  if (const size_t r = ZSTD_CCtx_setPledgedSrcSize(cctx_, input.size()); ZSTD_isError(r)) {
+    return fail(ZSTD_getErrorName(r));
+  }
+  ZSTD_outBuffer out{output.data(), output.size(), 0};
+  std::size_t from = 0;
+  for (std::size_t k = 0; k <= block_ends.size(); ++k) {
+    const bool last = k == block_ends.size();
+    const std::size_t to = last ? input.size() : block_ends[k];
+    if (to < from || to > input.size()) return fail("block ends out of order");
+    ZSTD_inBuffer in{input.data() + from, to - from, 0};
+    const ZSTD_EndDirective mode = last ? ZSTD_e_end : ZSTD_e_flush;
+    for (;;) {
+      const size_t r = ZSTD_compressStream2(cctx_, &out, &in, mode);
+      if (ZSTD_isError(r)) {
+        ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_only);
+        return fail(ZSTD_getErrorName(r));
+      }
+      if (r == 0) break;
+      // More to write and no room for it: the caller's buffer is below bound().
+      if (out.pos == out.size) {
+        ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_only);
+        return fail("output buffer too small");
+      }
+    }
+    from = to;
+  }
+  return out.pos;
+}
+
 }  // namespace memtrack::codec

@@ -67,7 +67,7 @@ struct FrameSlot {
 
   codec::FrameCompressor compressor;
   std::vector<codec::Event> events;
-  std::optional<codec::FrameSerializer> serializer;  // the one codec::FrameSerializer, as benchmarked
+  std::optional<codec::FrameSerializer> serializer;   // the one codec::FrameSerializer, as benchmarked
   std::optional<codec::CompactFrameEncoder> compact;  // instead of it, for EncoderOptions::compact
   std::unique_ptr<std::byte[]> compressed;
   std::size_t compressed_capacity = 0;
@@ -231,8 +231,8 @@ class Engine {
         slot.events.resize(frame_events_);
         if (compact_) {
           slot.compact.emplace(frame_events_);
-          slot.compressed_capacity =
-              codec::FrameCompressor::bound(codec::CompactFrameEncoder::output_bound(frame_events_));
+          slot.compressed_capacity = codec::FrameCompressor::bound(
+              codec::CompactFrameEncoder::output_bound(frame_events_), codec::kMaxCompactBlockEnds);
         } else {
           slot.serializer.emplace(frame_events_);
           slot.compressed_capacity = codec::FrameCompressor::bound(slot.serializer->capacity_bytes());
@@ -333,8 +333,11 @@ class Engine {
       const std::span<const std::byte> msgpack =
           slot.compact ? slot.compact->encode(events) : slot.serializer->serialize(events);
       slot.msgpack_size = msgpack.size();
+      // A compact frame ends a zstd block at each column (compact.h): the same content, fewer bytes.
+      const std::span<const std::size_t> block_ends =
+          slot.compact ? slot.compact->block_ends() : std::span<const std::size_t>{};
       slot.compressed_size =
-          slot.compressor.compress(msgpack, {slot.compressed.get(), slot.compressed_capacity}, status);
+          slot.compressor.compress(msgpack, block_ends, {slot.compressed.get(), slot.compressed_capacity}, status);
       slot.context_frame.clear();
       if (status.is_ok() && frame_context_) status = build_frame_context(slot);
     }

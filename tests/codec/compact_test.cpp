@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <climits>
 #include <random>
 #include <string>
@@ -14,6 +15,7 @@
 #include "common/artifacts.h"
 #include "common/fixtures.h"
 #include "memtrack/codec/artifact_decoder.h"
+#include "memtrack/codec/frame_compressor.h"
 #include "memtrack/codec/frame_decoder.h"
 #include "memtrack/codec/msgpack_decoder.h"
 #include "memtrack/codec/msgpack_encoder.h"
@@ -139,6 +141,78 @@ TEST(CompactFrame, GeneratedTracesRoundTripAndReferencesAreUsed) {
   CompactFrameEncoder encoder(churn.size());
   FrameSerializer serializer(churn.size());
   EXPECT_LT(encoder.encode(churn).size() * 4, serializer.serialize(churn).size());
+}
+
+// The zstd blocks of one frame (its header, then 3-byte block headers: last flag, type, size).
+std::size_t zstd_blocks(std::span<const std::byte> frame) {
+  // RFC 8878 3.1.1: the magic, the descriptor, a window byte unless single-segment, the dictionary id, the
+  // content size.
+  EXPECT_GE(frame.size(), 6u);
+  const auto descriptor = std::to_integer<unsigned>(frame[4]);
+  const bool single = (descriptor & 0x20) != 0;
+  const std::size_t dictionary[] = {0, 1, 2, 4};
+  const std::size_t content_size[] = {single ? 1u : 0u, 2, 4, 8};
+  std::size_t at = 5 + (single ? 0 : 1) + dictionary[descriptor & 3] + content_size[descriptor >> 6];
+  std::size_t blocks = 0;
+  for (bool last = false; !last;) {
+    EXPECT_LE(at + 3, frame.size());
+    if (at + 3 > frame.size()) return blocks;
+    const auto b = std::to_integer<std::uint32_t>(frame[at]) | std::to_integer<std::uint32_t>(frame[at + 1]) << 8 |
+                   std::to_integer<std::uint32_t>(frame[at + 2]) << 16;
+    last = (b & 1) != 0;
+    const unsigned type = (b >> 1) & 3;
+    at += 3 + (type == 1 ? 1 : b >> 3);  // an RLE block holds its one byte
+    ++blocks;
+  }
+  return blocks;
+}
+
+TEST(CompactFrame, ColumnsEndZstdBlocksAndTheFrameDecompressesToTheSameContent) {
+  const auto events = generate_trace(20000, 3);
+  CompactFrameEncoder encoder(events.size());
+  const auto content = encoder.encode(events);
+  const std::vector<std::size_t> ends(encoder.block_ends().begin(), encoder.block_ends().end());
+  ASSERT_GE(ends.size(), 8u);  // tokens, dictionary, threads, timestamps, sizes, addresses at least
+  ASSERT_LE(ends.size(), kMaxCompactBlockEnds);
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    EXPECT_LT(ends[i], content.size());
+    if (i != 0) {
+      EXPECT_LT(ends[i - 1], ends[i]);
+    }
+  }
+  // The tokens end first: after the magic, the version, N (3 varint bytes for 20,000) and N tokens.
+  EXPECT_EQ(ends[0], 4u + 1u + 3u + events.size());
+
+  FrameCompressor compressor(1);
+  std::vector<std::byte> blocked(FrameCompressor::bound(content.size(), ends.size()));
+  std::vector<std::byte> whole(FrameCompressor::bound(content.size()));
+  Status s;
+  blocked.resize(compressor.compress(content, ends, blocked, s));
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  whole.resize(compressor.compress(content, whole, s));
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  EXPECT_NE(blocked, whole);
+  EXPECT_GE(zstd_blocks(blocked), ends.size() + 1);
+  EXPECT_LT(zstd_blocks(whole), ends.size());
+  // The same content, with its size in the header, and the checksum verified.
+  EXPECT_EQ(ZSTD_getFrameContentSize(blocked.data(), blocked.size()), content.size());
+  std::vector<std::byte> back(content.size());
+  EXPECT_EQ(ZSTD_decompress(back.data(), back.size(), blocked.data(), blocked.size()), content.size());
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), content.begin()));
+  // No block ends: compress()'s own bytes.
+  std::vector<std::byte> none(FrameCompressor::bound(content.size()));
+  none.resize(compressor.compress(content, std::span<const std::size_t>{}, none, s));
+  EXPECT_EQ(none, whole);
+  // A buffer below the bound is an error, not an overrun.
+  std::vector<std::byte> small(16);
+  EXPECT_EQ(compressor.compress(content, ends, small, s), 0u);
+  EXPECT_EQ(s.code(), Errc::bad_zstd);
+  // And the context is usable again afterwards.
+  Status again;
+  std::vector<std::byte> after(FrameCompressor::bound(content.size(), ends.size()));
+  after.resize(compressor.compress(content, ends, after, again));
+  EXPECT_TRUE(again.is_ok());
+  EXPECT_EQ(after, blocked);
 }
 
 std::vector<Event> walk(const std::vector<std::byte>& bytes, Status& status);

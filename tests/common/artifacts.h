@@ -32,7 +32,7 @@ inline Artifact build_artifact(std::span<const codec::Event> events, std::size_t
   if (compact) compact_encoder.emplace(frame_events);
   codec::FrameCompressor compressor(level);
   codec::SeekTableBuilder index;
-  std::vector<std::byte> buf(codec::FrameCompressor::bound(serializer.capacity_bytes()));
+  std::vector<std::byte> buf(codec::FrameCompressor::bound(serializer.capacity_bytes(), codec::kMaxCompactBlockEnds));
   Artifact a;
   std::size_t i = 0;
   do {
@@ -40,7 +40,10 @@ inline Artifact build_artifact(std::span<const codec::Event> events, std::size_t
     const auto msgpack =
         compact ? compact_encoder->encode(events.subspan(i, n)) : serializer.serialize(events.subspan(i, n));
     codec::Status s;
-    const std::size_t size = compressor.compress(msgpack, buf, s);
+    // As the writers do: a compact frame ends a zstd block at each of its columns.
+    const std::span<const std::size_t> block_ends =
+        compact ? compact_encoder->block_ends() : std::span<const std::size_t>{};
+    const std::size_t size = compressor.compress(msgpack, block_ends, buf, s);
     if (!s.is_ok()) throw std::runtime_error(s.message());
     a.frame_offsets.push_back(a.bytes.size());
     a.frame_events.push_back(n);

@@ -2,6 +2,7 @@
 // or compact columns, docs/FORMAT.md), streaming with memory bounded by one frame.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -51,7 +52,10 @@ class Converter {
     } else {
       msgpack_.emplace(kMaxOutputFrameEvents);
     }
-    compressed_.resize(codec::FrameCompressor::bound(codec::FrameSerializer::output_bound(kMaxOutputFrameEvents)));
+    compressed_.resize(
+        codec::FrameCompressor::bound(std::max(codec::FrameSerializer::output_bound(kMaxOutputFrameEvents),
+                                               codec::CompactFrameEncoder::output_bound(kMaxOutputFrameEvents)),
+                                      codec::kMaxCompactBlockEnds));
     events_.reserve(kMaxOutputFrameEvents);
   }
 
@@ -88,7 +92,8 @@ class Converter {
   codec::Status flush() {
     const std::span<const std::byte> content = compact_ ? compact_->encode(events_) : msgpack_->serialize(events_);
     codec::Status s;
-    const std::size_t size = compressor_.compress(content, compressed_, s);
+    const std::span<const std::size_t> block_ends = compact_ ? compact_->block_ends() : std::span<const std::size_t>{};
+    const std::size_t size = compressor_.compress(content, block_ends, compressed_, s);
     events_.clear();
     if (!s.is_ok()) return s;
     index_.add(static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(content.size()));

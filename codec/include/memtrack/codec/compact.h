@@ -37,6 +37,9 @@ inline constexpr std::size_t kMaxCompactFrameEvents = 65536;
 // lengths) takes at most kCompactHeaderBytes.
 inline constexpr std::size_t kMaxCompactEventBytes = 54;
 inline constexpr std::size_t kCompactHeaderBytes = 4 + 1 + 3 + 3 + 4 * 3;
+// Column ends in one content (CompactFrameEncoder::block_ends): tokens, dictionary, threads, 9 timestamp
+// groups' low bytes and 9 their high parts, sizes' low bytes and high parts, three address columns.
+inline constexpr std::size_t kMaxCompactBlockEnds = 3 + 2 * 9 + 2 + 3;
 // The zstd level of `encode --compact` and `record --compact` without --level. Compact columns are mostly
 // incompressible bytes that only zstd's entropy coding of literals (levels >= 1) shrinks: on churn events
 // (version 2), level 1 writes 3.55 bytes per event where -2 writes 4.06, for about the same encode CPU.
@@ -62,6 +65,11 @@ class CompactFrameEncoder {
   // valid until the next call.
   std::span<const std::byte> encode(std::span<const Event> events);
 
+  // Where the columns of the last encode()'s content end (and, within the timestamp columns, each timestamp
+  // group), as strictly increasing offsets below its size, at most kMaxCompactBlockEnds of them. A writer that
+  // ends a zstd block at each (FrameCompressor::compress with block ends) gives every column literal and
+  // entropy statistics of its own: the content, and so every reader, is unchanged.
+  [[nodiscard]] std::span<const std::size_t> block_ends() const;
   [[nodiscard]] std::size_t max_events() const;
   // What an encoder for `max_events` allocates: its output buffer, per event a dictionary index, 24 bytes of
   // per-address state and 46 bytes of column buffers, and its address table (32 bytes per slot, at least 4
