@@ -457,6 +457,15 @@ TEST(ReportGenerator, ManyProcessesShowTheTopEightWithMore) {
   const heaps = () => Array.from(document.querySelectorAll('#mt-chart .mt-line:not([stroke-dasharray])'));
   const items = () => Array.from(document.querySelectorAll('#mt-timeline-legend span')).filter((e) => !/^(resident|start|exec|exit)/.test(e.textContent) && !/resident/.test(e.textContent));
   put('processes', r.data.timeline.processes.length);
+  // 13 processes' markers are drawn per 4-pixel bucket in a strip above the plot: above the hover overlay,
+  // with their tooltip on hover.
+  const bucket = document.querySelector('#mt-chart .mt-marker-bucket[data-kind="exit"]');
+  const bb = bucket.getBoundingClientRect(), bx = bb.left + bb.width / 2, by = bb.top + bb.height / 2;
+  put('bucket.top', document.elementFromPoint(bx, by) === bucket);
+  bucket.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: bx, clientY: by}));
+  const tip = document.getElementById('mt-tooltip');
+  put('bucket.tooltip', tip.hidden ? 'hidden' : tip.textContent);
+  r.timeline.unhover();
   r.timeline.setView('process');
   put('lines', heaps().length);
   put('items', items().length);
@@ -482,6 +491,8 @@ TEST(ReportGenerator, ManyProcessesShowTheTopEightWithMore) {
   ASSERT_FALSE(res.empty()) << "the script wrote nothing";
   const int processes = std::stoi(value_or(res, "processes"));
   ASSERT_GE(processes, 13) << "sh and 12 sorts";
+  EXPECT_EQ(value_or(res, "bucket.top"), "true") << "the marker strip is not under the hover overlay";
+  EXPECT_NE(value_or(res, "bucket.tooltip").find("process exit"), std::string::npos) << value_or(res, "bucket.tooltip");
   EXPECT_EQ(value_or(res, "lines"), "8");
   EXPECT_EQ(value_or(res, "items"), "8");
   EXPECT_EQ(value_or(res, "more"), "+" + std::to_string(processes - 8) + " more");

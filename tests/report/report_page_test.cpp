@@ -337,6 +337,14 @@ constexpr const char* kDriveScript = R"JS(
   put('event.brush.axis', Array.from(document.querySelectorAll('#mt-chart .mt-x-axis text')).map((t) => t.textContent).join('|'));
   overlay().dispatchEvent(new MouseEvent('dblclick', at(overlay(), 0.5, 0.5)));
   put('event.dblclick.reset.enabled', !timeReset.disabled);
+  // A process marker's head is above the hover overlay (the topmost element at its centre) and hovering it
+  // shows the marker's tooltip.
+  const head = document.querySelector('#mt-chart .mt-marker-head');
+  const hb = head.getBoundingClientRect(), hx = hb.left + hb.width / 2, hy = hb.top + hb.height / 2;
+  put('marker.top', document.elementFromPoint(hx, hy) === head);
+  head.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: hx, clientY: hy}));
+  put('marker.tooltip', tipText());
+  r.timeline.unhover();
   put('event.default.lines', Array.from(document.querySelectorAll('#mt-chart .mt-line')).map((p) => p.getAttribute('data-series')).join('|'));
   document.getElementById('mt-show-mapped').click();
   put('event.mapped.lines', Array.from(document.querySelectorAll('#mt-chart .mt-line')).map((p) => p.getAttribute('data-series')).join('|'));
@@ -436,6 +444,9 @@ TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
   const std::string axis = "|" + value_or(res, "event.brush.axis") + "|";
   EXPECT_EQ(axis.find("|8 ms|"), std::string::npos) << axis;
   EXPECT_EQ(value_or(res, "event.dblclick.reset.enabled"), "false");
+  EXPECT_EQ(value_or(res, "marker.top"), "true") << "the marker's head is not under the hover overlay";
+  EXPECT_NE(value_or(res, "marker.tooltip").find(" pid 1000"), std::string::npos) << value_or(res, "marker.tooltip");
+  EXPECT_NE(value_or(res, "marker.tooltip").find(" at "), std::string::npos) << value_or(res, "marker.tooltip");
   EXPECT_EQ(value_or(res, "event.default.lines"), "live heap");
   EXPECT_EQ(value_or(res, "event.mapped.lines"), "live heap|mapped") << "the legend toggle shows mapped bytes";
   EXPECT_EQ(value_or(res, "event.mapped.pressed"), "true");

@@ -513,13 +513,15 @@
       for (const b of buckets.values()) {
         const x = g.sx(b.t).toFixed(1), col = MARKER_COLORS[b.kind] || '#5d6678';
         const title = b.n + ' process ' + b.kind + (b.n === 1 ? '' : 's') + ' at ' + fmtTime(b.t) + (b.n > 1 ? '\u2013' + fmtTime(b.last) : '');
-        parts.push('<line class="mt-marker-bucket" data-kind="' + esc(b.kind) + '" data-count="' + b.n + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 12 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" y2="' + (M.t - 8 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" stroke="' + col + '" stroke-opacity="' + Math.min(1, 0.5 + 0.1 * b.n).toFixed(2) + '" stroke-width="3"><title>' + esc(title) + '</title></line>');
+        parts.push('<line class="mt-marker-bucket" data-tip="' + esc(title) + '" data-kind="' + esc(b.kind) + '" data-count="' + b.n + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 12 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" y2="' + (M.t - 8 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" stroke="' + col + '" stroke-opacity="' + Math.min(1, 0.5 + 0.1 * b.n).toFixed(2) + '" stroke-width="3"><title>' + esc(title) + '</title></line>');
       }
     }
     for (const m of inView.length > MARKER_LIMIT ? [] : inView) {
       const x = g.sx(m.t_ns).toFixed(1), col = MARKER_COLORS[m.kind] || '#5d6678';
       parts.push('<line class="mt-marker" data-kind="' + esc(m.kind) + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 4) + '" y2="' + g.plotB + '" stroke="' + col + '" stroke-dasharray="3,3" stroke-width="1"/>');
-      parts.push('<path d="M' + (x - 4) + ',' + (M.t - 10) + 'l8,0l-4,6z" fill="' + col + '"/>');
+      // The head, above the hover overlay (which starts at the plot's top), carries the marker's tooltip.
+      const tipText = m.kind + ' pid ' + m.pid + (m.label ? ': ' + m.label : '') + ' at ' + fmtTime(m.t_ns);
+      parts.push('<path class="mt-marker-head" data-tip="' + esc(tipText) + '" d="M' + (x - 4) + ',' + (M.t - 10) + 'l8,0l-4,6z" fill="' + col + '" stroke="transparent" stroke-width="4"/>');
     }
     parts.push('</g>');
     if (c.state.view === 'whole' && peak && peak.t_ns >= g.x0 && peak.t_ns <= g.x1) {
@@ -587,6 +589,7 @@
     if (series.some((s) => s.step)) n.push('Lines are drawn as steps: a value holds until the next sample.');
     if (c.state.view === 'process') {
       const heaps = c.perProcess.filter((s) => !s.dash).length;
+      if (data.missing && typeof data.missing['timeline.processes'] === 'string') n.push('Per-process series: ' + data.missing['timeline.processes'] + '.');
       if (heaps > PROCESS_TOP && !c.state.allProcesses) n.push('The ' + PROCESS_TOP + ' processes with the highest peak heap of ' + heaps + ' are drawn (+' + (heaps - PROCESS_TOP) + ' more shows all).');
       n.push('Dots mark each process\u2019s highest sample in view.');
     }
@@ -690,7 +693,9 @@
         const b = svg.querySelector('#mt-brush');
         b.setAttribute('x', Math.min(brushFrom, x)); b.setAttribute('width', Math.abs(x - brushFrom)); b.setAttribute('visibility', 'visible');
       }
-      if (e.target.id === 'mt-overlay' || brushFrom !== null) timelineHover(c, c.geo.inv(x), e.clientX, e.clientY);
+      const markerTip = brushFrom === null && e.target.getAttribute ? e.target.getAttribute('data-tip') : null;
+      if (markerTip) { timelineUnhover(c); showTip(esc(markerTip), e.clientX, e.clientY); }
+      else if (e.target.id === 'mt-overlay' || brushFrom !== null) timelineHover(c, c.geo.inv(x), e.clientX, e.clientY);
       else timelineUnhover(c);
     });
     window.addEventListener('mouseup', (e) => {
