@@ -533,10 +533,12 @@
     }
     if (c.state.view === 'process') {
       g.series.forEach((s, k) => {
-        const p = g.pts[k];
-        let best = -1;
-        for (let i = 0; i < p.px.length; ++i) if (p.px[i] >= M.l && p.px[i] <= M.l + g.plotW && (best < 0 || p.py[i] > p.py[best])) best = i;
-        if (best >= 0) parts.push('<circle class="mt-process-peak" cx="' + p.px[best].toFixed(1) + '" cy="' + g.sy(p.py[best]).toFixed(1) + '" r="3.5" fill="' + s.color + '" stroke="#fff"/>');
+        // Of the points drawn (a paused span's are not).
+        let bx = -1, by = 0;
+        for (const p of g.pts[k].segs) {
+          for (let i = 0; i < p.px.length; ++i) if (p.px[i] >= M.l && p.px[i] <= M.l + g.plotW && (bx < 0 || p.py[i] > by)) { bx = p.px[i]; by = p.py[i]; }
+        }
+        if (bx >= 0) parts.push('<circle class="mt-process-peak" cx="' + bx.toFixed(1) + '" cy="' + g.sy(by).toFixed(1) + '" r="3.5" fill="' + s.color + '" stroke="#fff"/>');
       });
     }
   }

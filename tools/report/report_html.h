@@ -13,8 +13,8 @@
 //                 // differential: the flame graphs' nodes carry its values; match: how sites were paired
 //    "missing": {str: str},                                // optional: why something is absent, shown as is;
 //                 // keys: "timeline", "timeline.markers", "timeline.processes", "timeline.peak", "flame",
-//                 // "flame.peak", "flame.allocated", "flame.leaked", "flame.resident", "flame.pruned", "flame.baseline", "top",
-//                 // "top.<ranking>", "summary"
+//                 // "flame.peak", "flame.allocated", "flame.leaked", "flame.resident", "flame.pruned",
+//                 // "flame.baseline", "top", "top.<ranking>", "summary"
 //    "summary": {str: str|number} | [[str, str|number]],   // a two-column table, in order; use the pair form
 //                                                          // if a key looks like an integer (JS reorders those)
 //    "timeline": {
