@@ -172,12 +172,13 @@ def load_report_sizes(path):
     with open(path) as f:
         lines = [line.split() for line in f if line.strip()]
     header = ["variant", "events", "artifact_bytes", "page_bytes", "report_wall_s", "report_user_s",
-              "report_max_rss_kib", "stats_wall_s", "stats_user_s"]
+              "report_max_rss_kib", "stats_wall_s", "stats_user_s", "stats_columns", "top_columns"]
+    older = header[:9]  # before the widths were measured
     runs = []
     for n, cols in enumerate(lines, 1):
-        if cols == header:
+        if cols in (header, older):
             continue
-        if len(cols) != len(header):
+        if len(cols) not in (len(header), len(older)):
             raise ValueError(f"{path}:{n}: {len(cols)} columns, expected {len(header)} ({' '.join(header)})")
         runs.append({k: (v if k == "variant" else float(v)) for k, v in zip(header, cols)})
     return runs
@@ -306,6 +307,72 @@ def render_compact(runs, alone=None):
     if any(r["compact_bytes"] > r["heaptrack_bytes"] for r in churn + programs):
         w("Where the compact bytes go, column by column (the nanosecond timestamps first), and why heaptrack's "
           "file is smaller: docs/FORMAT.md, \"Compact data frames\".")
+        w("")
+    return out
+
+
+REPORT_SECTION = "## `memtrack report`"
+
+
+def render_report(reports, alone=None):
+    """The `memtrack report` section (bench/report_size.sh's runs) as template lines. `alone`: a sentence
+    saying the section was regenerated without the rest of the document, and from which run."""
+    out = []
+    w = out.append
+    w(REPORT_SECTION)
+    w("")
+    w("bench/report_size.sh: the HTML report's generation time, peak RSS and page size, beside `memtrack "
+      "stats` on the same artifact (the floor: the same read of every frame and the same heap accounting, "
+      "without the timeline, flame graphs, tables and page). \"events\" are realistic events "
+      "(memtrack-gen-events | memtrack encode: several processes, frees, reallocs, mappings; no call stacks); "
+      "\"stacks\" is bench/churn_deep.c recorded with stacks on (2 threads, one call site at a depth of 24 "
+      "frames), so every allocation is attributed to a site, but the flame graphs stay small; \"compile\" is "
+      "g++ -O1 -c of a C++ file using <regex>, <map> and <iostream> recorded with stacks: thousands of sites "
+      "with deep stacks in several processes, what the tables, flame graphs and page grow with (its memory is "
+      "bounded by the distinct frames and paths, not by sites times frames); \"procs40\" is `sh -c 'for i in "
+      "$(seq 40); do sort /etc/services >/dev/null; done'` recorded with stacks: 41 processes, what the "
+      "per-process series, markers and legend grow with (the page draws the 8 highest peaks, the rest behind "
+      "\"+K more\", and the report keeps at most 32 processes' series). The widths are the widest line, in "
+      "columns, of `memtrack stats FILE` and `memtrack top FILE` on the same artifact (issue 23 asks for 100; "
+      "top needs call stacks, so none for \"events\"). One run each.")
+    if alone:
+        w("")
+        w(alone)
+    w("")
+    rrows = []
+    widths = any("stats_columns" in r for r in reports)
+    for r in reports:
+        row = [r["variant"], f"{int(r['events']):,}", mib(r["artifact_bytes"]),
+               f"{r['page_bytes'] / 1024:.0f} KiB", f"{r['report_wall_s']:.2f} / {r['report_user_s']:.2f} s",
+               mib(r["report_max_rss_kib"] * 1024), f"{r['stats_wall_s']:.2f} / {r['stats_user_s']:.2f} s",
+               xr(r["report_wall_s"], r["stats_wall_s"]),
+               f"{r['events'] / r['report_wall_s'] / 1e6:.1f} M/s" if r["report_wall_s"] > 0 else "n/a"]
+        if widths:
+            top = r.get("top_columns", 0)
+            row.append(f"{int(r['stats_columns'])} / {int(top) if top else 'n/a'}" if "stats_columns" in r else "n/a")
+        rrows.append(row)
+    header = ["recording", "events", "artifact", "page", "report wall / user", "report peak RSS",
+              "stats wall / user", "report / stats (wall)", "report events/s"]
+    if widths:
+        header.append("stats / top width (columns)")
+    w(table(header, rrows))
+    w("")
+    target = 100e6
+    for variant in ("events", "stacks"):
+        runs = sorted((r for r in reports if r["variant"] == variant), key=lambda r: r["events"])
+        if len(runs) < 2 or runs[-1]["events"] == runs[0]["events"]:
+            continue
+        a, z = runs[0], runs[-1]
+
+        def extra(key):
+            return a[key] + (z[key] - a[key]) * (target - a["events"]) / (z["events"] - a["events"])
+
+        w(f"\"{variant}\" at 100M events, extrapolated linearly from the {int(a['events']):,} and "
+          f"{int(z['events']):,} rows: the report would take {extra('report_wall_s'):.0f} s against "
+          f"{extra('stats_wall_s'):.0f} s for stats. The page grew by "
+          f"{(z['page_bytes'] - a['page_bytes']) / 1024:+.0f} KiB from the smaller recording to the larger; at "
+          f"that rate it would be {max(extra('page_bytes'), 0) / 1024:,.0f} KiB at 100M, an upper bound, since "
+          "the series are cut to a fixed number of points and the flame graphs pruned by share, not by count.")
         w("")
     return out
 
@@ -1140,45 +1207,8 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
 
     # ----------------------------------------------------------------------------------------------- reports
     if reports:
-        w("## `memtrack report`")
-        w("")
-        w("bench/report_size.sh: the HTML report's generation time, peak RSS and page size, beside `memtrack "
-          "stats` on the same artifact (the floor: the same read of every frame and the same heap accounting, "
-          "without the timeline, flame graphs, tables and page). \"events\" are realistic events "
-          "(memtrack-gen-events | memtrack encode: several processes, frees, reallocs, mappings; no call stacks); "
-          "\"stacks\" is bench/churn_deep.c recorded with stacks on (2 threads, one call site at a depth of 24 "
-          "frames), so every allocation is attributed to a site, but the flame graphs stay small; \"compile\" is "
-          "g++ -O1 -c of a C++ file using <regex>, <map> and <iostream> recorded with stacks: thousands of sites "
-          "with deep stacks in several processes, what the tables, flame graphs and page grow with (its memory is "
-          "bounded by the distinct frames and paths, not by sites times frames). One run each.")
-        w("")
-        rrows = []
-        for r in reports:
-            rrows.append([r["variant"], f"{int(r['events']):,}", mib(r["artifact_bytes"]),
-                          f"{r['page_bytes'] / 1024:.0f} KiB", f"{r['report_wall_s']:.2f} / {r['report_user_s']:.2f} s",
-                          mib(r["report_max_rss_kib"] * 1024), f"{r['stats_wall_s']:.2f} / {r['stats_user_s']:.2f} s",
-                          xr(r["report_wall_s"], r["stats_wall_s"]),
-                          f"{r['events'] / r['report_wall_s'] / 1e6:.1f} M/s" if r["report_wall_s"] > 0 else "n/a"])
-        w(table(["recording", "events", "artifact", "page", "report wall / user", "report peak RSS",
-                 "stats wall / user", "report / stats (wall)", "report events/s"], rrows))
-        w("")
-        target = 100e6
-        for variant in ("events", "stacks"):
-            runs = sorted((r for r in reports if r["variant"] == variant), key=lambda r: r["events"])
-            if len(runs) < 2 or runs[-1]["events"] == runs[0]["events"]:
-                continue
-            a, z = runs[0], runs[-1]
-
-            def extra(key):
-                return a[key] + (z[key] - a[key]) * (target - a["events"]) / (z["events"] - a["events"])
-
-            w(f"\"{variant}\" at 100M events, extrapolated linearly from the {int(a['events']):,} and "
-              f"{int(z['events']):,} rows: the report would take {extra('report_wall_s'):.0f} s against "
-              f"{extra('stats_wall_s'):.0f} s for stats. The page grew by "
-              f"{(z['page_bytes'] - a['page_bytes']) / 1024:+.0f} KiB from the smaller recording to the larger; at "
-              f"that rate it would be {max(extra('page_bytes'), 0) / 1024:,.0f} KiB at 100M, an upper bound, since "
-              "the series are cut to a fixed number of points and the flame graphs pruned by share, not by count.")
-            w("")
+        for line in render_report(reports):
+            w(line)
 
     # -------------------------------------------------------------------------------------------------- diff
     if diffs:
@@ -1285,6 +1315,7 @@ def mimalloc_linked_by_default():
 
 
 SECTIONS = {
+    "report": ("report_size.tsv", "bench/report_size.sh", REPORT_SECTION, load_report_sizes, render_report),
     "diff": ("diff_cost.tsv", "bench/diff_cost.sh", "## `memtrack diff`", lambda p: load_diff_cost(p), render_diff),
     "compact": ("compact.tsv", "bench/compact_vs_heaptrack.sh", "## Compact artifacts against heaptrack",
                 lambda p: load_compact(p), render_compact),
@@ -1338,7 +1369,7 @@ def main():
     ap.add_argument("--results", required=True, help="run_suite.sh's output directory")
     ap.add_argument("--out", required=True, help="the Markdown file to write")
     ap.add_argument("--section", choices=list(SECTIONS),
-                    help="replace only this section of --out (from --results' diff_cost.tsv, compact.tsv, "
+                    help="replace only this section of --out (from --results' report_size.tsv, diff_cost.tsv, compact.tsv, "
                          "resident_cost.tsv or resident_accuracy.tsv and load.txt, as written by bench/diff_cost.sh, "
                          "bench/compact_vs_heaptrack.sh, bench/resident_cost.sh or bench/resident_accuracy.sh and "
                          "around "

@@ -13,13 +13,19 @@
 #   compile g++ -O1 -c of a C++ file using <regex>, <map> and <iostream>, recorded with `memtrack record`:
 #           thousands of sites with deep stacks across several processes, what the site tables, flame graphs
 #           and page grow with (one recording, whatever its events; not one of the sizes).
+#   procs40 `sh -c 'for i in $(seq 40); do sort /etc/services >/dev/null; done'` recorded with `memtrack
+#           record`: 41 processes, what the per-process series, markers and legend grow with, and the
+#           widest line of `memtrack stats` and `memtrack top` (their per-process tables and frame lines;
+#           issue 23 asks for 100 columns). One recording, at every size including smoke (it takes ~0.3 s).
 # 100M is extrapolated from the two sizes by bench/render_performance.py.
 #
 # usage: bench/report_size.sh [BUILD_DIR] [TSV_OUT] [EVENTS...]
 #   BUILD_DIR default build/release (needs bin/memtrack, bin/memtrack-gen-events and the preload library)
 #   TSV_OUT   if given (- for none), one line per run: variant events artifact_bytes page_bytes report_wall_s
-#             report_user_s report_max_rss_kib stats_wall_s stats_user_s (bench/render_performance.py reads it
-#             from run_suite.sh's results directory)
+#             report_user_s report_max_rss_kib stats_wall_s stats_user_s stats_columns top_columns (the
+#             widest line of `memtrack stats FILE` and of `memtrack top FILE`, in columns; top_columns 0 for a
+#             recording without call stacks, which top cannot rank) (bench/render_performance.py reads it from
+#             run_suite.sh's results directory)
 #   EVENTS    the recording sizes (default 1048576 16777216); a stacks recording has the events churn_deep
 #             makes for EVENTS / 4 operations per thread (a free and a malloc each), within a few events
 set -euo pipefail
@@ -38,16 +44,16 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cc -O2 -fomit-frame-pointer -pthread "$here/bench/churn_deep.c" -o "$dir/churn_deep"
 
-# timed NAME CMD...: runs CMD with stdout discarded, leaves "wall user max_rss_kib" in $dir/NAME.time
+# timed NAME CMD...: runs CMD with stdout to $dir/NAME.out, leaves "wall user max_rss_kib" in $dir/NAME.time
 timed() {
   local name=$1
   shift
-  /usr/bin/time -o "$dir/$name.time" -f '%e %U %M' "$@" > /dev/null 2> "$dir/$name.err" ||
+  /usr/bin/time -o "$dir/$name.time" -f '%e %U %M' "$@" > "$dir/$name.out" 2> "$dir/$name.err" ||
     { echo "report_size.sh: $* failed:" >&2; cat "$dir/$name.err" >&2; exit 1; }
 }
 
 printf 'variant\tevents\tartifact_bytes\tpage_bytes\treport_wall_s\treport_user_s\treport_max_rss_kib\t'
-printf 'stats_wall_s\tstats_user_s\n'
+printf 'stats_wall_s\tstats_user_s\tstats_columns\ttop_columns\n'
 if [[ -n $tsv ]]; then : > "$tsv"; fi
 cat > "$dir/compile.cpp" <<'SRC'
 #include <iostream>
@@ -61,9 +67,17 @@ int main() {
   std::cout << m.size() << std::regex_match("aab", r) << "\n";
 }
 SRC
-for variant in events stacks compile; do
+# columns FILE: the widest line of FILE in terminal columns (characters, UTF-8).
+columns() { LC_ALL=C.UTF-8 wc -L < "$1"; }
+
+for variant in events stacks compile procs40; do
   for n in "${sizes[@]}"; do
-    if [[ $variant == compile ]]; then
+    if [[ $variant == procs40 ]]; then
+      [[ $n == "${sizes[0]}" ]] || continue  # one recording
+      "$memtrack" record -o "$dir/a.mt" -- sh -c 'for i in $(seq 40); do sort /etc/services >/dev/null; done' \
+        > /dev/null 2> "$dir/record.err" || { cat "$dir/record.err" >&2; exit 1; }
+      events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$dir/record.err")
+    elif [[ $variant == compile ]]; then
       [[ $n == "${sizes[0]}" ]] || continue  # one recording
       [[ -z ${MEMTRACK_BENCH_SMOKE:-} ]] || continue  # a real compile: not at smoke sizes
       "$memtrack" record -o "$dir/a.mt" -- g++ -O1 -c "$dir/compile.cpp" -o "$dir/compile.o" > /dev/null \
@@ -81,8 +95,14 @@ for variant in events stacks compile; do
     timed stats "$memtrack" stats "$dir/a.mt"
     read -r wall user rss < "$dir/report.time"
     read -r swall suser _ < "$dir/stats.time"
-    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$variant" "$events" "$(stat -c %s "$dir/a.mt")" \
-      "$(stat -c %s "$dir/a.html")" "$wall" "$user" "$rss" "$swall" "$suser")
+    scols=$(columns "$dir/stats.out")
+    tcols=0
+    if [[ $variant != events ]]; then  # the others have call stacks
+      "$memtrack" top "$dir/a.mt" > "$dir/top.out" 2> "$dir/top.err" || { cat "$dir/top.err" >&2; exit 1; }
+      tcols=$(columns "$dir/top.out")
+    fi
+    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$variant" "$events" "$(stat -c %s "$dir/a.mt")" \
+      "$(stat -c %s "$dir/a.html")" "$wall" "$user" "$rss" "$swall" "$suser" "$scols" "$tcols")
     echo "$line"
     if [[ -n $tsv ]]; then echo "$line" >> "$tsv"; fi
   done

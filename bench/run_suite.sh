@@ -10,7 +10,8 @@
 #   --out      where the JSON, the load samples and the run's metadata are kept (default BUILD/bench-results)
 #   --no-rss   skip bench/encode_rss.sh (peak RSS of `memtrack encode` from a pipe, glibc vs mimalloc)
 #   --no-report     skip bench/report_size.sh (`memtrack report` time and page size beside `memtrack stats`,
-#              1M and 16M events, without and with call stacks; about a minute)
+#              1M and 16M events, without and with call stacks, a g++ compile and a 40-process recording with
+#              the widest line of `memtrack stats` and `memtrack top` on each; about a minute)
 #   --no-symbolize  skip bench/symbolize_throughput.sh (memtrack's symbolizer beside addr2line on libc,
 #              libstdc++ and python3, 5,000 addresses each; under a minute)
 #   --no-diff  skip bench/diff_cost.sh (`memtrack diff` beside `memtrack stats` of the same two recordings

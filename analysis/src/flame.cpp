@@ -20,6 +20,8 @@ std::uint64_t site_value(const SiteTotals& t, FlameValue v) {
       return site_measure(t, SiteOrder::count);
     case FlameValue::leaked:
       return site_measure(t, SiteOrder::leaked);
+    case FlameValue::resident:
+      return site_measure(t, SiteOrder::resident);
   }
   return 0;
 }
@@ -42,7 +44,8 @@ namespace {
 
 // The tree is built flat (one hash lookup per frame of each site) and turned into nested nodes at the end.
 // A node holds its frame's id, not its strings: the frames are interned once each (a recording's sites share
-// most of their frames), so memory grows with distinct frames plus one Flat (~72 bytes and its children's indices) per path node.
+// most of their frames), so memory grows with distinct frames plus one Flat (~72 bytes and its children's indices) per
+// path node.
 struct Flat {
   std::uint32_t frame = 0;  // FlameBuilder::Tree::frames; unused for the root
   std::uint32_t line = 0;

@@ -307,7 +307,14 @@ TEST(ReportGenerator, KnownChainsReportDrawsTheNamesChartAndMarkers) {
       << "peak ranks site C (1000 B) first; a frame in no Symbols record has no function (the page shows module "
          "+ address)";
   EXPECT_NE(json.find("\"pruned\":{\"peak\":{\"nodes\":0"), std::string::npos);
-  EXPECT_EQ(json.find("\"missing\""), std::string::npos) << "this artifact has every section";
+  // Every section but resident per site (no ResidentPages records in this artifact): said, not drawn as 0.
+  EXPECT_NE(json.find("\"missing\":{\"flame.resident\":\"not recorded: the artifact has no page snapshots"),
+            std::string::npos)
+      << json;
+  const std::size_t missing_at = json.find("\"missing\":{");
+  const std::string missing = json.substr(missing_at, json.find('}', missing_at) - missing_at);
+  EXPECT_EQ(missing.find("\",\""), std::string::npos) << "flame.resident is the only missing key: " << missing;
+  EXPECT_EQ(json.find("\"resident\":{\"name\""), std::string::npos) << "no resident graph";
   SKIP_WITHOUT_CHROMIUM();
   const mt::BrowserResult b = load_report(html, "chains");
   const std::string flame = flame_svg(b.dom);
@@ -315,6 +322,9 @@ TEST(ReportGenerator, KnownChainsReportDrawsTheNamesChartAndMarkers) {
     EXPECT_NE(flame.find(">" + std::string(name) + "</text>"), std::string::npos) << name;
   EXPECT_NE(b.dom.find("data-ranking=\"peak\""), std::string::npos);
   EXPECT_NE(b.dom.find("class=\"mt-marker\""), std::string::npos);
+  EXPECT_NE(b.dom.find("Resident at peak: not recorded: the artifact has no page snapshots"), std::string::npos);
+  EXPECT_NE(b.dom.find("data-key=\"resident\" aria-selected=\"false\" disabled"), std::string::npos)
+      << "the resident tab is disabled";
 }
 
 TEST(ReportGenerator, RecordedProgramReportLoadsInTheBrowser) {
@@ -343,6 +353,209 @@ TEST(ReportGenerator, RecordedProgramReportLoadsInTheBrowser) {
     std::cout << "recorded without call stacks (this build's recorder does not capture them): flame graph "
                  "names not checked on the recorded program\n";
   }
+}
+
+// The page of `html` with `script` run after the report's own (the page's policy allows inline scripts), its
+// key=value lines read back with mt::test_results.
+std::string with_script(const std::string& html, const std::string& script, const std::string& tag) {
+  std::string page = mt::slurp(html);
+  const std::size_t at = page.rfind("</body>");
+  page.insert(at, "<script>\n" + script + "\n</script>");
+  const std::string path = mt::scratch_dir() + "/" + tag + ".html";
+  std::ofstream(path, std::ios::binary) << page;
+  return path;
+}
+
+// Writes `lines` (JS expressions of key=value lines) into <pre id="mt-test-results">.
+constexpr const char* kResultsTail = R"JS(
+  const pre = document.createElement('pre');
+  pre.id = 'mt-test-results';
+  pre.textContent = out.join('\n');
+  document.body.appendChild(pre);
+)JS";
+
+std::string value_or(const std::map<std::string, std::string>& m, const std::string& k) {
+  const auto it = m.find(k);
+  return it == m.end() ? "<absent>" : it->second;
+}
+
+// A recording that pauses itself (programs/report_pause.c: 8 MiB held, pause, freed while 4 MiB is allocated
+// unrecorded, resume, 1 MiB): inside the pause the events give a heap of 0 although the program holds 4 MiB.
+// The page shades the span, labels it "paused", and draws no heap there (the line is broken: two runs, no
+// point strictly inside the band); the tooltip inside says the heap is not known.
+TEST(ReportGenerator, PausedSpanIsShadedAndTheHeapLineBrokenThere) {
+  const std::string artifact = mt::scratch_dir() + "/pause.mt", html = mt::scratch_dir() + "/pause.html";
+  const mt::RunResult rec =
+      mt::run(mt::memtrack_bin() + " record -q -o " + artifact + " -- " + MEMTRACK_PROGRAMS_DIR "/report_pause");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  const mt::RunResult r = mt::run(mt::memtrack_bin() + " report " + artifact + " -o " + html);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string json = embedded_json(mt::slurp(html));
+  ASSERT_NE(json.find("\"paused\":[{\"begin_ns\":"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"source\":\"library\",\"resumed\":true}]"), std::string::npos) << json;
+  SKIP_WITHOUT_CHROMIUM();
+  const std::string script = std::string(R"JS(
+(function () {
+  const r = window.memtrackReport, out = [];
+  const put = (k, v) => out.push(k + '=' + String(v).replace(/\n/g, ' '));
+  const p = r.data.timeline.paused[0];
+  const band = document.querySelector('#mt-chart rect.mt-paused');
+  put('bands', document.querySelectorAll('#mt-chart rect.mt-paused').length);
+  put('label', Array.from(document.querySelectorAll('#mt-chart text.mt-paused-label')).map((t) => t.textContent).join('|'));
+  const a = +band.getAttribute('x'), b = a + +band.getAttribute('width');
+  const heap = document.querySelector('#mt-chart .mt-line[data-series="live heap"]');
+  put('runs', heap.getAttribute('data-runs'));
+  const xs = heap.getAttribute('d').split(/[ML]/).filter(Boolean).map((xy) => +xy.split(',')[0]);
+  put('inside', xs.filter((x) => x > a + 0.5 && x < b - 0.5).length);
+  put('before', xs.filter((x) => x <= a + 0.5).length);
+  put('after', xs.filter((x) => x >= b - 0.5).length);
+  put('hover.inside', r.timeline.hoverAt((p.begin_ns + p.end_ns) / 2));
+  put('hover.before', r.timeline.hoverAt(p.begin_ns / 2));
+  r.timeline.unhover();
+  put('legend', document.getElementById('mt-timeline-legend').textContent);
+  put('note', document.querySelector('#mt-timeline p.mt-note').textContent);
+  r.timeline.setView('process');
+  put('process.runs', document.querySelector('#mt-chart .mt-line:not([stroke-dasharray])').getAttribute('data-runs'));
+  r.timeline.setView('whole');
+)JS") + kResultsTail + "})();";
+  const mt::BrowserResult b = load_report(with_script(html, script, "pause-driven"), "pause");
+  const auto res = mt::test_results(b.dom);
+  ASSERT_FALSE(res.empty()) << "the script wrote nothing";
+  EXPECT_EQ(value_or(res, "bands"), "1");
+  EXPECT_EQ(value_or(res, "label"), "paused");
+  EXPECT_EQ(value_or(res, "runs"), "2") << "the heap line is broken over the pause";
+  EXPECT_EQ(value_or(res, "inside"), "0") << "no heap drawn inside the pause (the recorded 0 B is not the heap)";
+  EXPECT_NE(value_or(res, "before"), "0");
+  EXPECT_NE(value_or(res, "after"), "0");
+  EXPECT_NE(value_or(res, "hover.inside").find("live heap: not known (paused)"), std::string::npos)
+      << value_or(res, "hover.inside");
+  EXPECT_NE(value_or(res, "hover.inside").find("paused (library"), std::string::npos) << value_or(res, "hover.inside");
+  EXPECT_NE(value_or(res, "hover.before").find("live heap: 8.00 MiB"), std::string::npos)
+      << value_or(res, "hover.before");
+  EXPECT_NE(value_or(res, "legend").find("paused (not recorded)"), std::string::npos) << value_or(res, "legend");
+  EXPECT_NE(value_or(res, "note").find("nothing is known of the heap inside a pause and its lines are broken"),
+            std::string::npos)
+      << value_or(res, "note");
+  EXPECT_EQ(value_or(res, "process.runs"), "2") << "the per-process heap line too";
+}
+
+// 13 processes (sh and 12 sorts): the per-process view draws the 8 with the highest peak heap, its legend lists
+// them with "+5 more", which shows all 13 (and a second click the 8 again).
+TEST(ReportGenerator, ManyProcessesShowTheTopEightWithMore) {
+  const std::string artifact = mt::scratch_dir() + "/many.mt", html = mt::scratch_dir() + "/many.html";
+  const mt::RunResult rec = mt::run(mt::memtrack_bin() + " record -q -o " + artifact +
+                                    " -- sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sort /etc/services "
+                                    ">/dev/null; done'");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  const mt::RunResult r = mt::run(mt::memtrack_bin() + " report " + artifact + " -o " + html);
+  ASSERT_EQ(r.status, 0) << r.err;
+  SKIP_WITHOUT_CHROMIUM();
+  const std::string script = std::string(R"JS(
+(function () {
+  const r = window.memtrackReport, out = [];
+  const put = (k, v) => out.push(k + '=' + String(v).replace(/\n/g, ' '));
+  const heaps = () => Array.from(document.querySelectorAll('#mt-chart .mt-line:not([stroke-dasharray])'));
+  const items = () => Array.from(document.querySelectorAll('#mt-timeline-legend span')).filter((e) => !/^(resident|start|exec|exit)/.test(e.textContent) && !/resident/.test(e.textContent));
+  put('processes', r.data.timeline.processes.length);
+  // 13 processes' markers are drawn per 4-pixel bucket in a strip above the plot: above the hover overlay,
+  // with their tooltip on hover.
+  const bucket = document.querySelector('#mt-chart .mt-marker-bucket[data-kind="exit"]');
+  const bb = bucket.getBoundingClientRect(), bx = bb.left + bb.width / 2, by = bb.top + bb.height / 2;
+  put('bucket.top', document.elementFromPoint(bx, by) === bucket);
+  bucket.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: bx, clientY: by}));
+  const tip = document.getElementById('mt-tooltip');
+  put('bucket.tooltip', tip.hidden ? 'hidden' : tip.textContent);
+  r.timeline.unhover();
+  r.timeline.setView('process');
+  put('lines', heaps().length);
+  put('items', items().length);
+  const more = document.getElementById('mt-more-processes');
+  put('more', more ? more.textContent : 'none');
+  // The lines drawn are the highest peaks: the lowest drawn peak is at least the highest hidden one.
+  const peak = (p) => Math.max(0, ...p.heap);
+  const drawn = new Set(heaps().map((l) => l.getAttribute('data-series')));
+  const names = r.data.timeline.processes.map((p) => p.label);
+  const drawnPeaks = r.data.timeline.processes.filter((p) => Array.from(drawn).some((d) => d.startsWith(p.label))).map(peak);
+  const hiddenPeaks = r.data.timeline.processes.filter((p) => !Array.from(drawn).some((d) => d.startsWith(p.label))).map(peak);
+  put('ranked', Math.min(...drawnPeaks) >= Math.max(0, ...hiddenPeaks));
+  more.click();
+  put('all.lines', heaps().length);
+  put('all.items', items().length);
+  put('all.more', document.getElementById('mt-more-processes').textContent);
+  document.getElementById('mt-more-processes').click();
+  put('again.lines', heaps().length);
+  r.timeline.setView('whole');
+)JS") + kResultsTail + "})();";
+  const mt::BrowserResult b = load_report(with_script(html, script, "many-driven"), "many");
+  const auto res = mt::test_results(b.dom);
+  ASSERT_FALSE(res.empty()) << "the script wrote nothing";
+  const int processes = std::stoi(value_or(res, "processes"));
+  ASSERT_GE(processes, 13) << "sh and 12 sorts";
+  EXPECT_EQ(value_or(res, "bucket.top"), "true") << "the marker strip is not under the hover overlay";
+  EXPECT_NE(value_or(res, "bucket.tooltip").find("process exit"), std::string::npos) << value_or(res, "bucket.tooltip");
+  EXPECT_EQ(value_or(res, "lines"), "8");
+  EXPECT_EQ(value_or(res, "items"), "8");
+  EXPECT_EQ(value_or(res, "more"), "+" + std::to_string(processes - 8) + " more");
+  EXPECT_EQ(value_or(res, "ranked"), "true");
+  EXPECT_EQ(value_or(res, "all.lines"), std::to_string(processes));
+  EXPECT_EQ(value_or(res, "all.items"), std::to_string(processes));
+  EXPECT_EQ(value_or(res, "all.more"), "show the 8 highest only");
+  EXPECT_EQ(value_or(res, "again.lines"), "8");
+}
+
+// Resident at peak (issue 29): a 64 MiB block with 16 MiB touched and a 16 MiB block touched whole
+// (tests/integration/programs/resident.c, sites): the report's resident graph gives each site ~16 MiB, the
+// same figures as `memtrack top --by resident --json` (one computation: the sites' resident_bytes).
+TEST(ReportGenerator, ResidentAtPeakFlameGraphMatchesTopByResident) {
+  const std::string artifact = mt::scratch_dir() + "/sites.mt", html = mt::scratch_dir() + "/sites.html";
+  const mt::RunResult rec =
+      mt::run(mt::memtrack_bin() + " record -q -o " + artifact + " -- " MEMTRACK_PROGRAMS_DIR "/resident sites 1000");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  const mt::RunResult top = mt::run(mt::memtrack_bin() + " top " + artifact + " --by resident --json -n 0");
+  ASSERT_EQ(top.status, 0) << top.err;
+  // top's resident_bytes of the sites whose innermost frame is big_site / small_site.
+  const auto top_resident = [&](const std::string& fn) -> std::uint64_t {
+    const std::size_t at = top.out.find("{\"stack\":[{\"function\":\"" + fn + "\"");
+    if (at == std::string::npos) return 0;
+    const std::size_t key = top.out.find("\"resident_bytes\":", at);
+    return std::stoull(top.out.substr(key + 17));
+  };
+  const std::uint64_t big = top_resident("big_site"), small = top_resident("small_site");
+  constexpr std::uint64_t kMiB = 1 << 20;
+  EXPECT_GE(big, 14 * kMiB) << top.out;
+  EXPECT_LE(big, 18 * kMiB) << top.out;
+  EXPECT_GE(small, 14 * kMiB) << top.out;
+  EXPECT_LE(small, 18 * kMiB) << top.out;
+  const mt::RunResult r = mt::run(mt::memtrack_bin() + " report " + artifact + " -o " + html);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string json = embedded_json(mt::slurp(html));
+  EXPECT_NE(json.find("\"resident\":{\"name\":\"all\""), std::string::npos);
+  EXPECT_EQ(json.find("\"flame.resident\""), std::string::npos) << "recorded: nothing missing";
+  SKIP_WITHOUT_CHROMIUM();
+  const std::string script = std::string(R"JS(
+(function () {
+  const r = window.memtrackReport, out = [];
+  const put = (k, v) => out.push(k + '=' + String(v).replace(/\n/g, ' '));
+  put('show', r.flame.show('resident'));
+  put('kind', document.getElementById('mt-flame').getAttribute('data-kind'));
+  for (const f of ['big_site', 'small_site']) { const fr = r.flame.frame(f); put(f, fr ? fr.value : 'absent'); }
+  put('drawn', Array.from(document.querySelectorAll('#mt-flame text')).map((t) => t.textContent).join('|'));
+  put('status', document.getElementById('mt-flame-status').textContent);
+  put('missing', document.getElementById('mt-flame-resident-missing') ? 'yes' : 'no');
+  r.flame.show('peak');
+  put('peak.big', r.flame.frame('big_site').value);
+)JS") + kResultsTail + "})();";
+  const mt::BrowserResult b = load_report(with_script(html, script, "sites-driven"), "sites");
+  const auto res = mt::test_results(b.dom);
+  ASSERT_FALSE(res.empty()) << "the script wrote nothing";
+  EXPECT_EQ(value_or(res, "show"), "true");
+  EXPECT_EQ(value_or(res, "kind"), "resident");
+  EXPECT_EQ(value_or(res, "big_site"), std::to_string(big)) << "the page's figure is top's";
+  EXPECT_EQ(value_or(res, "small_site"), std::to_string(small));
+  EXPECT_NE(value_or(res, "drawn").find("big_site"), std::string::npos) << value_or(res, "drawn");
+  EXPECT_NE(value_or(res, "status").find("resident at the page snapshots"), std::string::npos);
+  EXPECT_EQ(value_or(res, "missing"), "no");
+  EXPECT_EQ(value_or(res, "peak.big"), std::to_string(64 * kMiB)) << "live at the peak: the whole 64 MiB";
 }
 
 }  // namespace

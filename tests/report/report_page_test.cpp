@@ -168,17 +168,21 @@ TEST(ReportBrowser, SmallReportDrawsChartFlameGraphAndTables) {
 
   const mt::BrowserResult r = load_clean(html_path, "small", true);
   EXPECT_EQ(mt::html_attribute(r.dom, "data-rendered"), "yes");
-  // The chart: both whole-recording series, the peak, the markers and the regions.
+  // The chart: the live heap, the peak, the markers and the regions; mapped bytes (8.5 MiB, which would
+  // flatten a 484 KiB heap) are off by default, a toggle in the legend (shown after a click: the driven test).
   EXPECT_NE(r.dom.find("id=\"mt-chart\""), std::string::npos);
   EXPECT_NE(r.dom.find("data-series=\"live heap\""), std::string::npos);
-  EXPECT_NE(r.dom.find("data-series=\"mapped\""), std::string::npos);
+  EXPECT_EQ(r.dom.find("data-series=\"mapped\""), std::string::npos) << "mapped bytes are hidden by default";
+  EXPECT_NE(r.dom.find("id=\"mt-show-mapped\" aria-pressed=\"false\""), std::string::npos)
+      << "the legend has the mapped toggle, off";
   EXPECT_EQ(r.dom.find("data-series=\"resident"), std::string::npos) << "no resident samples, no resident line";
   EXPECT_NE(r.dom.find("class=\"mt-peak\""), std::string::npos);
   EXPECT_NE(r.dom.find("peak 484 KiB at 6.000 ms"), std::string::npos);  // 120 * 4096 + 4096 B at sample 120
   EXPECT_EQ(count_of(r.dom, "class=\"mt-marker\""), 6u);
   EXPECT_NE(r.dom.find(">warmup</text>"), std::string::npos);
   EXPECT_NE(r.dom.find(" ms</text>"), std::string::npos) << "the time axis is in milliseconds";
-  EXPECT_NE(r.dom.find(" MiB</text>"), std::string::npos) << "the byte axis is in MiB (mapped reaches 8.5 MiB)";
+  EXPECT_EQ(r.dom.find(" MiB</text>"), std::string::npos) << "mapped hidden: the byte axis scales to the heap";
+  EXPECT_NE(r.dom.find(" KiB</text>"), std::string::npos) << "the byte axis is in KiB (the heap peaks at 484 KiB)";
   // The flame graph of the heap at the peak, with the known names as labels.
   const std::string flame = flame_svg(r.dom);
   ASSERT_NE(flame, "");
@@ -227,7 +231,7 @@ void check_large_report(const mt::FixtureShape& shape, const std::string& tag, c
     EXPECT_LE(std::stoul(drawn), std::min<std::size_t>(4 * 1280, shape.points + 1)) << name;
     EXPECT_GE(std::stoul(drawn), std::min<std::size_t>(400, shape.points)) << name;
   }
-  EXPECT_EQ(series, 2u);
+  EXPECT_EQ(series, 1u) << "the live heap; mapped bytes are off by default";
   const std::string flame = flame_svg(r.dom);
   for (const char* name : {"main", "run_workload", "build_index", "alloc_buffer"}) {
     EXPECT_TRUE(has_label(flame, name)) << name;
@@ -292,6 +296,7 @@ constexpr const char* kDriveScript = R"JS(
   const peak = r.data.timeline.peak;
   put('hover', r.timeline.hoverAt(peak.t_ns));
   r.timeline.unhover();
+  put('axis.default', Array.from(document.querySelectorAll('#mt-chart .mt-y-axis text')).map((t) => t.textContent).join('|'));
   const before = r.timeline.pointsDrawn();
   time('timezoom', () => r.timeline.zoom(peak.t_ns * 0.9, peak.t_ns * 1.1));
   put('timezoom.points', r.timeline.pointsDrawn().join('|') + ' of ' + before.join('|'));
@@ -332,8 +337,23 @@ constexpr const char* kDriveScript = R"JS(
   put('event.brush.axis', Array.from(document.querySelectorAll('#mt-chart .mt-x-axis text')).map((t) => t.textContent).join('|'));
   overlay().dispatchEvent(new MouseEvent('dblclick', at(overlay(), 0.5, 0.5)));
   put('event.dblclick.reset.enabled', !timeReset.disabled);
+  // A process marker's head is above the hover overlay (the topmost element at its centre) and hovering it
+  // shows the marker's tooltip.
+  const head = document.querySelector('#mt-chart .mt-marker-head');
+  const hb = head.getBoundingClientRect(), hx = hb.left + hb.width / 2, hy = hb.top + hb.height / 2;
+  put('marker.top', document.elementFromPoint(hx, hy) === head);
+  head.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, clientX: hx, clientY: hy}));
+  put('marker.tooltip', tipText());
+  r.timeline.unhover();
+  put('event.default.lines', Array.from(document.querySelectorAll('#mt-chart .mt-line')).map((p) => p.getAttribute('data-series')).join('|'));
   document.getElementById('mt-show-mapped').click();
   put('event.mapped.lines', Array.from(document.querySelectorAll('#mt-chart .mt-line')).map((p) => p.getAttribute('data-series')).join('|'));
+  put('event.mapped.pressed', document.getElementById('mt-show-mapped').getAttribute('aria-pressed'));
+  put('event.mapped.axis', Array.from(document.querySelectorAll('#mt-chart .mt-y-axis text')).map((t) => t.textContent).join('|'));
+  put('event.mapped.hover', r.timeline.hoverAt(peak.t_ns));
+  r.timeline.unhover();
+  document.getElementById('mt-show-mapped').click();
+  put('event.unmapped.lines', Array.from(document.querySelectorAll('#mt-chart .mt-line')).map((p) => p.getAttribute('data-series')).join('|'));
   setTimeout(() => {
     put('event.search.status', document.getElementById('mt-flame-status').textContent);
     put('event.search.highlighted', document.querySelectorAll('#mt-flame rect[fill="#d63fd6"]').length);
@@ -389,7 +409,9 @@ TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
   EXPECT_EQ(value_or(res, "view.lines"), "./prog (pid 1000)|worker 1 (pid 1001)");
   EXPECT_EQ(value_or(res, "view.peaks"), "2");
   EXPECT_NE(value_or(res, "hover").find("live heap: 484 KiB (495,616 B)"), std::string::npos) << value_or(res, "hover");
-  EXPECT_NE(value_or(res, "hover").find("mapped: 8.47 MiB"), std::string::npos) << value_or(res, "hover");
+  // Mapped bytes hidden by default: not in the tooltip, the axis scaled to the heap (shown after the toggle below).
+  EXPECT_EQ(value_or(res, "hover").find("mapped: "), std::string::npos) << value_or(res, "hover");
+  EXPECT_EQ(value_or(res, "axis.default").find("MiB"), std::string::npos) << value_or(res, "axis.default");
   EXPECT_EQ(value_or(res, "timezoom.reset"), "false") << "zoomed in: the reset button is enabled";
   // Labelled past the allocation wrappers, template arguments shortened (the full name on hover), the
   // module by its name; a frame without a name as `memtrack top` shows it.
@@ -422,7 +444,17 @@ TEST(ReportBrowser, ZoomSearchTooltipsAndViewsOnTheSmallReport) {
   const std::string axis = "|" + value_or(res, "event.brush.axis") + "|";
   EXPECT_EQ(axis.find("|8 ms|"), std::string::npos) << axis;
   EXPECT_EQ(value_or(res, "event.dblclick.reset.enabled"), "false");
-  EXPECT_EQ(value_or(res, "event.mapped.lines"), "live heap");
+  EXPECT_EQ(value_or(res, "marker.top"), "true") << "the marker's head is not under the hover overlay";
+  EXPECT_NE(value_or(res, "marker.tooltip").find(" pid 1000"), std::string::npos) << value_or(res, "marker.tooltip");
+  EXPECT_NE(value_or(res, "marker.tooltip").find(" at "), std::string::npos) << value_or(res, "marker.tooltip");
+  EXPECT_EQ(value_or(res, "event.default.lines"), "live heap");
+  EXPECT_EQ(value_or(res, "event.mapped.lines"), "live heap|mapped") << "the legend toggle shows mapped bytes";
+  EXPECT_EQ(value_or(res, "event.mapped.pressed"), "true");
+  EXPECT_NE(value_or(res, "event.mapped.axis").find(" MiB"), std::string::npos)
+      << "the axis rescales to mapped's 8.5 MiB: " << value_or(res, "event.mapped.axis");
+  EXPECT_NE(value_or(res, "event.mapped.hover").find("mapped: 8.47 MiB"), std::string::npos)
+      << value_or(res, "event.mapped.hover");
+  EXPECT_EQ(value_or(res, "event.unmapped.lines"), "live heap") << "a second click hides them again";
   EXPECT_NE(value_or(res, "event.search.status").find("Search \"build_\": 1 frames, 488 KiB = 50.0% of the graph."),
             std::string::npos)
       << value_or(res, "event.search.status");

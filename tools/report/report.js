@@ -196,6 +196,36 @@
   const RESIDENT_COLOR = '#1a9aa8';
   // Beyond this many process markers in view they are drawn per 4-pixel bucket with a count.
   const MARKER_LIMIT = 20;
+  // The per-process view draws (and its legend lists) the processes with the highest peak heap, this many,
+  // until "+K more" shows them all: one colour each (PROCESS_COLORS), not a legend burying the chart.
+  const PROCESS_TOP = 8;
+
+  // p (seriesPoints' result) cut into the runs between paused spans: a point inside a span [begin, end) is
+  // dropped, and a run that a span interrupts ends at the span's begin (endX: its last value holds until
+  // then; after the span the line starts again at the first sample after it). Points and spans in time order.
+  function splitAtPauses(p, paused, sx) {
+    const segs = [];
+    let cur = null, j = 0;
+    const close = (b) => { cur.endX = sx(b); segs.push(cur); cur = null; };
+    for (let i = 0; i < p.pt.length; ++i) {
+      const t = p.pt[i];
+      while (j < paused.length && paused[j].end_ns <= t) { if (cur && paused[j].end_ns > paused[j].begin_ns) close(paused[j].begin_ns); ++j; }
+      if (j < paused.length && paused[j].begin_ns <= t) { if (cur) close(paused[j].begin_ns); continue; }
+      if (!cur) cur = {px: [], py: [], pt: [], endX: null};
+      cur.px.push(p.px[i]); cur.py.push(p.py[i]); cur.pt.push(t);
+    }
+    if (cur) segs.push(cur);
+    return segs;
+  }
+  // Whether a gapped series' value at t is unknown: t inside a paused span, or the series' last sample
+  // before t is before the end of a span that began at or before t (the line is broken there).
+  function pausedAt(paused, t, lastSampleT) {
+    for (const p of paused) {
+      if (p.begin_ns > t) break;
+      if (p.end_ns > t || (p.end_ns > p.begin_ns && lastSampleT < p.end_ns)) return p;
+    }
+    return null;
+  }
 
   function lowerBound(a, x, n) {  // first index with a[i] >= x
     let lo = 0, hi = n;
@@ -214,18 +244,18 @@
   function seriesPoints(s, x0, x1, sx, plotW) {
     const t = s.t, v = s.v;
     const lo = Math.max(0, lowerBound(t, x0, s.n) - 1), hi = Math.min(s.n - 1, lowerBound(t, x1, s.n));
-    const px = [], py = [];
+    const px = [], py = [], pt = [];
     let max = 0;
-    if (hi < lo) return {px: px, py: py, max: max};
+    if (hi < lo) return {px: px, py: py, pt: pt, max: max};
     if (hi - lo + 1 <= 4 * plotW) {
-      for (let i = lo; i <= hi; ++i) { px.push(sx(t[i])); py.push(v[i]); if (t[i] >= x0 && t[i] <= x1 && v[i] > max) max = v[i]; }
-      return {px: px, py: py, max: max};
+      for (let i = lo; i <= hi; ++i) { px.push(sx(t[i])); py.push(v[i]); pt.push(t[i]); if (t[i] >= x0 && t[i] <= x1 && v[i] > max) max = v[i]; }
+      return {px: px, py: py, pt: pt, max: max};
     }
     let col = null, iFirst = 0, iMin = 0, iMax = 0, iLast = 0;
     const flush = () => {
       const picks = [iFirst, iMin, iMax, iLast].sort((a, b) => a - b);
       let prev = -1;
-      for (const i of picks) { if (i !== prev) { px.push(sx(t[i])); py.push(v[i]); prev = i; } }
+      for (const i of picks) { if (i !== prev) { px.push(sx(t[i])); py.push(v[i]); pt.push(t[i]); prev = i; } }
     };
     for (let i = lo; i <= hi; ++i) {
       const c = Math.floor(sx(t[i]));
@@ -240,7 +270,7 @@
       }
     }
     if (col !== null) flush();
-    return {px: px, py: py, max: max};
+    return {px: px, py: py, pt: pt, max: max};
   }
 
   // The timeline's series, markers, regions and peak, and the time range they span.
@@ -256,13 +286,19 @@
     // The heap and mapped bytes change only at events: each sample's value holds until the next, so every
     // series is drawn as steps (step-after), never as a ramp between samples.
     for (const s of whole) s.step = true;
-    const procs = Array.isArray(tl.processes) ? tl.processes : [];
+    const procs = (Array.isArray(tl.processes) ? tl.processes : []).filter((p) => p && typeof p === 'object');
+    // Ranked by peak heap: the first PROCESS_TOP are drawn by default, and get the distinct colours.
+    const peakOf = (p) => { let m = 0; const h = numArray(p.heap) || []; for (const v of h) if (v > m) m = v; return m; };
+    const peaks = new Map(procs.map((p, i) => [i, peakOf(p)]));
+    const order = procs.map((p, i) => i).sort((a, b) => peaks.get(b) - peaks.get(a) || a - b);
+    const rankOf = new Map(order.map((i, r) => [i, r]));
     const perProcess = procs.map((p, i) => {
       // The label names the pid already ("pid 7 ./prog"); only a label without it gets "(pid N)" appended.
       const label = typeof p.label === 'string' ? p.label : '';
       const name = label && new RegExp('\\bpid ' + p.pid + '\\b').test(label) ? label : (label ? label + ' ' : '') + '(pid ' + p.pid + ')';
-      const s = makeSeries(name, PROCESS_COLORS[i % PROCESS_COLORS.length], p.t_ns, p.heap, false);
-      if (s) { s.pid = p.pid; s.step = true; }
+      const r = rankOf.get(i);
+      const s = makeSeries(name, PROCESS_COLORS[r % PROCESS_COLORS.length], p.t_ns, p.heap, false);
+      if (s) { s.pid = p.pid; s.step = true; s.rank = r; s.peak = peaks.get(i); }
       return s;
     }).filter(Boolean);
     // Each pid's resident memory, dashed, in the colour of its (first) heap series.
@@ -273,8 +309,18 @@
       const s = makeSeries('resident (pid ' + p.pid + ')', color, p.t_ns, p.bytes, false);
       if (!s) return;
       s.step = true; s.dash = true; s.pid = p.pid;
+      s.rank = heap ? heap.rank : procs.length + i;
+      s.peak = 0;
+      for (let k = 0; k < s.n; ++k) if (s.v[k] > s.peak) s.peak = s.v[k];
       perProcess.push(s);
     });
+    // Paused spans: allocations were not recorded there (frees were), so the heap the events give is wrong
+    // inside (it drops as blocks are freed and misses the blocks allocated): nothing is known of the heap,
+    // mapped and per-process heap lines there, and they are broken over each span. Resident samples are read
+    // from /proc whatever the pause, so the resident lines are not.
+    const paused = (Array.isArray(tl.paused) ? tl.paused : []).filter((p) => p && isNum(p.begin_ns) && isNum(p.end_ns) && p.end_ns >= p.begin_ns)
+      .sort((a, b) => a.begin_ns - b.begin_ns);
+    for (const s of whole.concat(perProcess)) if (s !== baseSeries && !s.name.startsWith('resident')) s.gaps = paused.length > 0;
     const markers = (Array.isArray(tl.markers) ? tl.markers : []).filter((m) => m && isNum(m.t_ns));
     const regions = (Array.isArray(tl.regions) ? tl.regions : []).filter((r) => r && isNum(r.begin_ns) && isNum(r.end_ns));
     let peak = tl.peak && isNum(tl.peak.t_ns) && isNum(tl.peak.bytes) ? tl.peak : null;
@@ -290,12 +336,13 @@
     for (const s of whole.concat(perProcess)) if (s.n) fullHi = Math.max(fullHi, s.t[s.n - 1]);
     for (const m of markers) fullHi = Math.max(fullHi, m.t_ns);
     for (const r of regions) fullHi = Math.max(fullHi, r.end_ns);
+    for (const p of paused) fullHi = Math.max(fullHi, p.end_ns);
     if (data.meta && isNum(data.meta.duration_ns)) fullHi = Math.max(fullHi, data.meta.duration_ns);
     let fullLo = Infinity;
     for (const s of whole.concat(perProcess)) if (s.n) fullLo = Math.min(fullLo, s.t[0]);
     fullLo = Math.min(isFinite(fullLo) ? fullLo : 0, 0);
     if (!(fullHi > fullLo)) fullHi = fullLo + 1;
-    return {tl: tl, whole: whole, perProcess: perProcess, markers: markers, regions: regions, peak: peak,
+    return {tl: tl, whole: whole, perProcess: perProcess, markers: markers, regions: regions, paused: paused, peak: peak,
             fullLo: fullLo, fullHi: fullHi};
   }
 
@@ -311,14 +358,6 @@
       c.viewButtons.process.disabled = true;
       c.viewButtons.process.title = reason('timeline.processes', 'No per-process series in this report');
     }
-    // Mapped bytes can dwarf the heap (a big arena, a mapped file): hiding them rescales the chart to the heap.
-    c.mappedToggle = el('label', {class: 'mt-note'});
-    const mappedBox = el('input', {type: 'checkbox', id: 'mt-show-mapped'});
-    mappedBox.checked = true;
-    mappedBox.addEventListener('change', () => { c.state.mapped = mappedBox.checked; timelineDraw(c); });
-    c.mappedToggle.appendChild(mappedBox);
-    c.mappedToggle.appendChild(document.createTextNode(' mapped bytes'));
-    if (c.whole.some((s) => s.name === 'mapped')) controls.appendChild(c.mappedToggle);
     controls.appendChild(el('span', {class: 'mt-spacer'}));
     c.resetButton = button(controls, 'Reset zoom', () => timelineZoom(c, c.fullLo, c.fullHi));
     c.resetButton.disabled = true;
@@ -326,8 +365,13 @@
 
   const TIMELINE_MARGIN = {l: 74, r: 18, t: 20, b: 26};
 
+  // The processes drawn in the per-process view: the PROCESS_TOP highest peaks (a pid's resident line goes
+  // with its heap line), or all of them after "+K more".
+  function processShown(c, s) {
+    return c.state.allProcesses || s.rank < PROCESS_TOP;
+  }
   function timelineShown(c) {
-    return c.state.view === 'whole' ? c.whole.filter((s) => c.state.mapped || s.name !== 'mapped') : c.perProcess;
+    return c.state.view === 'whole' ? c.whole.filter((s) => c.state.mapped || s.name !== 'mapped') : c.perProcess.filter((s) => processShown(c, s));
   }
 
   // The geometry of one drawing: the plot box, the x and y scales, the y ticks in one byte unit, and the points
@@ -339,7 +383,15 @@
     const x0 = c.state.x0, x1 = c.state.x1;
     const sx = (t) => M.l + ((t - x0) / (x1 - x0)) * plotW;
     const series = timelineShown(c);
-    const pts = series.map((s) => seriesPoints(s, x0, x1, sx, plotW));
+    const pts = series.map((s) => {
+      const p = seriesPoints(s, x0, x1, sx, plotW);
+      p.segs = s.gaps ? splitAtPauses(p, c.paused, sx) : [{px: p.px, py: p.py, pt: p.pt, endX: null}];
+      if (s.gaps) {  // the highest value drawn, not one inside a pause
+        p.max = 0;
+        for (const g of p.segs) for (let i = 0; i < g.pt.length; ++i) if (g.pt[i] >= x0 && g.pt[i] <= x1 && g.py[i] > p.max) p.max = g.py[i];
+      }
+      return p;
+    });
     let ymax = 0;
     for (const p of pts) ymax = Math.max(ymax, p.max);
     if (c.state.view === 'whole' && c.peak && c.peak.t_ns >= x0 && c.peak.t_ns <= x1) ymax = Math.max(ymax, c.peak.bytes);
@@ -393,23 +445,53 @@
     parts.push('</g>');
   }
 
+  // Each paused span: a grey band over the plot labelled "paused" where it is wide enough. Spans closer than
+  // a pixel are one band, so thousands of pauses cost no more than the plot is wide.
+  function timelinePaused(parts, paused, g) {
+    const M = TIMELINE_MARGIN, bands = [];
+    for (const p of paused) {
+      const a = Math.max(M.l, g.sx(p.begin_ns)), b = Math.min(g.W - M.r, g.sx(p.end_ns));
+      if (b < M.l || a > g.W - M.r) continue;
+      const last = bands[bands.length - 1];
+      if (last && a <= last.b + 1) { last.b = Math.max(last.b, b); ++last.n; } else bands.push({a: a, b: b, n: 1, first: p});
+    }
+    if (!bands.length) return;
+    parts.push('<g class="mt-paused-spans" pointer-events="none">');
+    for (const band of bands) {
+      const w = Math.max(1, band.b - band.a);
+      parts.push('<rect class="mt-paused" data-spans="' + band.n + '" x="' + band.a.toFixed(1) + '" y="' + M.t + '" width="' + w.toFixed(1) + '" height="' + g.plotH + '" fill="#8a94a6" fill-opacity="0.18"/>');
+      if (w >= 44) parts.push('<text class="mt-paused-label" x="' + (band.a + w / 2).toFixed(1) + '" y="' + (M.t + 12) + '" text-anchor="middle" fill="#5d6678">' + (band.n > 1 ? band.n + ' pauses' : 'paused') + '</text>');
+    }
+    parts.push('</g>');
+  }
+
   function timelineSeriesPaths(parts, g) {
     const plotB = g.plotB;
     parts.push('<g class="mt-series" clip-path="url(#mt-plot-clip)">');
     g.series.forEach((s, k) => {
       const p = g.pts[k];
       if (!p.px.length) return;
-      const coords = new Array(p.px.length);
-      for (let i = 0; i < p.px.length; ++i) {
-        const xy = p.px[i].toFixed(1) + ',' + g.sy(p.py[i]).toFixed(1);
-        // A step: the previous value holds until this sample.
-        coords[i] = s.step && i > 0 ? p.px[i].toFixed(1) + ',' + g.sy(p.py[i - 1]).toFixed(1) + 'L' + xy : xy;
+      // One subpath per run between paused spans (one run without pauses): the line is broken over a pause.
+      const lines = [], areas = [];
+      let drawn = 0;
+      for (const seg of p.segs) {
+        const n = seg.px.length;
+        if (!n) continue;
+        drawn += n;
+        const coords = new Array(n);
+        for (let i = 0; i < n; ++i) {
+          const xy = seg.px[i].toFixed(1) + ',' + g.sy(seg.py[i]).toFixed(1);
+          // A step: the previous value holds until this sample.
+          coords[i] = s.step && i > 0 ? seg.px[i].toFixed(1) + ',' + g.sy(seg.py[i - 1]).toFixed(1) + 'L' + xy : xy;
+        }
+        let line = 'M' + coords.join('L'), lastX = seg.px[n - 1];
+        if (seg.endX !== null && seg.endX > lastX) { line += 'L' + seg.endX.toFixed(1) + ',' + g.sy(seg.py[n - 1]).toFixed(1); lastX = seg.endX; }
+        lines.push(line);
+        if (s.area) areas.push(line + 'L' + lastX.toFixed(1) + ',' + plotB + 'L' + seg.px[0].toFixed(1) + ',' + plotB + 'Z');
       }
-      const line = 'M' + coords.join('L');
-      if (s.area) {
-        parts.push('<path d="' + line + 'L' + p.px[p.px.length - 1].toFixed(1) + ',' + plotB + 'L' + p.px[0].toFixed(1) + ',' + plotB + 'Z" fill="' + s.color + '" fill-opacity="0.13" stroke="none"/>');
-      }
-      parts.push('<path class="mt-line" data-series="' + esc(s.name) + '" data-points="' + p.px.length + '" d="' + line + '" fill="none" stroke="' + s.color + '" stroke-width="1.5" stroke-linejoin="round"' + (s.dash ? ' stroke-dasharray="5,3"' : '') + '/>');
+      if (!lines.length) return;
+      if (s.area) parts.push('<path d="' + areas.join('') + '" fill="' + s.color + '" fill-opacity="0.13" stroke="none"/>');
+      parts.push('<path class="mt-line" data-series="' + esc(s.name) + '" data-points="' + drawn + '" data-runs="' + lines.length + '" d="' + lines.join('') + '" fill="none" stroke="' + s.color + '" stroke-width="1.5" stroke-linejoin="round"' + (s.dash ? ' stroke-dasharray="5,3"' : '') + '/>');
     });
     parts.push('</g>');
   }
@@ -431,13 +513,15 @@
       for (const b of buckets.values()) {
         const x = g.sx(b.t).toFixed(1), col = MARKER_COLORS[b.kind] || '#5d6678';
         const title = b.n + ' process ' + b.kind + (b.n === 1 ? '' : 's') + ' at ' + fmtTime(b.t) + (b.n > 1 ? '\u2013' + fmtTime(b.last) : '');
-        parts.push('<line class="mt-marker-bucket" data-kind="' + esc(b.kind) + '" data-count="' + b.n + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 12 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" y2="' + (M.t - 8 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" stroke="' + col + '" stroke-opacity="' + Math.min(1, 0.5 + 0.1 * b.n).toFixed(2) + '" stroke-width="3"><title>' + esc(title) + '</title></line>');
+        parts.push('<line class="mt-marker-bucket" data-tip="' + esc(title) + '" data-kind="' + esc(b.kind) + '" data-count="' + b.n + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 12 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" y2="' + (M.t - 8 + (b.kind === 'start' ? 0 : b.kind === 'exec' ? 4 : 8)) + '" stroke="' + col + '" stroke-opacity="' + Math.min(1, 0.5 + 0.1 * b.n).toFixed(2) + '" stroke-width="3"><title>' + esc(title) + '</title></line>');
       }
     }
     for (const m of inView.length > MARKER_LIMIT ? [] : inView) {
       const x = g.sx(m.t_ns).toFixed(1), col = MARKER_COLORS[m.kind] || '#5d6678';
       parts.push('<line class="mt-marker" data-kind="' + esc(m.kind) + '" x1="' + x + '" x2="' + x + '" y1="' + (M.t - 4) + '" y2="' + g.plotB + '" stroke="' + col + '" stroke-dasharray="3,3" stroke-width="1"/>');
-      parts.push('<path d="M' + (x - 4) + ',' + (M.t - 10) + 'l8,0l-4,6z" fill="' + col + '"/>');
+      // The head, above the hover overlay (which starts at the plot's top), carries the marker's tooltip.
+      const tipText = m.kind + ' pid ' + m.pid + (m.label ? ': ' + m.label : '') + ' at ' + fmtTime(m.t_ns);
+      parts.push('<path class="mt-marker-head" data-tip="' + esc(tipText) + '" d="M' + (x - 4) + ',' + (M.t - 10) + 'l8,0l-4,6z" fill="' + col + '" stroke="transparent" stroke-width="4"/>');
     }
     parts.push('</g>');
     if (c.state.view === 'whole' && peak && peak.t_ns >= g.x0 && peak.t_ns <= g.x1) {
@@ -449,10 +533,12 @@
     }
     if (c.state.view === 'process') {
       g.series.forEach((s, k) => {
-        const p = g.pts[k];
-        let best = -1;
-        for (let i = 0; i < p.px.length; ++i) if (p.px[i] >= M.l && p.px[i] <= M.l + g.plotW && (best < 0 || p.py[i] > p.py[best])) best = i;
-        if (best >= 0) parts.push('<circle class="mt-process-peak" cx="' + p.px[best].toFixed(1) + '" cy="' + g.sy(p.py[best]).toFixed(1) + '" r="3.5" fill="' + s.color + '" stroke="#fff"/>');
+        // Of the points drawn (a paused span's are not).
+        let bx = -1, by = 0;
+        for (const p of g.pts[k].segs) {
+          for (let i = 0; i < p.px.length; ++i) if (p.px[i] >= M.l && p.px[i] <= M.l + g.plotW && (bx < 0 || p.py[i] > by)) { bx = p.px[i]; by = p.py[i]; }
+        }
+        if (bx >= 0) parts.push('<circle class="mt-process-peak" cx="' + bx.toFixed(1) + '" cy="' + g.sy(by).toFixed(1) + '" r="3.5" fill="' + s.color + '" stroke="#fff"/>');
       });
     }
   }
@@ -466,13 +552,36 @@
     parts.push('<rect id="mt-overlay" x="' + M.l + '" y="' + M.t + '" width="' + g.plotW + '" height="' + (g.plotH + g.laneH) + '" fill="transparent" style="cursor:crosshair"/>');
   }
 
+  function seriesMax(s) {
+    let max = 0;
+    for (let i = 0; i < s.n; ++i) if (s.v[i] > max) max = s.v[i];
+    return max;
+  }
+  // The legend: each series shown with its highest value; in the whole view, mapped bytes as a toggle (off by
+  // default: a big arena or mapped file dwarfs the heap, and the y axis scales to what is shown); in the
+  // per-process view the processes by peak, the first PROCESS_TOP with a "+K more" button for the rest.
   function timelineLegend(c, series) {
     const tl = c.tl, peak = c.peak;
-    c.legend.innerHTML = series.map((s) => {
-      let max = 0;
-      for (let i = 0; i < s.n; ++i) if (s.v[i] > max) max = s.v[i];
-      return '<span style="--swatch:' + s.color + '">' + esc(s.name) + ' (max ' + fmtBytes(max) + ')</span>';
-    }).join('') + (c.markers.length ? Object.keys(MARKER_COLORS).map((k) => '<span style="--swatch:' + MARKER_COLORS[k] + '">' + k + '</span>').join('') : '');
+    const item = (s) => '<span style="--swatch:' + s.color + '">' + esc(s.name) + ' (max ' + fmtBytes(seriesMax(s)) + ')</span>';
+    const out = [];
+    if (c.state.view === 'whole') {
+      for (const s of c.whole) {
+        if (s.name !== 'mapped') { out.push(item(s)); continue; }
+        out.push('<button type="button" class="mt-legend-toggle" id="mt-show-mapped" aria-pressed="' + c.state.mapped + '" style="--swatch:' + s.color + '" title="' +
+          (c.state.mapped ? 'Hide mapped bytes (the chart rescales to the heap)' : 'Show mapped bytes (mmap\u2019d and brk memory)') + '">mapped (max ' + fmtBytes(seriesMax(s)) + ')' + (c.state.mapped ? '' : ': hidden, click to show') + '</button>');
+      }
+    } else {
+      const heaps = c.perProcess.filter((s) => !s.dash).sort((a, b) => a.rank - b.rank);
+      const shown = series.slice().sort((a, b) => a.rank - b.rank || (a.dash ? 1 : 0) - (b.dash ? 1 : 0));
+      for (const s of shown) out.push(item(s));
+      const more = heaps.filter((s) => s.rank >= PROCESS_TOP).length;
+      if (more > 0) {
+        out.push('<button type="button" class="mt-legend-more" id="mt-more-processes" aria-expanded="' + !!c.state.allProcesses + '">' +
+          (c.state.allProcesses ? 'show the ' + PROCESS_TOP + ' highest only' : '+' + more + ' more') + '</button>');
+      }
+    }
+    if (c.paused.length) out.push('<span class="mt-legend-paused" style="--swatch:rgba(138,148,166,0.45)">paused (not recorded)</span>');
+    c.legend.innerHTML = out.join('') + (c.markers.length ? Object.keys(MARKER_COLORS).map((k) => '<span style="--swatch:' + MARKER_COLORS[k] + '">' + k + '</span>').join('') : '');
     const n = [];
     const total = series.reduce((a, s) => a + s.n, 0);
     n.push(fmtInt(total) + ' samples' + (isNum(tl.downsampled_from) && tl.downsampled_from > total ? ' (downsampled from ' + fmtInt(tl.downsampled_from) + ')' : '') + '.');
@@ -480,7 +589,15 @@
     if (peak && peak.derived && c.state.view === 'whole') n.push(reason('timeline.peak', 'The report gives no exact peak; the highest sample is marked.'));
     if (series.some((s) => s.name.startsWith('resident'))) n.push('Resident: the memory the processes held in RAM (anonymous, file and shared pages, sampled from /proc; memtrack\u2019s own pages left out).');
     if (series.some((s) => s.step)) n.push('Lines are drawn as steps: a value holds until the next sample.');
-    if (c.state.view === 'process') n.push('Dots mark each process\u2019s highest sample in view.');
+    if (c.state.view === 'process') {
+      const heaps = c.perProcess.filter((s) => !s.dash).length;
+      if (data.missing && typeof data.missing['timeline.processes'] === 'string') n.push('Per-process series: ' + data.missing['timeline.processes'] + '.');
+      if (heaps > PROCESS_TOP && !c.state.allProcesses) n.push('The ' + PROCESS_TOP + ' processes with the highest peak heap of ' + heaps + ' are drawn (+' + (heaps - PROCESS_TOP) + ' more shows all).');
+      n.push('Dots mark each process\u2019s highest sample in view.');
+    }
+    if (c.paused.length) {
+      n.push('Grey bands: recording was paused (' + fmtInt(c.paused.length) + (c.paused.length === 1 ? ' span' : ' spans') + '): allocations were not recorded there (frees were), so nothing is known of the heap inside a pause and its lines are broken, not drawn, over it; after a pause the heap may read low by the blocks allocated during it and still live.');
+    }
     n.push('Hover for values; drag across the chart to zoom into a time range, double-click to reset.');
     c.notes.textContent = n.join(' ');
   }
@@ -490,6 +607,7 @@
     const parts = [];
     timelineAxes(parts, g);
     timelineRegions(parts, c.regions, g);
+    timelinePaused(parts, c.paused, g);
     timelineSeriesPaths(parts, g);
     timelineMarkers(parts, c, g);
     timelineOverlay(parts, g);
@@ -505,7 +623,6 @@
     if (c.viewButtons[v].disabled) return false;
     c.state.view = v;
     for (const k in c.viewButtons) c.viewButtons[k].setAttribute('aria-pressed', String(k === v));
-    c.mappedToggle.hidden = v !== 'whole';
     timelineDraw(c);
     return true;
   }
@@ -523,9 +640,15 @@
     const geo = c.geo;
     const lines = ['<b>' + esc(fmtTime(t)) + '</b>'];
     const dots = [];
+    const pausedNow = pausedAt(c.paused, t, t);
+    if (pausedNow) lines.push('<i>paused (' + esc(pausedNow.source || 'pause') + ', ' + esc(fmtTime(pausedNow.begin_ns)) + '\u2013' + esc(fmtTime(pausedNow.end_ns)) + '): allocations not recorded, the heap is not known here</i>');
     for (const s of timelineShown(c)) {
       const i = lowerBound(s.t, t + 0.5, s.n) - 1;
       if (i < 0) continue;
+      if (s.gaps && pausedAt(c.paused, t, s.t[i])) {
+        lines.push('<span style="color:' + s.color + '">\u25cf</span> ' + esc(s.name) + ': not known (paused)');
+        continue;
+      }
       lines.push('<span style="color:' + s.color + '">\u25cf</span> ' + esc(s.name) + ': <b>' + fmtBytes(s.v[i]) + '</b> (' + fmtInt(s.v[i]) + ' B)');
       dots.push('<circle cx="' + geo.sx(s.t[i]).toFixed(1) + '" cy="' + geo.sy(s.v[i]).toFixed(1) + '" r="3.5" fill="' + s.color + '"/>');
     }
@@ -572,7 +695,9 @@
         const b = svg.querySelector('#mt-brush');
         b.setAttribute('x', Math.min(brushFrom, x)); b.setAttribute('width', Math.abs(x - brushFrom)); b.setAttribute('visibility', 'visible');
       }
-      if (e.target.id === 'mt-overlay' || brushFrom !== null) timelineHover(c, c.geo.inv(x), e.clientX, e.clientY);
+      const markerTip = brushFrom === null && e.target.getAttribute ? e.target.getAttribute('data-tip') : null;
+      if (markerTip) { timelineUnhover(c); showTip(esc(markerTip), e.clientX, e.clientY); }
+      else if (e.target.id === 'mt-overlay' || brushFrom !== null) timelineHover(c, c.geo.inv(x), e.clientX, e.clientY);
       else timelineUnhover(c);
     });
     window.addEventListener('mouseup', (e) => {
@@ -598,7 +723,7 @@
       return;
     }
     c.sec = sec;
-    c.state = {view: c.whole.length ? 'whole' : 'process', x0: c.fullLo, x1: c.fullHi, mapped: true};
+    c.state = {view: c.whole.length ? 'whole' : 'process', x0: c.fullLo, x1: c.fullHi, mapped: false, allProcesses: false};
     c.laneH = c.regions.length ? 18 : 0;
     c.geo = null;  // the last drawing's scales, for hover and brushing
     timelineControls(sec, c);
@@ -608,8 +733,16 @@
     c.svg.setAttribute('role', 'img');
     c.svg.setAttribute('aria-label', 'Memory over time');
     sec.appendChild(c.svg);
-    c.legend = el('div', {class: 'mt-legend'});
+    c.legend = el('div', {class: 'mt-legend', id: 'mt-timeline-legend'});
     sec.appendChild(c.legend);
+    c.legend.addEventListener('click', (e) => {
+      const b = e.target && e.target.closest ? e.target.closest('button') : null;
+      if (!b) return;
+      if (b.id === 'mt-show-mapped') c.state.mapped = !c.state.mapped;
+      else if (b.id === 'mt-more-processes') c.state.allProcesses = !c.state.allProcesses;
+      else return;
+      timelineDraw(c);
+    });
     c.notes = el('p', {class: 'mt-note'});
     sec.appendChild(c.notes);
     timelineInteraction(c);
@@ -632,6 +765,9 @@
     {key: 'peak', label: 'Live at peak', bytes: 'live at the peak', count: 'blocks live at the peak'},
     {key: 'allocated', label: 'All allocations', bytes: 'allocated', count: 'allocations'},
     {key: 'leaked', label: 'Leaks', bytes: 'leaked', count: 'leaked blocks'},
+    // Resident bytes of each site's live blocks at each process's highest page snapshot (memtrack top --by
+    // resident): only in recordings with page snapshots.
+    {key: 'resident', label: 'Resident at peak', bytes: 'resident at the page snapshots', count: 'allocations'},
   ];
   const ROW = 18;
 
@@ -954,8 +1090,13 @@
     flameInteraction(c);
 
     const first = FLAME_KINDS.find((k) => fl[k.key] && typeof fl[k.key] === 'object');
+    if (!(fl.resident && typeof fl.resident === 'object')) {
+      c.residentNote = el('p', {class: 'mt-note', id: 'mt-flame-resident-missing'},
+        'Resident at peak: ' + reason('flame.resident', 'not recorded (the report has no resident graph)') + '.');
+      sec.insertBefore(c.residentNote, c.status);
+    }
     if (first) c.tabs.select(first.key);
-    else sec.appendChild(missingBox('The flame section has none of the graphs "peak", "allocated" or "leaked".', 'flame'));
+    else sec.appendChild(missingBox('The flame section has none of the graphs "peak", "allocated", "leaked" or "resident".', 'flame'));
     api.flame = {
       show: c.tabs.select,
       zoomTo: (target) => flameZoomTo(c, target),

@@ -13,8 +13,8 @@
 //                 // differential: the flame graphs' nodes carry its values; match: how sites were paired
 //    "missing": {str: str},                                // optional: why something is absent, shown as is;
 //                 // keys: "timeline", "timeline.markers", "timeline.processes", "timeline.peak", "flame",
-//                 // "flame.peak", "flame.allocated", "flame.leaked", "flame.pruned", "flame.baseline", "top",
-//                 // "top.<ranking>", "summary"
+//                 // "flame.peak", "flame.allocated", "flame.leaked", "flame.resident", "flame.pruned",
+//                 // "flame.baseline", "top", "top.<ranking>", "summary"
 //    "summary": {str: str|number} | [[str, str|number]],   // a two-column table, in order; use the pair form
 //                                                          // if a key looks like an integer (JS reorders those)
 //    "timeline": {
@@ -29,11 +29,17 @@
 //                   // its exit on); a value holds until the next sample (drawn as steps)
 //      "markers": [{"t_ns": int, "kind": "start"|"exec"|"exit", "pid": int, "label": str}],  // optional
 //      "regions": [{"name": str, "begin_ns": int, "end_ns": int}],                         // optional
+//      "paused": [{"begin_ns": int, "end_ns": int, "source": str, "resumed": bool}],     // optional: spans
+//                // where recording was paused (allocations not recorded, frees still are): the heap, mapped
+//                // and per-process heap lines are broken there (nothing is known of them inside)
 //      "baseline": {"label": str, "t_ns": [int], "heap": [int],  // optional: the baseline's live heap (its
 //                   "peak": {"t_ns": int, "bytes": int}},  // times since its own first event), drawn dashed
 //      "downsampled_from": int},                           // optional: samples before downsampling
 //    "flame": {
 //      "peak"|"allocated"|"leaked": Node,                  // heap live at the peak, all bytes allocated, leaks
+//      "resident": Node,                                   // optional (only with page snapshots): resident bytes
+//                                                          // per site at each process's highest snapshot, the
+//                                                          // figures of `memtrack top --by resident`
 //      "pruned": {"nodes": int, "bytes": int}              // frames dropped for being tiny, for all graphs,
 //              | {"peak"|"allocated"|"leaked": {"nodes": int, "bytes": int, "threshold": number}}},  // or each
 //    "top": {"peak"|"allocated"|"count"|"leaked"|"temporary": [Site],  // each list in its ranking's order

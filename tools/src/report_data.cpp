@@ -152,12 +152,14 @@ ReportData build_report(std::span<const std::byte> file, const std::string& name
                                      d.pass, progress);
   regions.finish();
   d.regions = regions.occurrences();
+  d.paused = regions.paused();
   d.region_occurrences = regions.selected_occurrences();
   d.processes = processes.pids();
   d.stats.status = d.status;
   d.stats.file = analysis::file_summary(d.pass);
   d.timeline = timeline.result();
   d.has_stacks = sites.has_stacks();
+  d.has_resident_pages = d.has_stacks && sites.has_resident_pages();
   if (d.has_stacks) {
     if (options.keep_sites) {
       // A baseline comparison pairs every site of both recordings (add_baseline): the list is kept.
@@ -166,21 +168,26 @@ ReportData build_report(std::span<const std::byte> file, const std::string& name
       d.flame_peak = build_flame_graph(all, FlameValue::peak, options.prune_fraction);
       d.flame_allocated = build_flame_graph(all, FlameValue::allocated, options.prune_fraction);
       d.flame_leaked = build_flame_graph(all, FlameValue::leaked, options.prune_fraction);
+      if (d.has_resident_pages) d.flame_resident = build_flame_graph(all, FlameValue::resident, options.prune_fraction);
       d.all_sites = std::move(all);
     } else {
       // One site at a time into the three graphs: memory grows with distinct frames, not sites x frames.
+      // The resident graph is of the same sites' resident_bytes (what `memtrack top --by resident` ranks).
       analysis::FlameBuilder peak(FlameValue::peak), allocated(FlameValue::allocated), leaked(FlameValue::leaked);
+      analysis::FlameBuilder resident(FlameValue::resident);
       const analysis::SitesResult rest =
           sites.for_each_site(SiteOrder::allocated, symbolizer, [&](const analysis::Site& site) {
             ++d.sites;
             peak.add(site);
             allocated.add(site);
             leaked.add(site);
+            if (d.has_resident_pages) resident.add(site);
           });
-      for (analysis::FlameBuilder* b : {&peak, &allocated, &leaked}) b->add_unknown(rest.unknown);
+      for (analysis::FlameBuilder* b : {&peak, &allocated, &leaked, &resident}) b->add_unknown(rest.unknown);
       d.flame_peak = peak.finish(options.prune_fraction);
       d.flame_allocated = allocated.finish(options.prune_fraction);
       d.flame_leaked = leaked.finish(options.prune_fraction);
+      if (d.has_resident_pages) d.flame_resident = resident.finish(options.prune_fraction);
     }
     for (const SiteOrder o : kOrders) d.top.emplace_back(o, sites.result(o, options.top_sites, symbolizer));
   }
@@ -250,6 +257,13 @@ std::string report_json(const ReportData& d) {
   } else if (d.flame_leaked && empty(*d.flame_leaked)) {
     missing.emplace_back("flame.leaked", "nothing leaked: every block was freed (or went with an exec)");
   }
+  if (d.has_stacks && !d.has_resident_pages)
+    missing.emplace_back("flame.resident",
+                         "not recorded: the artifact has no page snapshots (ResidentPages records: "
+                         "recorded with --no-resident, by an older memtrack, or no process's resident memory grew "
+                         "enough to take one)");
+  else if (d.flame_resident && empty(*d.flame_resident))
+    missing.emplace_back("flame.resident", "no live block was resident at the page snapshots");
   if (d.has_stacks && d.flame_peak && empty(*d.flame_peak))
     missing.emplace_back("flame.peak", "nothing was live at the peak");
   if (d.baseline && d.has_stacks && !d.baseline->differential)
@@ -294,6 +308,15 @@ std::string report_json(const ReportData& d) {
         w.member("pid", m.pid).member("label", m.label).end_object();
       });
     }
+    if (!d.paused.empty()) {
+      // Allocations were not recorded there (frees were): the page breaks the heap lines over these spans.
+      const std::uint64_t origin = d.stats.counts.first_timestamp;
+      const auto rel = [&](std::uint64_t ts) { return ts > origin ? ts - origin : 0; };
+      j.key("paused").array(d.paused, [&](JsonWriter& w, const analysis::PausedSpan& p) {
+        w.begin_object().member("begin_ns", rel(p.begin_timestamp)).member("end_ns", rel(p.end_timestamp));
+        w.member("source", p.source).member("resumed", p.resumed).end_object();
+      });
+    }
     if (!d.regions.empty()) {
       // Times since the chart's origin (the first event it shows); a region that began before it starts there.
       const std::uint64_t origin = d.stats.counts.events != 0 ? d.stats.counts.first_timestamp : 0;
@@ -315,8 +338,10 @@ std::string report_json(const ReportData& d) {
 
   if (d.has_stacks) {
     j.key("flame").begin_object();
-    const std::pair<const char*, const std::optional<FlameGraph>*> graphs[] = {
-        {"peak", &d.flame_peak}, {"allocated", &d.flame_allocated}, {"leaked", &d.flame_leaked}};
+    const std::pair<const char*, const std::optional<FlameGraph>*> graphs[] = {{"peak", &d.flame_peak},
+                                                                               {"allocated", &d.flame_allocated},
+                                                                               {"leaked", &d.flame_leaked},
+                                                                               {"resident", &d.flame_resident}};
     for (const auto& [key, g] : graphs) {
       if (!*g || empty(**g)) continue;
       j.key(key);

@@ -54,9 +54,14 @@ struct ReportData {
   bool has_stacks = false;
   std::size_t sites = 0;  // distinct stacks
   std::optional<analysis::FlameGraph> flame_peak, flame_allocated, flame_leaked;
+  // Resident bytes per site at the page snapshots (`memtrack top --by resident`'s figures): only when the
+  // artifact has ResidentPages records (has_resident_pages).
+  std::optional<analysis::FlameGraph> flame_resident;
+  bool has_resident_pages = false;
   std::vector<std::pair<analysis::SiteOrder, analysis::SitesResult>> top;  // every ranking, its first rows
   codec::Status status;  // not ok: damaged input, the report covers what was read before the damage
   std::vector<analysis::RegionOccurrence> regions;  // every occurrence, drawn on the time axis
+  std::vector<analysis::PausedSpan> paused;         // where recording was paused, shaded on the time axis
   std::uint64_t region_occurrences = 0;             // of options.region
   std::set<std::int32_t> processes;                 // every pid of the artifact (ProcessList), for --pid
   std::optional<analysis::SitesResult> all_sites;   // with ReportOptions::keep_sites and call stacks

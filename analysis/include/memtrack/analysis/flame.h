@@ -22,7 +22,8 @@
 
 namespace memtrack::analysis {
 
-enum class FlameValue { peak, allocated, count, leaked };
+// resident: resident bytes of the site's live blocks at the page snapshots (SiteTotals::resident_bytes).
+enum class FlameValue { peak, allocated, count, leaked, resident };
 
 struct FlameNode {
   std::string name;    // frame_name()
