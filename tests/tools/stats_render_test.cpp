@@ -169,9 +169,12 @@ TEST(StatsRender, VersionOneArtifactsSayNoContextAndCompleteFollowsTheIndex) {
   }
   const auto table = run(mt() + " stats " + tmp("r-cut.zst"));
   ASSERT_EQ(table.status, 0) << table.err;
+  // Its notes wrapped to 100 columns too, the continuation under the note's text.
+  std::istringstream lines(table.out);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
   const std::string notes =
-      "\n\nnote: no context section (version 1 artifact): every pid counts as alive to the end, exec and fork are "
-      "not seen; numbers as before\n"
+      "\n\nnote: no context section (version 1 artifact): every pid counts as alive to the end, exec and fork\n"
+      "      are not seen; numbers as before\n"
       "note: complete: unknown (no frame index and no End record: this writer leaves no mark of the end)\n";
   ASSERT_GT(table.out.size(), notes.size());
   EXPECT_EQ(table.out.substr(table.out.size() - notes.size()), notes);

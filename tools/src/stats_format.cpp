@@ -4,6 +4,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <set>
+#include <sstream>
+#include <string_view>
 
 #include "json_writer.h"
 #include "top_format.h"
@@ -170,7 +172,17 @@ std::string notes(const Stats& s) {
   if (s.heap.late_records() != 0 || s.heap.pending_records() != 0)
     o += "note: " + u64(s.heap.late_records()) + " context records out of order, " + u64(s.heap.pending_records()) +
          " positioned after the last event\n";
-  return o.empty() ? o : "\n" + o;
+  if (o.empty()) return o;
+  // Each note wrapped to kWidth columns, its continuation lines under its text.
+  std::string wrapped = "\n";
+  std::istringstream lines(o);
+  for (std::string line; std::getline(lines, line);) {
+    constexpr std::string_view kLabel = "note: ";
+    wrapped += line.size() > kWidth && line.starts_with(kLabel)
+                   ? labelled("note:", line.substr(kLabel.size()), kLabel.size())
+                   : line + "\n";
+  }
+  return wrapped;
 }
 
 // Resident memory minus the live heap, signed, in a person's units.
