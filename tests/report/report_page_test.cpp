@@ -534,6 +534,14 @@ TEST(ReportBrowser, ResidentMemoryIsDrawnWholeAndPerProcess) {
   put('whole.notes', document.querySelector('#mt-timeline p.mt-note').textContent);
   put('hover', r.timeline.hoverAt(2900000));
   r.timeline.unhover();
+  put('resident.pressed', document.getElementById('mt-show-resident').getAttribute('aria-pressed'));
+  document.getElementById('mt-show-resident').click();
+  put('resident.hidden.lines', lines().map((p) => p.getAttribute('data-series')).join('|'));
+  put('resident.hidden.pressed', document.getElementById('mt-show-resident').getAttribute('aria-pressed'));
+  put('resident.hidden.axis', Array.from(document.querySelectorAll('#mt-chart .mt-y-axis text')).map((t) => t.textContent).join('|'));
+  document.getElementById('mt-show-resident').click();
+  put('resident.shown.lines', lines().map((p) => p.getAttribute('data-series')).join('|'));
+  put('resident.shown.axis', Array.from(document.querySelectorAll('#mt-chart .mt-y-axis text')).map((t) => t.textContent).join('|'));
   put('view.process', r.timeline.setView('process'));
   put('process.lines', lines().map((p) => p.getAttribute('data-series') + ':' + (p.getAttribute('stroke-dasharray') || '-') + ':' + p.getAttribute('stroke')).join('|'));
   for (const v of ['whole', 'process']) {
@@ -584,6 +592,16 @@ TEST(ReportBrowser, ResidentMemoryIsDrawnWholeAndPerProcess) {
   const std::string hover = value_or(res, "hover");
   EXPECT_NE(hover.find("resident: 6.00 MiB (6,291,456 B)"), std::string::npos) << hover;
   EXPECT_NE(hover.find("live heap: 2.00 MiB"), std::string::npos) << hover;
+  // Resident memory is shown by default and hidden by its legend toggle (it can dwarf the heap, as mapped
+  // bytes can): the axis then scales to the heap's 2 MiB, not resident's 6.
+  EXPECT_EQ(value_or(res, "resident.pressed"), "true");
+  EXPECT_EQ(value_or(res, "resident.hidden.lines"), "live heap");
+  EXPECT_EQ(value_or(res, "resident.hidden.pressed"), "false");
+  EXPECT_NE(value_or(res, "resident.shown.axis").find("6 MiB"), std::string::npos)
+      << value_or(res, "resident.shown.axis");
+  EXPECT_EQ(value_or(res, "resident.hidden.axis").find("6 MiB"), std::string::npos)
+      << value_or(res, "resident.hidden.axis");
+  EXPECT_EQ(value_or(res, "resident.shown.lines"), "live heap|resident");
   EXPECT_EQ(value_or(res, "view.process"), "true");
   // The pid's resident line is dashed, in its heap line's colour.
   const std::string lines = value_or(res, "process.lines");

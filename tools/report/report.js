@@ -282,7 +282,10 @@
     const res = tl.resident && typeof tl.resident === 'object' ? tl.resident : null;
     const resSeries = res ? makeSeries('resident', RESIDENT_COLOR, res.t_ns, res.bytes, false) : null;
     if (resSeries) resSeries.step = true;
-    const whole = [makeSeries('live heap', '#2f6fdf', tl.t_ns, tl.heap, true), baseSeries, resSeries, makeSeries('mapped', '#d9822b', tl.t_ns, tl.mapped, false)].filter(Boolean);
+    const mappedSeries = makeSeries('mapped', '#d9822b', tl.t_ns, tl.mapped, false);
+    // Mapped bytes 0 throughout (nothing mmap'd or brk'd outside the allocator): no line and no toggle.
+    const whole = [makeSeries('live heap', '#2f6fdf', tl.t_ns, tl.heap, true), baseSeries, resSeries,
+      mappedSeries && seriesMax(mappedSeries) > 0 ? mappedSeries : null].filter(Boolean);
     // The heap and mapped bytes change only at events: each sample's value holds until the next, so every
     // series is drawn as steps (step-after), never as a ramp between samples.
     for (const s of whole) s.step = true;
@@ -371,7 +374,7 @@
     return c.state.allProcesses || s.rank < PROCESS_TOP;
   }
   function timelineShown(c) {
-    return c.state.view === 'whole' ? c.whole.filter((s) => c.state.mapped || s.name !== 'mapped') : c.perProcess.filter((s) => processShown(c, s));
+    return c.state.view === 'whole' ? c.whole.filter((s) => !SERIES_TOGGLES[s.name] || c.state[s.name]) : c.perProcess.filter((s) => processShown(c, s));
   }
 
   // The geometry of one drawing: the plot box, the x and y scales, the y ticks in one byte unit, and the points
@@ -560,15 +563,23 @@
   // The legend: each series shown with its highest value; in the whole view, mapped bytes as a toggle (off by
   // default: a big arena or mapped file dwarfs the heap, and the y axis scales to what is shown); in the
   // per-process view the processes by peak, the first PROCESS_TOP with a "+K more" button for the rest.
+  // The whole view's series a legend button shows and hides (state key = series name): mapped bytes off by
+  // default, resident memory on (both can dwarf the heap: hiding one rescales the chart to the rest).
+  const SERIES_TOGGLES = {
+    resident: {id: 'mt-show-resident', hide: 'Hide resident memory (the chart rescales to the rest)', show: 'Show resident memory (sampled from /proc)'},
+    mapped: {id: 'mt-show-mapped', hide: 'Hide mapped bytes (the chart rescales to the heap)', show: 'Show mapped bytes (mmap\u2019d and brk memory)'},
+  };
   function timelineLegend(c, series) {
     const tl = c.tl, peak = c.peak;
     const item = (s) => '<span style="--swatch:' + s.color + '">' + esc(s.name) + ' (max ' + fmtBytes(seriesMax(s)) + ')</span>';
     const out = [];
     if (c.state.view === 'whole') {
       for (const s of c.whole) {
-        if (s.name !== 'mapped') { out.push(item(s)); continue; }
-        out.push('<button type="button" class="mt-legend-toggle" id="mt-show-mapped" aria-pressed="' + c.state.mapped + '" style="--swatch:' + s.color + '" title="' +
-          (c.state.mapped ? 'Hide mapped bytes (the chart rescales to the heap)' : 'Show mapped bytes (mmap\u2019d and brk memory)') + '">mapped (max ' + fmtBytes(seriesMax(s)) + ')' + (c.state.mapped ? '' : ': hidden, click to show') + '</button>');
+        const toggle = SERIES_TOGGLES[s.name];
+        if (!toggle) { out.push(item(s)); continue; }
+        const on = c.state[s.name];
+        out.push('<button type="button" class="mt-legend-toggle" id="' + toggle.id + '" aria-pressed="' + on + '" style="--swatch:' + s.color + '" title="' +
+          (on ? toggle.hide : toggle.show) + '">' + s.name + ' (max ' + fmtBytes(seriesMax(s)) + ')' + (on ? '' : ': hidden, click to show') + '</button>');
       }
     } else {
       const heaps = c.perProcess.filter((s) => !s.dash).sort((a, b) => a.rank - b.rank);
@@ -723,7 +734,7 @@
       return;
     }
     c.sec = sec;
-    c.state = {view: c.whole.length ? 'whole' : 'process', x0: c.fullLo, x1: c.fullHi, mapped: false, allProcesses: false};
+    c.state = {view: c.whole.length ? 'whole' : 'process', x0: c.fullLo, x1: c.fullHi, mapped: false, resident: true, allProcesses: false};
     c.laneH = c.regions.length ? 18 : 0;
     c.geo = null;  // the last drawing's scales, for hover and brushing
     timelineControls(sec, c);
@@ -738,7 +749,8 @@
     c.legend.addEventListener('click', (e) => {
       const b = e.target && e.target.closest ? e.target.closest('button') : null;
       if (!b) return;
-      if (b.id === 'mt-show-mapped') c.state.mapped = !c.state.mapped;
+      const toggled = Object.keys(SERIES_TOGGLES).find((name) => SERIES_TOGGLES[name].id === b.id);
+      if (toggled) c.state[toggled] = !c.state[toggled];
       else if (b.id === 'mt-more-processes') c.state.allProcesses = !c.state.allProcesses;
       else return;
       timelineDraw(c);
