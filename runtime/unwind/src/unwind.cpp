@@ -109,10 +109,10 @@ inline std::size_t slot_index(std::uintptr_t key) {
 
 // The cache's pages whose first touch was a write (one bit per 4 KiB page). A page first read is mapped
 // read-only (the zero page, or the tables memfd's page: stacks.cpp) and faults again at its first write, which
-// follows on the miss: two page faults per page a process uses, each microseconds in a VM. So a lookup in a
-// page not yet marked first writes it (an atomic add of 0 to the slot's tag: its value does not change, so
-// readers and writers of the slot see nothing) and marks it; the read that follows does not fault. The bits
-// are set once per page and per image, so the check is a load of one cache line that stays shared.
+// follows on the miss: two page faults per page a process uses. So a lookup in a page not yet marked first
+// writes it (an atomic add of 0 to the slot's tag: its value does not change, so readers and writers of the
+// slot see nothing) and marks it; the read that follows does not fault. The bits are set once per page and
+// per image, so the check is a load of one cache line that stays shared.
 constexpr std::size_t kSlotsPerPage = 4096 / sizeof(Slot);
 constexpr std::size_t kCachePages = kCacheSlots / kSlotsPerPage;
 std::atomic<std::uint64_t> g_written_pages[kCachePages / 64];
