@@ -6,17 +6,17 @@ memtrack-bench, meta.txt and load.txt from run_suite.sh, encode_rss.tsv from ben
 record_overhead.*.tsv and record_stacks.tsv from the recording scripts, report_size.tsv from
 bench/report_size.sh, symbolize.txt from bench/symbolize_throughput.sh, diff_cost.tsv from
 bench/diff_cost.sh, compact.tsv from bench/compact_vs_heaptrack.sh, resident_cost.tsv from bench/resident_cost.sh,
-resident_accuracy.tsv from bench/resident_accuracy.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
+resident_accuracy.tsv from bench/resident_accuracy.sh, record_cost.tsv from bench/record_cost.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
 exception is the comparison section, which quotes the published figures of CodSpeed's pull request as
 constants below, marked as taken on another machine.
 
 usage: bench/render_performance.py --results DIR --out FILE
-       bench/render_performance.py --results DIR --out FILE --section diff|compact|resident|resident-accuracy
-           [--build BUILD]
+       bench/render_performance.py --results DIR --out FILE
+           --section diff|compact|resident|resident-accuracy|record-cost [--build BUILD]
            (only the `memtrack diff` section of FILE, from DIR/diff_cost.tsv, the compact artifacts section,
            from DIR/compact.tsv, the resident sampling section, from DIR/resident_cost.tsv, or the peak resident
-           section, from DIR/resident_accuracy.tsv: for a machine too slow or too busy for the whole suite; the
-           section says it was run alone)
+           section, from DIR/resident_accuracy.tsv, or the recording cost section, from DIR/record_cost.tsv:
+           for a machine too slow or too busy for the whole suite; the section says it was run alone)
 Exits 1, writing nothing, if a benchmark row the document needs is missing from the JSON or a result file
 cannot be read.
 """
@@ -57,6 +57,12 @@ RESIDENT_SECTION = "## Sampling resident memory"
 RESIDENT_ACCURACY_GOAL = 0.05
 RESIDENT_ACCURACY_HEADER = ["workload", "processes", "reference", "reference_bytes", "memtrack_bytes"]
 RESIDENT_ACCURACY_SECTION = "## Peak resident against the kernel's high-water mark"
+# issue 26: with stacks at most 1.2x the --no-stacks wall time on a process-heavy workload; the per-event cost
+# at 2 and 8 threads at most 1.25x that at 1 thread
+RECORD_COST_PROCESS_GOAL = 1.2
+RECORD_COST_THREAD_GOAL = 1.25
+RECORD_COST_THREADS = [1, 2, 4, 8]
+RECORD_COST_SECTION = "## Recording cost per process, per thread and in the transport"
 # issue 25: compact artifacts. Churn with stacks at most heaptrack's bytes per event; the programs at most 4x
 # heaptrack's file; realistic events at most half the compatible encoding's size at the same level; encode CPU
 # at most 0.6x the compatible encoding's at the same level; stats of a compact artifact no slower.
@@ -506,6 +512,86 @@ def render_resident(runs, alone=None):
     return out
 
 
+def render_record_cost(c, alone=None):
+    """The recording cost section (bench/record_cost.sh's `key value` figures) as template lines. `alone`: as
+    in render_diff."""
+    out = []
+    w = out.append
+    w(RECORD_COST_SECTION)
+    w("")
+    procs = int(c["proc_git_processes"])
+    w(f"bench/record_cost.sh, {int(c['rounds'])} interleaved rounds, medians. Per process: `sh -c 'for i in "
+      f"$(seq {procs}); do git --version >/dev/null; done'` ({int(c['proc_processes'])} processes) natively, "
+      "under `memtrack record --no-stacks` and under `memtrack record` (stacks, the default); minor page faults "
+      "are GNU time's %R, of the command and every process it waited for (the recorder's own included).")
+    if alone:
+        w("")
+        w(alone)
+    w("")
+    n = c["proc_native_wall"]
+    rows_ = []
+    for side, label in (("native", "native"), ("nostacks", "`record --no-stacks`"), ("stacks", "`record` (stacks)")):
+        wall, faults = c[f"proc_{side}_wall"], c[f"proc_{side}_faults"]
+        extra = (faults - c["proc_native_faults"]) / procs
+        rows_.append([label, f"{wall:.2f} s", f"{c[f'proc_{side}_cpu']:.2f} s", xr(wall, n), f"{int(faults):,}",
+                      "" if side == "native" else f"{extra:+.0f}",
+                      "" if side == "native" else f"{(wall - n) / procs * 1000:+.2f} ms"])
+    w(table(["run", "wall", "CPU", "wall / native", "minor faults", "extra faults per git process",
+             "extra wall per git process"], rows_))
+    w("")
+    s_, ns_ = c["proc_stacks_wall"], c["proc_nostacks_wall"]
+    if ns_ > 0:
+        w(f"Goal (issue 26): with stacks at most {RECORD_COST_PROCESS_GOAL}x the `--no-stacks` wall time on a "
+          f"process-heavy workload: {x(s_ / ns_)} on this loop, {verdict(s_ <= ns_ * RECORD_COST_PROCESS_GOAL)}. "
+          f"Stacks cost {(c['proc_stacks_faults'] - c['proc_nostacks_faults']) / procs:.0f} minor faults and "
+          f"{(s_ - ns_) / procs * 1000:.2f} ms of wall time per process over `--no-stacks`.")
+        w("")
+    w("Per thread: tests/integration/programs/churn.c with the same total of operations (one malloc, realloc or "
+      f"free each: one event each, {int(c['thr1_events']):,} events with the C runtime's own) split over 1, 2, 4 "
+      "and 8 threads, natively, under heaptrack and under `memtrack record` (stacks on); wall time per event, and "
+      "the recording's extra wall time per event ((recorded - native) / events). This machine has "
+      f"{os.cpu_count()} cores: past that the threads share them, and the extra per event is what recording "
+      "adds to all of them.")
+    w("")
+    rows_ = []
+    base = None
+    extras = {}
+    for t in RECORD_COST_THREADS:
+        ev = c[f"thr{t}_events"]
+        nat, ht, mt = (c[f"thr{t}_{k}_wall"] for k in ("native", "heaptrack", "memtrack"))
+        ht_x, mt_x = (ht - nat) * 1e9 / ev, (mt - nat) * 1e9 / ev
+        extras[t] = mt_x
+        if base is None:
+            base = mt_x
+        rows_.append([f"{t}", f"{nat * 1e9 / ev:.0f} ns", f"{ht * 1e9 / ev:.0f} ns", f"{mt * 1e9 / ev:.0f} ns",
+                      f"{ht_x:.0f} ns", f"{mt_x:.0f} ns", xr(mt_x, base), xr(ht - nat, mt - nat)])
+    w(table(["threads", "native per event", "heaptrack per event", "memtrack per event", "heaptrack extra",
+             "memtrack extra", "memtrack extra / 1 thread", "heaptrack extra / memtrack extra"], rows_))
+    w("")
+    lost = int(c["thr_lost_events"])
+    w(f"Lost events over all rounds and thread counts (fewer in the artifact than churn made): {lost:,}.")
+    w("")
+    if base and base > 0:
+        ok = all(extras[t] <= base * RECORD_COST_THREAD_GOAL for t in (2, 8))
+        w(f"Goal (issue 26): the per-event cost (memtrack's extra) at 2 and 8 threads at most "
+          f"{RECORD_COST_THREAD_GOAL}x that at 1 thread: {x(extras[2] / base)} at 2 threads and "
+          f"{x(extras[8] / base)} at 8, {verdict(ok)}.")
+        w("")
+    w(f"The transport alone: bench/transport_floor.c, {int(c['transport_events']):,} 48-byte events split over P "
+      "producer threads, one consumer copying them out; the ring is the runtime's (one fetch_add ticket per "
+      "event on a shared head, slot handoff by sequence number, causal by construction), the pipe takes per-thread "
+      "85-event batches (one write(2) each; not causal across threads without a merge). One run per P.")
+    w("")
+    rows_ = []
+    r1 = c["transport1_ring_ns"]
+    for p in RECORD_COST_THREADS:
+        ring, pipe = c[f"transport{p}_ring_ns"], c[f"transport{p}_pipe_ns"]
+        rows_.append([f"{p}", f"{ring:.1f} ns", xr(ring, r1), f"{pipe:.1f} ns", xr(pipe, ring)])
+    w(table(["producers", "ring per event", "ring / 1 producer", "pipe (batches) per event", "pipe / ring"], rows_))
+    w("")
+    return out
+
+
 def load_resident_accuracy(path):
     """bench/resident_accuracy.sh's TSV (a header line, then one line per workload), or None."""
     if not os.path.exists(path):
@@ -694,7 +780,7 @@ def unwind_name(variant, sites, threads):
 
 
 def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, commands, diffs=None, compacts=None,
-           resident=None, resident_accuracy=None):
+           resident=None, resident_accuracy=None, record_cost=None):
     b = rows
     nproc = int(meta["nproc"])
     frame_events = int(ctx["memtrack_frame_events"])
@@ -1224,6 +1310,9 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
     if resident_accuracy:
         for line in render_resident_accuracy(resident_accuracy):
             w(line)
+    if record_cost:
+        for line in render_record_cost(record_cost):
+            w(line)
 
     # ---------------------------------------------------------------------------------------------- comparison
     c = CODSPEED
@@ -1323,6 +1412,8 @@ SECTIONS = {
                  render_resident),
     "resident-accuracy": ("resident_accuracy.tsv", "bench/resident_accuracy.sh", RESIDENT_ACCURACY_SECTION,
                           load_resident_accuracy, render_resident_accuracy),
+    "record-cost": ("record_cost.tsv", "bench/record_cost.sh", RECORD_COST_SECTION, load_tsv_keys,
+                    render_record_cost),
 }
 
 
@@ -1369,9 +1460,10 @@ def main():
     ap.add_argument("--results", required=True, help="run_suite.sh's output directory")
     ap.add_argument("--out", required=True, help="the Markdown file to write")
     ap.add_argument("--section", choices=list(SECTIONS),
-                    help="replace only this section of --out (from --results' report_size.tsv, diff_cost.tsv, compact.tsv, "
-                         "resident_cost.tsv or resident_accuracy.tsv and load.txt, as written by bench/diff_cost.sh, "
-                         "bench/compact_vs_heaptrack.sh, bench/resident_cost.sh or bench/resident_accuracy.sh and "
+                    help="replace only this section of --out (from --results' report_size.tsv, diff_cost.tsv, "
+                         "compact.tsv, resident_cost.tsv, resident_accuracy.tsv or record_cost.tsv and load.txt, as "
+                         "written by bench/report_size.sh, bench/diff_cost.sh, bench/compact_vs_heaptrack.sh, "
+                         "bench/resident_cost.sh, bench/resident_accuracy.sh or bench/record_cost.sh and "
                          "around "
                          "it), the rest of the document as it is")
     ap.add_argument("--build", help="with --section: the build tree of that run (its CMAKE_BUILD_TYPE is named)")
@@ -1398,6 +1490,7 @@ def main():
         compacts = load_compact(os.path.join(args.results, "compact.tsv"))
         resident = load_resident_cost(os.path.join(args.results, "resident_cost.tsv"))
         resident_accuracy = load_resident_accuracy(os.path.join(args.results, "resident_accuracy.tsv"))
+        record_cost = load_tsv_keys(os.path.join(args.results, "record_cost.tsv"))
     except ValueError as e:
         print(f"render_performance.py: {e}", file=sys.stderr)
         return 1
@@ -1410,7 +1503,7 @@ def main():
                   load_loads(os.path.join(args.results, "load.txt")),
                   load_rss(os.path.join(args.results, "encode_rss.tsv")),
                   load_records(args.results), stacks, reports, symbols, commands, diffs, compacts, resident,
-                  resident_accuracy)
+                  resident_accuracy, record_cost)
     with open(args.out, "w") as f:
         f.write(text)
     return 0

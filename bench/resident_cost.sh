@@ -17,7 +17,7 @@
 #             on_cpu_s off_cpu_s samples polls sampler_cpu_s sampler_share_pct (the sampler's figures: the
 #             medians over the rounds with sampling); bench/render_performance.py reads it
 #   ROUNDS    rounds of churn and gcc (default 3)
-# With MEMTRACK_BENCH_SMOKE=1 (run_suite.sh --smoke) the workloads shrink: churn 2 x 20,000, gcc -O2 -c of
+# With MEMTRACK_BENCH_SMOKE=1 (run_suite.sh --smoke) the workloads shrink: churn 2 x 200,000, gcc -O2 -c of
 # churn.c, busy 300 ms.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,7 +77,7 @@ workload() {
 printf 'workload\trounds\tprocesses\ton_wall_s\toff_wall_s\ton_cpu_s\toff_cpu_s\tsamples\tpolls\tsampler_cpu_s\tsampler_share_pct\n'
 if [[ -n $tsv ]]; then : > "$tsv"; fi
 if [[ ${MEMTRACK_BENCH_SMOKE:-0} == 1 ]]; then
-  workload churn "$rounds" -- "$work/churn" 2 20000
+  workload churn "$rounds" -- "$work/churn" 2 200000
   workload gcc "$rounds" -- gcc -O2 -c "$here/tests/integration/programs/churn.c" -o "$work/churn.o"
   busy_ms=300
 else

@@ -24,7 +24,9 @@
 #              bench/resident_cost.sh (resident sampling against --no-resident: churn 2 x 4M and g++ compiling
 #              a file, 3 rounds, and the sampler's CPU for 10 busy processes; about three minutes more) and
 #              bench/resident_accuracy.sh (peak resident against the kernel's VmHWM and GNU time's max RSS:
-#              resident.c's programs, python3, g++ and sqlite3; about a minute)
+#              resident.c's programs, python3, g++ and sqlite3; about a minute) and bench/record_cost.sh (the
+#              recording cost per process, per thread at 1/2/4/8 threads and of the transport alone, 3 rounds;
+#              about a minute)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
@@ -134,7 +136,7 @@ else
   rm -f "$out/encode_rss.tsv"
 fi
 rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt" \
-  "$out/diff_cost.tsv" "$out/resident_cost.tsv" "$out/resident_accuracy.tsv"
+  "$out/diff_cost.tsv" "$out/resident_cost.tsv" "$out/resident_accuracy.tsv" "$out/record_cost.tsv"
 if ((record)); then
   # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
   # per event without the fixed cost of starting a recording. Smoke: a few thousand operations, once.
@@ -152,6 +154,9 @@ if ((record)); then
   if ((smoke)); then rounds=1; else rounds=3; fi
   bench_script "$out/resident_cost.txt" bench/resident_cost.sh "$build" "$out/resident_cost.tsv" "$rounds"
   bench_script "$out/resident_accuracy.txt" bench/resident_accuracy.sh "$build" "$out/resident_accuracy.tsv"
+  # Issue 26: per process (a git loop), per thread (churn at 1/2/4/8 threads) and the transport alone (smoke:
+  # one round at the script's smoke sizes).
+  bench_script "$out/record_cost.txt" bench/record_cost.sh "$build" "$out/record_cost.tsv" "$rounds"
   part record
 fi
 if ((report)); then

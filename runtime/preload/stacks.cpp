@@ -225,6 +225,14 @@ void punch_file_pages() {
   if (g_tree.view != nullptr) (void)syscall(SYS_madvise, g_tree.view, g_tree.bytes, MADV_REMOVE);
 }
 
+// Maps [p, p + len) written in one call, for the tables' parts every process with stacks uses: tier 0's
+// slots (a lookup reads a slot before an insert writes it, so each page would fault twice: read-only first,
+// then copy-on-write) and the node arrays' first pages. Best effort: without MADV_POPULATE_WRITE (Linux
+// 5.14) the pages fault in as they are used.
+void populate_for_write(void* p, size_t len) {
+  (void)syscall(SYS_madvise, p, len, MADV_POPULATE_WRITE);
+}
+
 }  // namespace
 
 void stacks_attach() {
@@ -245,6 +253,9 @@ void stacks_attach() {
   g_tree.slots = reinterpret_cast<std::atomic<uint32_t>*>(g_tree.parents + kMaxNodes);
   g_tree.next_id.store(1, std::memory_order_relaxed);
   g_tree.bytes = bytes;
+  populate_for_write(g_tree.slots, size_t{kTier0Slots} * 4);
+  populate_for_write(g_tree.addresses, 4096);
+  populate_for_write(g_tree.parents, 4096);
   t_len = 0;
   scan_modules();
 }

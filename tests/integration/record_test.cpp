@@ -309,6 +309,57 @@ TEST(Record, TinyRingBackpressureIsLossless) {
   check_threads_run(record({kPrograms + "/threads"}, "MEMTRACK_RING_SLOTS=1024"));
 }
 
+// Happens-before across threads (programs/handoff.c): a producer thread mallocs a block and hands it to a
+// consumer thread (a release store the consumer acquires, or a mutex), which reallocs it and frees the result;
+// the freed blocks come back to the producer's mallocs through the allocator. The producer's malloc returns
+// before the handoff, and the hook takes the event's ticket before malloc returns; the consumer's realloc starts
+// after the handoff and takes its ticket before the old block is released. So the ring's order (one fetch_add
+// on the head) puts every malloc before the realloc of that block, and every free before the malloc that reuses
+// its address. A transport that lost this edge - per-thread buffers merged by thread, or by a clock read
+// outside the ticket's order, an event published after the call returned - writes some consumer's realloc
+// before the producer's malloc of the same block (a realloc of an address that is not live), or a reused
+// address's malloc before its free (an address that is already live): expect_causal and the count of reallocs
+// of live producer blocks fail then. A local build whose malloc hook recorded each event at the thread's next
+// hooked call instead (a one-event per-thread buffer) failed both, in both modes.
+void check_handoff(const std::string& mode, const std::string& env = "") {
+  constexpr std::uint64_t kHandoffs = 20000;
+  const RecordRun run = record({kPrograms + "/handoff", mode, std::to_string(kHandoffs)}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto out = parse_output(run.out);
+  ASSERT_TRUE(out.contains("handoffs") && out.contains("producer_tid") && out.contains("consumer_tid")) << run.out;
+  ASSERT_EQ(out.at("handoffs")[0], kHandoffs);
+  const int producer = static_cast<int>(out.at("producer_tid")[0]),
+            consumer = static_cast<int>(out.at("consumer_tid")[0]);
+  ASSERT_NE(producer, consumer);
+  ASSERT_FALSE(run.events.empty());
+  const int pid = run.events.front().pid;
+  // Walking the artifact in order: the producer's live blocks, and the consumer's reallocs and frees of them.
+  std::set<std::uint64_t> handed, reallocated;
+  std::uint64_t mallocs = 0, reallocs_of_handed = 0, frees_of_reallocated = 0;
+  for (const Ev& e : run.events) {
+    if (e.pid != pid) continue;
+    if (e.tid == producer && e.type == "Malloc" && e.size >= 5555 && e.size <= 5561) {
+      ++mallocs;
+      handed.insert(e.addr);
+    } else if (e.tid == consumer && e.type == "Realloc" && e.size >= 6666 && e.size <= 6672) {
+      if (e.has_old && handed.erase(e.old_addr) != 0) ++reallocs_of_handed;
+      reallocated.insert(e.addr);
+    } else if (e.tid == consumer && e.type == "Free" && reallocated.erase(e.addr) != 0) {
+      ++frees_of_reallocated;
+    }
+  }
+  EXPECT_EQ(mallocs, kHandoffs);
+  EXPECT_EQ(reallocs_of_handed, kHandoffs) << "a consumer's realloc came before the producer's malloc of its block";
+  EXPECT_EQ(frees_of_reallocated, kHandoffs);
+  EXPECT_EQ(summary_events(run.err), run.events.size()) << run.err;
+  expect_causal(run.events, pid);
+}
+
+TEST(Record, HandoffThroughReleaseAcquireKeepsHappensBefore) { check_handoff("atomic"); }
+TEST(Record, HandoffThroughAMutexKeepsHappensBefore) { check_handoff("mutex"); }
+// With a 1024-slot ring both threads wait for slots all the time, between taking a ticket and filling it.
+TEST(Record, HandoffThroughATinyRingKeepsHappensBefore) { check_handoff("atomic", "MEMTRACK_RING_SLOTS=1024"); }
+
 TEST(Record, ForkedChildRecordsUnderItsOwnPid) {
   const RecordRun run = record({kPrograms + "/fork_child"});
   ASSERT_EQ(run.exit_code, 0) << run.err;

@@ -107,9 +107,34 @@ inline std::size_t slot_index(std::uintptr_t key) {
   return static_cast<std::size_t>(group << kGroupBits | (((key >> 2) ^ mask) & ((1u << kGroupBits) - 1)));
 }
 
+// The cache's pages whose first touch was a write (one bit per 4 KiB page). A page first read is mapped
+// read-only (the zero page, or the tables memfd's page: stacks.cpp) and faults again at its first write, which
+// follows on the miss: two page faults per page a process uses. So a lookup in a page not yet marked first
+// writes it (an atomic add of 0 to the slot's tag: its value does not change, so readers and writers of the
+// slot see nothing) and marks it; the read that follows does not fault. The bits are set once per page and
+// per image, so the check is a load of one cache line that stays shared.
+constexpr std::size_t kSlotsPerPage = 4096 / sizeof(Slot);
+constexpr std::size_t kCachePages = kCacheSlots / kSlotsPerPage;
+std::atomic<std::uint64_t> g_written_pages[kCachePages / 64];
+
+__attribute__((noinline, cold)) void first_write(std::size_t index) {
+  g_cache[index].tag.fetch_add(0, std::memory_order_relaxed);
+  const std::size_t page = index / kSlotsPerPage;
+  g_written_pages[page / 64].fetch_or(std::uint64_t{1} << (page % 64), std::memory_order_relaxed);
+}
+
+inline void ensure_written(std::size_t index) {
+  const std::size_t page = index / kSlotsPerPage;
+  if (__builtin_expect(
+          !(g_written_pages[page / 64].load(std::memory_order_relaxed) & (std::uint64_t{1} << (page % 64))), 0))
+    first_write(index);
+}
+
 // Returns the packed rule of `key` if cached in the current generation, or 0 (kEmpty) otherwise.
 inline std::uint64_t cache_lookup(std::uintptr_t key, std::uint32_t generation) {
-  const Slot& slot = g_cache[slot_index(key)];
+  const std::size_t index = slot_index(key);
+  ensure_written(index);
+  const Slot& slot = g_cache[index];
   const std::uint64_t tag = slot.tag.load(std::memory_order_acquire);
   if ((tag >> 16) != key || (tag & 1)) return 0;
   const std::uint64_t value = slot.value.load(std::memory_order_relaxed);
@@ -636,7 +661,10 @@ extern "C" memtrack_unwind_stats memtrack_unwind_get_stats(void) {
 
 extern "C" std::size_t memtrack_unwind_cache_bytes(void) { return sizeof(g_static_cache); }
 
-extern "C" void memtrack_unwind_use_cache_memory(void* memory) { g_cache = static_cast<Slot*>(memory); }
+extern "C" void memtrack_unwind_use_cache_memory(void* memory) {
+  g_cache = static_cast<Slot*>(memory);
+  for (auto& w : g_written_pages) w.store(0, std::memory_order_relaxed);  // no capture has run yet (unwind.h)
+}
 
 #ifdef MEMTRACK_UNWIND_TEST_HOOKS
 extern "C" void memtrack_unwind_test_force_fallback(bool on) { g_force_fallback.store(on, std::memory_order_relaxed); }
