@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -409,7 +410,12 @@ TEST(UnwindCapture, SignalsInterruptingCaptures) {
   itimerval timer{{0, 200}, {0, 200}};
   ASSERT_EQ(setitimer(ITIMER_PROF, &timer, nullptr), 0);
   int failures = 0;
-  for (int round = 0; round < 20000 && (g_handler_captures.load() < 200 || round < 2000); ++round) {
+  // At least 2,000 rounds, then on until 200 signals landed in captures: the profiling timer counts CPU time
+  // in scheduler ticks, so on a loaded machine a fixed number of rounds (20,000, ~10 ms) could end before the
+  // first signal. Bounded at 10 s of wall time, after which the test fails below if none arrived.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int round = 0; round < 2000 || (g_handler_captures.load() < 200 && std::chrono::steady_clock::now() < give_up);
+       ++round) {
     Capture capture;
     Chain chain;
     chain.depth = 8 + round % 8;
