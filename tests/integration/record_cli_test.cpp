@@ -143,10 +143,16 @@ std::string summary_artifact(const std::string& err) {
 TEST(RecordCli, TwoRecordersOnOneTargetKeepBothRecordings) {
   const fs::path dir = scratch_dir();
   const std::string cd = "cd '" + dir.string() + "' && ";
-  // Different sizes, so each artifact tells which recorder wrote it; b starts once a has begun and ends first.
-  const std::string a = "'" + kMemtrack + "' record -o same.art -- '" + kPrograms + "/churn' 1 1500000 > a.out 2> a.err";
+  // Different sizes, so each artifact tells which recorder wrote it. b starts once a's recording file exists
+  // and a's command waits for b's end (b.done, at most 30 s), so the two recordings overlap whatever the
+  // machine's load (a fixed sleep let a end before b began on a loaded machine).
+  const std::string a = "'" + kMemtrack + "' record -o same.art -- sh -c \"'" + kPrograms +
+                        "/churn' 1 1500000; i=0; while [ ! -e b.done ] && [ $i -lt 600 ]; do sleep 0.05; "
+                        "i=$((i+1)); done\" > a.out 2> a.err";
   const std::string b = "'" + kMemtrack + "' record -o same.art -- '" + kPrograms + "/churn' 1 200000 > b.out 2> b.err";
-  ASSERT_EQ(shell(cd + "{ " + a + " & sleep 0.3; " + b + " & wait; }"), 0);
+  const std::string wait_for_a =
+      "i=0; while ! ls same.art.*.partial > /dev/null 2>&1 && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; ";
+  ASSERT_EQ(shell(cd + "{ " + a + " & " + wait_for_a + b + "; touch b.done; wait; }"), 0);
   const std::string ea_text = slurp(dir / "a.err"), eb_text = slurp(dir / "b.err");
   const std::uint64_t ea = summary_events(ea_text), eb = summary_events(eb_text);
   ASSERT_GT(ea, 1500000u) << ea_text;
@@ -160,7 +166,8 @@ TEST(RecordCli, TwoRecordersOnOneTargetKeepBothRecordings) {
   EXPECT_TRUE(pa == "same.art" || pb == "same.art") << pa << " " << pb;
   EXPECT_TRUE(beside.starts_with("same.") && beside.ends_with(".art")) << beside;
   EXPECT_NE(beside_err.find("memtrack record: same.art appeared during the recording (another recorder's?) and is "
-                            "left as it is; this recording is " + beside + "\n"),
+                            "left as it is; this recording is " +
+                            beside + "\n"),
             std::string::npos)
       << beside_err;
   for (const auto& [path, events] : {std::pair{pa, ea}, std::pair{pb, eb}}) {
@@ -190,8 +197,9 @@ TEST(RecordCli, SummaryNamesACrashAndTheNextCommand) {
   EXPECT_EQ(r.status, 0) << r.err;
   // true allocates nothing here, but it ran: stats counts it, and so does the summary.
   EXPECT_NE(r.err.find(" from 1 process, artifact t.art ("), std::string::npos) << r.err;
-  EXPECT_TRUE(r.err.ends_with("memtrack record: next: memtrack top t.art (the allocation sites), memtrack report "
-                              "t.art (a page)\n"))
+  EXPECT_TRUE(
+      r.err.ends_with("memtrack record: next: memtrack top t.art (the allocation sites), memtrack report "
+                      "t.art (a page)\n"))
       << r.err;
   r = record_in(dir, "-o 'a b.art' -- sh -c 'kill -SEGV $$'");
   EXPECT_EQ(r.status, 139) << r.err;
@@ -239,8 +247,8 @@ const std::string kInnerEnv;
 #endif
 TEST(RecordCli, ANestedRecordRecordsItsOwnCommand) {
   const fs::path dir = scratch_dir();
-  const CliRun r = record_in(dir, "-o outer.art -- " + kInnerEnv + "'" + kMemtrack + "' record -o inner.art -- '" +
-                                      kPrograms + "/fork_exit'");
+  const CliRun r = record_in(
+      dir, "-o outer.art -- " + kInnerEnv + "'" + kMemtrack + "' record -o inner.art -- '" + kPrograms + "/fork_exit'");
   ASSERT_EQ(r.status, 0) << r.err;
   const std::size_t inner = summary_events(r.err);  // the inner summary comes first
   EXPECT_GE(inner, 6u) << r.err;                    // fork_exit's five blocks and frees
