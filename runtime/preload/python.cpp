@@ -235,6 +235,196 @@ int find_runtime(struct dl_phdr_info* info, size_t, void* data) {
   return 1;  // the first image defining it is the interpreter the program runs
 }
 
+// ---- Python frames (CPython 3.11) ----------------------------------------------------------------------------
+//
+// At each capture the calling thread's own frame chain is read: its thread state (PyGILState_GetThisThreadState:
+// a TSS read, no allocation, null on threads the interpreter does not know and before it is initialized),
+// `tstate->cframe->current_frame`, then each `_PyInterpreterFrame`'s `previous`. Only this thread's chain:
+// it changes only on this thread, which is inside an allocator call, and each frame holds a strong reference
+// to its code object, so the chain is stable while we read it whether or not this thread holds the GIL. Each
+// frame is checked (aligned, its f_code's type PyCode_Type) and a chain that fails the check ends there.
+//
+// The layouts are 3.11's (Include/internal/pycore_frame.h, Include/cpython/code.h, unicodeobject.h), the
+// same in every 3.11.x; Py_Version says which interpreter runs, and other versions get native frames only.
+namespace py311 {
+constexpr size_t kTstateCframe = 56;    // PyThreadState.cframe
+constexpr size_t kCframeCurrent = 8;    // _PyCFrame.current_frame
+constexpr size_t kFrameCode = 32;       // _PyInterpreterFrame.f_code
+constexpr size_t kFramePrevious = 48;   // .previous
+constexpr size_t kFramePrevInstr = 56;  // .prev_instr (_Py_CODEUNIT*: the instruction being executed)
+constexpr size_t kFrameIsEntry = 68;    // .is_entry: the first frame of its _PyEval_EvalFrameDefault call
+constexpr size_t kObType = 8;           // PyObject.ob_type
+constexpr size_t kVarSize = 16;         // PyVarObject.ob_size
+constexpr size_t kCodeFirstLine = 72;   // PyCodeObject.co_firstlineno (int)
+constexpr size_t kCodeFilename = 112;   // .co_filename
+constexpr size_t kCodeQualname = 128;   // .co_qualname
+constexpr size_t kCodeLinetable = 136;  // .co_linetable (bytes)
+constexpr size_t kCodeAdaptive = 184;   // .co_code_adaptive: the instructions, 2 bytes each
+constexpr size_t kBytesData = 32;       // PyBytesObject.ob_sval
+constexpr size_t kStrLength = 16;       // PyASCIIObject.length
+constexpr size_t kStrState = 32;        // .state: bit 5 compact, bit 6 ascii
+constexpr size_t kAsciiData = 48;       // sizeof(PyASCIIObject): a compact ASCII string's characters
+constexpr size_t kUtf8Length = 48;      // PyCompactUnicodeObject.utf8_length
+constexpr size_t kUtf8 = 56;            // .utf8 (may be null)
+}  // namespace py311
+
+constexpr size_t kMaxPythonFrames = 256;
+constexpr uint64_t kIdShift = 20, kIdMask = (uint64_t{1} << 20) - 1, kIndexMask = (uint64_t{1} << 20) - 1;
+constexpr uint64_t kGenShift = 40, kModuleSpan = uint64_t{1} << kGenShift;
+
+struct FrameReader {
+  uintptr_t eval_start, eval_end;  // _PyEval_EvalFrameDefault
+  uintptr_t code_type;             // &PyCode_Type
+  void* (*this_tstate)();          // PyGILState_GetThisThreadState
+  bool on;
+};
+constinit FrameReader g_frames = {0, 0, 0, nullptr, false};
+
+// Code objects seen in stacks: open addressing on the code's address. `value` is the code's pseudo-address
+// prefix (tag | generation | id) with 20 bits of a fingerprint of the code in its low bits (its qualname's
+// and file's addresses and first line): a code freed and another allocated at its address gets a new id.
+constexpr uint32_t kCodeSlots = 1u << 15;
+struct CodeSlot {
+  std::atomic<uint64_t> code;
+  std::atomic<uint64_t> value;
+};
+constinit CodeSlot g_codes[kCodeSlots] = {};
+constinit std::atomic<uint32_t> g_code_count{0};
+constinit std::atomic_flag g_code_lock = ATOMIC_FLAG_INIT;
+constinit uint64_t g_next_id = 1;     // under g_code_lock; id 0: an unknown code
+constinit uint64_t g_generation = 0;  // under g_code_lock
+constinit int g_module_pid = 0;       // under g_code_lock: the pid that noted the current module (0: none)
+constinit char g_note[16 + 10 * 1024];
+
+template <typename T>
+inline T load(uintptr_t at) {
+  T v;
+  memcpy(&v, reinterpret_cast<const void*>(at), sizeof v);
+  return v;
+}
+
+inline uint64_t module_base(uint64_t generation) { return kPythonAddressTag | generation << kGenShift; }
+
+uint64_t fingerprint(uintptr_t code) {
+  const uint64_t f = load<uintptr_t>(code + py311::kCodeQualname) ^
+                     (load<uintptr_t>(code + py311::kCodeFilename) >> 4) ^
+                     static_cast<uint32_t>(load<int>(code + py311::kCodeFirstLine));
+  return (f ^ (f >> 20) ^ (f >> 40)) & kIndexMask;
+}
+
+// A str's UTF-8 bytes when the interpreter has them (compact ASCII, or a compact string whose UTF-8 form
+// exists); else false.
+bool str_bytes(uintptr_t s, const char*& out, size_t& n) {
+  if (s == 0 || (s & 7) != 0) return false;
+  const uint32_t state = load<uint32_t>(s + py311::kStrState);
+  if ((state & (1u << 5)) == 0) return false;
+  if ((state & (1u << 6)) != 0) {
+    out = reinterpret_cast<const char*>(s + py311::kAsciiData);
+    n = static_cast<size_t>(load<int64_t>(s + py311::kStrLength));
+    return true;
+  }
+  const uintptr_t utf8 = load<uintptr_t>(s + py311::kUtf8);
+  if (utf8 == 0) return false;
+  out = reinterpret_cast<const char*>(utf8);
+  n = static_cast<size_t>(load<int64_t>(s + py311::kUtf8Length));
+  return true;
+}
+
+// Under g_code_lock: this image's Python module, noted once per process (a fork child notes its own: the
+// parent goes on numbering its codes in the module they share).
+bool note_module() {
+  if (g_module_pid == g_pid) return true;
+  if (g_module_pid != 0) ++g_generation;
+  if (g_generation >= 0xff) return false;
+  const uint64_t base = module_base(g_generation);
+  char payload[sizeof(runtime::RingModulePayload) + 12 + 8];
+  runtime::RingModulePayload m = {};
+  m.start = base;
+  m.end = base + kModuleSpan;
+  m.build_id_size = 12;  // unique per module: the pid and a clock reading
+  memcpy(payload, &m, sizeof m);
+  const uint32_t pid = static_cast<uint32_t>(g_pid);
+  const uint64_t now = timestamp_now();
+  memcpy(payload + sizeof m, &pid, 4);
+  memcpy(payload + sizeof m + 4, &now, 8);
+  memcpy(payload + sizeof m + 12, "[python]", 8);
+  if (!write_note(RingEventKind::NoteModule, g_pid, base, payload, sizeof payload)) return false;
+  g_module_pid = g_pid;
+  return true;
+}
+
+// Under g_code_lock: a new id for `code` in this process's module, noted with its names and line table.
+uint64_t note_code(uintptr_t code) {
+  if (!note_module() || g_next_id > kIdMask) return 0;
+  const uint64_t prefix = module_base(g_generation) | g_next_id << kIdShift;
+  const char *name = "?", *file = "?";
+  size_t name_n = 1, file_n = 1;
+  if (!str_bytes(load<uintptr_t>(code + py311::kCodeQualname), name, name_n)) name_n = 1;
+  if (!str_bytes(load<uintptr_t>(code + py311::kCodeFilename), file, file_n)) file_n = 1;
+  if (name_n > 1024) name_n = 1024;
+  if (file_n > 4096) file_n = 4096;
+  const uintptr_t lt = load<uintptr_t>(code + py311::kCodeLinetable);
+  size_t lt_n = lt != 0 ? static_cast<size_t>(load<int64_t>(lt + py311::kVarSize)) : 0;
+  const size_t room = sizeof g_note - sizeof(runtime::RingPythonCodePayload) - name_n - file_n;
+  if (lt_n > room) lt_n = room;  // lines past the cut are unknown
+  runtime::RingPythonCodePayload h = {};
+  h.first_line = static_cast<uint32_t>(load<int>(code + py311::kCodeFirstLine));
+  h.name_bytes = static_cast<uint16_t>(name_n);
+  h.file_bytes = static_cast<uint16_t>(file_n);
+  h.linetable_bytes = static_cast<uint32_t>(lt_n);
+  char* w = g_note;
+  memcpy(w, &h, sizeof h);
+  w += sizeof h;
+  memcpy(w, name, name_n);
+  w += name_n;
+  memcpy(w, file, file_n);
+  w += file_n;
+  if (lt_n != 0) memcpy(w, reinterpret_cast<const void*>(lt + py311::kBytesData), lt_n);
+  w += lt_n;
+  if (!write_note(RingEventKind::NotePythonCode, g_pid, prefix, g_note, static_cast<size_t>(w - g_note))) return 0;
+  ++g_next_id;
+  return prefix;
+}
+
+// The pseudo-address prefix of `code` (0 in the id bits: unknown, when it cannot be noted now).
+uint64_t code_prefix(uintptr_t code, bool may_note) {
+  const uint64_t fp = fingerprint(code);
+  const uint32_t mask = kCodeSlots - 1;
+  uint32_t s = static_cast<uint32_t>((code >> 4) * 0x9E3779B97F4A7C15u >> 40) & mask;
+  for (uint32_t probes = 0; probes < kCodeSlots; ++probes, s = (s + 1) & mask) {
+    const uint64_t k = g_codes[s].code.load(std::memory_order_acquire);
+    if (k == 0) break;
+    if (k != code) continue;
+    const uint64_t v = g_codes[s].value.load(std::memory_order_acquire);
+    if ((v & kIndexMask) == fp) return v & ~kIndexMask;
+    break;  // the address holds another code now: a new id (below)
+  }
+  const uint64_t unknown = module_base(g_generation);
+  if (!may_note || g_code_lock.test_and_set(std::memory_order_acquire)) return unknown;  // a handler inside ours
+  uint64_t prefix = 0;
+  uint32_t slot = static_cast<uint32_t>((code >> 4) * 0x9E3779B97F4A7C15u >> 40) & mask;
+  for (uint32_t probes = 0; probes < kCodeSlots; ++probes, slot = (slot + 1) & mask) {
+    const uint64_t k = g_codes[slot].code.load(std::memory_order_relaxed);
+    if (k == 0 || k == code) break;
+  }
+  const uint64_t k = g_codes[slot].code.load(std::memory_order_relaxed);
+  const uint64_t v = g_codes[slot].value.load(std::memory_order_relaxed);
+  if (k == code && (v & kIndexMask) == fp) {
+    prefix = v & ~kIndexMask;  // another thread noted it meanwhile
+  } else if (k == code || g_code_count.load(std::memory_order_relaxed) < kCodeSlots / 2) {
+    prefix = note_code(code);
+    if (prefix != 0) {
+      g_codes[slot].value.store(prefix | fp, std::memory_order_release);
+      if (k == 0) {
+        g_code_count.fetch_add(1, std::memory_order_relaxed);
+        g_codes[slot].code.store(code, std::memory_order_release);
+      }
+    }
+  }
+  g_code_lock.clear(std::memory_order_release);
+  return prefix != 0 ? prefix : unknown;
+}
+
 }  // namespace
 
 void python_attach() {
@@ -270,6 +460,77 @@ void python_attach() {
       g_py.setup_original.store(original, std::memory_order_release);
   }
   wrap_domains();
+  // Frames: 3.11's layouts only.
+  const Elf64_Sym* eval = lookup(f.syms, "_PyEval_EvalFrameDefault");
+  const Elf64_Sym* code_type = lookup(f.syms, "PyCode_Type");
+  const Elf64_Sym* this_tstate = lookup(f.syms, "PyGILState_GetThisThreadState");
+  if ((g_py.version >> 16) != 0x030B) {
+    say("python: the frames of this interpreter's version (Py_Version ", "not 3.11",
+        ") are not shown in stacks (layouts known: 3.11); native frames only");
+  } else if (eval == nullptr || code_type == nullptr || this_tstate == nullptr) {
+    say("python: _PyEval_EvalFrameDefault, PyCode_Type or PyGILState_GetThisThreadState not found: Python frames "
+        "are not shown in stacks");
+  } else {
+    g_frames.eval_start = f.syms.bias + eval->st_value;
+    g_frames.eval_end = g_frames.eval_start + eval->st_size;
+    g_frames.code_type = f.syms.bias + code_type->st_value;
+    g_frames.this_tstate = reinterpret_cast<void* (*)()>(f.syms.bias + this_tstate->st_value);
+    g_frames.on = true;
+  }
+}
+
+size_t python_splice(uintptr_t* raw, size_t n, size_t cap, bool cut, bool may_note) {
+  if (!g_frames.on) return n;
+  const auto ts = reinterpret_cast<uintptr_t>(g_frames.this_tstate());
+  if (ts == 0) return n;
+  const uintptr_t cframe = load<uintptr_t>(ts + py311::kTstateCframe);
+  if (cframe == 0 || (cframe & 7) != 0) return n;
+  uintptr_t f = load<uintptr_t>(cframe + py311::kCframeCurrent);
+  uint64_t py[kMaxPythonFrames];
+  bool entry[kMaxPythonFrames];
+  size_t np = 0;
+  for (; f != 0 && (f & 7) == 0 && np < kMaxPythonFrames; f = load<uintptr_t>(f + py311::kFramePrevious)) {
+    const uintptr_t code = load<uintptr_t>(f + py311::kFrameCode);
+    if (code == 0 || (code & 7) != 0 || load<uintptr_t>(code + py311::kObType) != g_frames.code_type) break;
+    const auto instr = static_cast<intptr_t>(load<uintptr_t>(f + py311::kFramePrevInstr));
+    const intptr_t index = (instr - static_cast<intptr_t>(code + py311::kCodeAdaptive)) / 2;
+    const uint64_t at = index < 0                                       ? 0
+                        : static_cast<uint64_t>(index) + 1 > kIndexMask ? kIndexMask
+                                                                        : static_cast<uint64_t>(index) + 1;
+    py[np] = code_prefix(code, may_note) | at;
+    entry[np] = load<bool>(f + py311::kFrameIsEntry);
+    ++np;
+  }
+  if (np == 0) return n;
+  uintptr_t out[kMaxStackDepth + 8];
+  if (cap > sizeof out / sizeof out[0]) cap = sizeof out / sizeof out[0];
+  size_t o = 0, p = 0, after_last = 0;
+  for (size_t i = 0; i < n && o < cap; ++i) {
+    if (raw[i] >= g_frames.eval_start && raw[i] < g_frames.eval_end && p < np) {
+      // This evaluation loop's frames: from the innermost not placed yet to its entry frame.
+      while (p < np && o < cap) {
+        const bool last = entry[p];
+        out[o++] = py[p++];
+        if (last) break;
+      }
+      after_last = o;
+      continue;
+    }
+    out[o++] = raw[i];
+  }
+  // Frames of evaluation loops whose native frame was not recognised (a return address in a part of the
+  // function the compiler split off): after the last placed group, or outermost when none was placed. Not
+  // when the native stack was cut (their loops are among the frames not captured).
+  if (p < np && !cut) {
+    const size_t at = after_last != 0 ? after_last : o;
+    size_t extra = np - p;
+    if (o + extra > cap) extra = cap - o;
+    memmove(out + at + extra, out + at, (o - at) * sizeof out[0]);
+    for (size_t k = 0; k < extra; ++k) out[at + k] = py[p + k];
+    o += extra;
+  }
+  memcpy(raw, out, o * sizeof out[0]);
+  return o;
 }
 
 }  // namespace memtrack::preload
