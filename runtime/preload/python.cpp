@@ -22,6 +22,7 @@
 
 #include <elf.h>
 #include <link.h>
+#include <stdlib.h>
 
 #include <atomic>
 
@@ -470,6 +471,8 @@ void python_attach() {
   } else if (eval == nullptr || code_type == nullptr || this_tstate == nullptr) {
     say("python: _PyEval_EvalFrameDefault, PyCode_Type or PyGILState_GetThisThreadState not found: Python frames "
         "are not shown in stacks");
+  } else if (const char* knob = getenv("MEMTRACK_PYTHON_FRAMES"); knob != nullptr && strcmp(knob, "0") == 0) {
+    // Native frames only, to measure what Python frames cost (docs/RUNTIME.md, "Python programs").
   } else {
     g_frames.eval_start = f.syms.bias + eval->st_value;
     g_frames.eval_end = g_frames.eval_start + eval->st_size;
