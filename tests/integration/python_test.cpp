@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -195,6 +196,41 @@ TEST(Python, ThreadsACCallAndASubprocess) {
       json.out.find("{\"function\":\"call_c\",\"module\":\"[python]\"", ffi == std::string::npos ? 0 : ffi);
   ASSERT_NE(ffi, std::string::npos) << json.out.substr(0, 4000);
   EXPECT_NE(caller, std::string::npos) << "call_c outside (after) ffi_call in the stack";
+}
+
+// The Python frames of one site at a time, innermost first, as "function:line ..." with "*" for each run
+// of native frames: sites.py's sibling in the test itself, through python3's json module.
+std::string python_stacks(const fs::path& art) {
+  const std::string code =
+      "import json,sys\n"
+      "for s in json.load(sys.stdin)['sites']:\n"
+      "  out, native = [], False\n"
+      "  for f in s['stack']:\n"
+      "    if f['module'] == '[python]':\n"
+      "      out.append('%s:%s' % (f['function'], f['line'])); native = False\n"
+      "    elif not native:\n"
+      "      out.append('*'); native = True\n"
+      "  print(s['allocations'], ' '.join(out))\n";
+  const fs::path py = art.string() + ".stacks.py";
+  std::ofstream(py) << code;
+  const RunResult r = run(memtrack_bin() + " top '" + art.string() + "' --json -n 0 --by count | " + kPython + " '" +
+                          py.string() + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  return r.out;
+}
+
+// A generator shows above the native frames that resume it (list()), a key function called back from C (sorted) above
+// sort's native frames and its Python caller, and a coroutine under asyncio's event loop.
+TEST(Python, GeneratorsCallbacksAndCoroutines) {
+  const fs::path dir = memtrack::testing::test_dir("python");
+  const RunResult r = record(dir / "g.art", "", "generators.py");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "30000 30000\n");
+  const std::string stacks = python_stacks(dir / "g.art");
+  EXPECT_NE(stacks.find("30000 * produce:5 * consume:13 <module>:26 *"), std::string::npos) << stacks;
+  EXPECT_NE(stacks.find(" * key_of:9 * consume:14 <module>:26 *"), std::string::npos) << stacks;
+  EXPECT_NE(stacks.find("30000 * coro_alloc.<locals>.<listcomp>:18 coro_alloc:18 * Handle._run:"), std::string::npos)
+      << stacks;
 }
 
 }  // namespace
