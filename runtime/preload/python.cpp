@@ -224,6 +224,7 @@ const Elf64_Sym* lookup(const DynSyms& s, const char* name) {
 
 struct Found {
   DynSyms syms;
+  uintptr_t text_start, text_end;  // the image's executable segments
   bool ok;
 };
 
@@ -233,6 +234,15 @@ int find_runtime(struct dl_phdr_info* info, size_t, void* data) {
   if (!dyn_syms(info, s) || lookup(s, "PyMem_SetAllocator") == nullptr) return 0;
   f->syms = s;
   f->ok = true;
+  f->text_start = ~uintptr_t{0};
+  f->text_end = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+    if (lo < f->text_start) f->text_start = lo;
+    if (hi > f->text_end) f->text_end = hi;
+  }
   return 1;  // the first image defining it is the interpreter the program runs
 }
 
@@ -275,11 +285,12 @@ constexpr uint64_t kGenShift = 40, kModuleSpan = uint64_t{1} << kGenShift;
 
 struct FrameReader {
   uintptr_t eval_start, eval_end;  // _PyEval_EvalFrameDefault
+  uintptr_t text_start, text_end;  // the interpreter's image (its executable segments)
   uintptr_t code_type;             // &PyCode_Type
   void* (*this_tstate)();          // PyGILState_GetThisThreadState
   bool on;
 };
-constinit FrameReader g_frames = {0, 0, 0, nullptr, false};
+constinit FrameReader g_frames = {0, 0, 0, 0, 0, nullptr, false};
 
 // Code objects seen in stacks: open addressing on the code's address. `value` is the code's pseudo-address
 // prefix (tag | generation | id) with 20 bits of a fingerprint of the code in its low bits (its qualname's
@@ -477,6 +488,8 @@ void python_attach() {
     g_frames.eval_start = f.syms.bias + eval->st_value;
     g_frames.eval_end = g_frames.eval_start + eval->st_size;
     g_frames.code_type = f.syms.bias + code_type->st_value;
+    g_frames.text_start = f.text_start;
+    g_frames.text_end = f.text_end;
     g_frames.this_tstate = reinterpret_cast<void* (*)()>(f.syms.bias + this_tstate->st_value);
     g_frames.on = true;
   }
@@ -532,8 +545,22 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, bool cut, bool may_no
     for (size_t k = 0; k < extra; ++k) out[at + k] = py[p + k];
     o += extra;
   }
-  memcpy(raw, out, o * sizeof out[0]);
-  return o;
+  // Between two Python frames, the interpreter's own native frames are the machinery of calls
+  // (_PyObject_MakeTpCall, _PyFunction_Vectorcall, a builtin's C code): left out, so deep Python stacks fit
+  // the depth cap and share their prefixes. Frames of other modules (C extensions) stay.
+  size_t first = o, last = 0;
+  for (size_t k = 0; k < o; ++k)
+    if (is_python_address(out[k])) {
+      if (first == o) first = k;
+      last = k;
+    }
+  size_t kept = 0;
+  for (size_t k = 0; k < o; ++k) {
+    const bool interior = k > first && k < last && !is_python_address(out[k]) && out[k] >= g_frames.text_start &&
+                          out[k] < g_frames.text_end;
+    if (!interior) raw[kept++] = out[k];
+  }
+  return kept;
 }
 
 }  // namespace memtrack::preload

@@ -219,18 +219,41 @@ std::string python_stacks(const fs::path& art) {
   return r.out;
 }
 
-// A generator shows above the native frames that resume it (list()), a key function called back from C (sorted) above
-// sort's native frames and its Python caller, and a coroutine under asyncio's event loop.
+// A generator shows above the code that resumes it (list(), whose native frames, the interpreter's, are left
+// out between two Python frames), a key function called back from C (sorted) above its Python caller, and a
+// coroutine under asyncio's event loop (its C extension's frames between them stay).
 TEST(Python, GeneratorsCallbacksAndCoroutines) {
   const fs::path dir = memtrack::testing::test_dir("python");
   const RunResult r = record(dir / "g.art", "", "generators.py");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "30000 30000\n");
   const std::string stacks = python_stacks(dir / "g.art");
-  EXPECT_NE(stacks.find("30000 * produce:5 * consume:13 <module>:26 *"), std::string::npos) << stacks;
-  EXPECT_NE(stacks.find(" * key_of:9 * consume:14 <module>:26 *"), std::string::npos) << stacks;
+  EXPECT_NE(stacks.find("30000 * produce:5 consume:13 <module>:26 *"), std::string::npos) << stacks;
+  EXPECT_NE(stacks.find(" * key_of:9 consume:14 <module>:26 *"), std::string::npos) << stacks;
   EXPECT_NE(stacks.find("30000 * coro_alloc.<locals>.<listcomp>:18 coro_alloc:18 * Handle._run:"), std::string::npos)
       << stacks;
+}
+
+// `memtrack record -- python3 -m pytest` with the few-line plugin of programs/python/pytest_suite/conftest.py
+// (a region per test through the control library and ctypes): each test's region holds its own
+// allocations. Needs python3-pytest (ci/install-deps.sh).
+TEST(Python, PytestWithARegionPerTest) {
+  ASSERT_EQ(run(kPython + " -c 'import pytest'").status, 0) << "python3-pytest is not installed (ci/install-deps.sh)";
+  const fs::path dir = memtrack::testing::test_dir("python");
+  const std::string art = (dir / "p.art").string();
+  const RunResult r =
+      run("cd " + kScripts + "/pytest_suite && env -u PYTHONMALLOC MEMTRACK_CONTROL_LIB=" MEMTRACK_CONTROL_LIB " " +
+          memtrack_bin() + " record -o '" + art + "' -- " + kPython + " -m pytest -q -p no:cacheprovider .");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("3 passed"), std::string::npos) << r.out;
+  const auto allocations = [&](const std::string& test) {
+    const RunResult s = run(memtrack_bin() + " stats '" + art + "' --json --region test_small.py::" + test);
+    EXPECT_EQ(s.status, 0) << s.err;
+    return stats_field(s.out, "Malloc") + stats_field(s.out, "Calloc") + stats_field(s.out, "Realloc");
+  };
+  EXPECT_GE(allocations("test_strings"), 30'000u);  // one str per element
+  EXPECT_GE(allocations("test_lists"), 40'000u);    // a list and its items per element
+  EXPECT_LT(allocations("test_nothing_much"), 1'000u);
 }
 
 }  // namespace
