@@ -154,14 +154,11 @@ int setup_allocators_hook(int name) {
 }
 
 // One line in record's summary saying how this interpreter's objects are recorded (diagnostic()).
-void note_mode() {
-  if (g_noted.exchange(true, std::memory_order_relaxed)) return;
-  char ver[24];
-  const unsigned major = (g_py.version >> 24) & 0xff, minor = (g_py.version >> 16) & 0xff,
-                 micro = (g_py.version >> 8) & 0xff;
-  // "3.11.2": at most 3 digits each.
+// "3.11.2" from Py_Version (0xMMmmppRS) into `ver` (at least 12 bytes).
+void version_string(char* ver) {
   char* w = ver;
-  for (unsigned part : {major, minor, micro}) {
+  for (unsigned part :
+       {unsigned(g_py.version >> 24) & 0xff, unsigned(g_py.version >> 16) & 0xff, unsigned(g_py.version >> 8) & 0xff}) {
     if (w != ver) *w++ = '.';
     char digits[4];
     int k = 0;
@@ -170,6 +167,12 @@ void note_mode() {
     while (k > 0) *w++ = digits[--k];
   }
   *w = '\0';
+}
+
+void note_mode() {
+  if (g_noted.exchange(true, std::memory_order_relaxed)) return;
+  char ver[16];
+  version_string(ver);
   if (g_domains[kDomainObj].wrapped)
     say("python ", ver,
         ": pymalloc's allocations are recorded through the interpreter's allocator domains "
@@ -477,8 +480,10 @@ void python_attach() {
   const Elf64_Sym* code_type = lookup(f.syms, "PyCode_Type");
   const Elf64_Sym* this_tstate = lookup(f.syms, "PyGILState_GetThisThreadState");
   if ((g_py.version >> 16) != 0x030B) {
-    say("python: the frames of this interpreter's version (Py_Version ", "not 3.11",
-        ") are not shown in stacks (layouts known: 3.11); native frames only");
+    char ver[16];
+    version_string(ver);
+    say("python ", ver,
+        ": its frames are not shown in stacks (the frame layouts known are 3.11's); native frames only");
   } else if (eval == nullptr || code_type == nullptr || this_tstate == nullptr) {
     say("python: _PyEval_EvalFrameDefault, PyCode_Type or PyGILState_GetThisThreadState not found: Python frames "
         "are not shown in stacks");
