@@ -306,9 +306,10 @@ struct CodeSlot {
 constinit CodeSlot g_codes[kCodeSlots] = {};
 constinit std::atomic<uint32_t> g_code_count{0};
 constinit std::atomic_flag g_code_lock = ATOMIC_FLAG_INIT;
-constinit uint64_t g_next_id = 1;     // under g_code_lock; id 0: an unknown code
-constinit uint64_t g_generation = 0;  // under g_code_lock
-constinit int g_module_pid = 0;       // under g_code_lock: the pid that noted the current module (0: none)
+constinit std::atomic<int> g_code_lock_pid{0};  // the process whose thread took g_code_lock last
+constinit uint64_t g_next_id = 1;               // under g_code_lock; id 0: an unknown code
+constinit uint64_t g_generation = 0;            // under g_code_lock
+constinit int g_module_pid = 0;                 // under g_code_lock: the pid that noted the current module (0: none)
 constinit char g_note[16 + 10 * 1024];
 
 template <typename T>
@@ -415,7 +416,16 @@ uint64_t code_prefix(uintptr_t code, bool may_note) {
     break;  // the address holds another code now: a new id (below)
   }
   const uint64_t unknown = module_base(g_generation);
-  if (!may_note || g_code_lock.test_and_set(std::memory_order_acquire)) return unknown;  // a handler inside ours
+  if (!may_note) return unknown;
+  if (g_code_lock.test_and_set(std::memory_order_acquire)) {
+    // Held: by another thread, or a handler interrupted this thread inside ours (then: unknown). A fork child
+    // inherits the lock held by a thread of its parent, which does not exist here: it is taken over.
+    int holder = g_code_lock_pid.load(std::memory_order_relaxed);
+    if (holder == 0 || holder == g_pid ||
+        !g_code_lock_pid.compare_exchange_strong(holder, g_pid, std::memory_order_relaxed))
+      return unknown;  // one thread of the child takes it over
+  }
+  g_code_lock_pid.store(g_pid, std::memory_order_relaxed);
   uint64_t prefix = 0;
   uint32_t slot = static_cast<uint32_t>((code >> 4) * 0x9E3779B97F4A7C15u >> 40) & mask;
   for (uint32_t probes = 0; probes < kCodeSlots; ++probes, slot = (slot + 1) & mask) {

@@ -256,4 +256,19 @@ TEST(Python, PytestWithARegionPerTest) {
   EXPECT_LT(allocations("test_nothing_much"), 1'000u);
 }
 
+// A fork child (no exec) names the codes it meets after the fork in a Python module of its own (fork.py:11
+// runs only there), and those its parent noted before the fork (fork.py:7 in both) through the parent's.
+TEST(Python, AForkChildNamesItsOwnCodes) {
+  const fs::path dir = memtrack::testing::test_dir("python");
+  const RunResult r = record(dir / "f.art", "", "fork.py");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "done\n");
+  const auto lines = memtrack_lines(dir / "f.art", "fork.py");
+  const auto child = lines.find(11), both = lines.find(7);
+  ASSERT_NE(child, lines.end());
+  ASSERT_NE(both, lines.end());
+  EXPECT_GE(child->second.second, 20'000u);
+  EXPECT_GE(both->second.second, 20'000u);  // 10,000 lists in each process
+}
+
 }  // namespace
