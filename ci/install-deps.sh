@@ -22,6 +22,8 @@ packages=(
   tmux
   # the benchmark scripts' arithmetic and GNU time's max RSS (bench/record_common.sh, resident_accuracy.sh)
   bc time
+  # Python programs under record (tests/integration/python_test.cpp): python3 -m pytest with a region per test
+  python3-pytest
 )
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi

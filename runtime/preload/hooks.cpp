@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include "patch/sites.h"
+#include "python.h"
 #include "resolve.h"
 #include "ring_client.h"
 #include "stacks.h"
@@ -243,4 +244,5 @@ __attribute__((constructor)) static void memtrack_preload_init() {
     memtrack::preload::attach();
   memtrack::preload::stacks_load_fallback();
   memtrack::preload::patch_new_images(false);  // allocators the PLT does not reach (patch/sites.h)
+  memtrack::preload::python_attach();          // CPython's allocator domains (python.h)
 }

@@ -15,6 +15,7 @@
 #include <atomic>
 
 #include "memtrack/unwind/unwind.h"
+#include "python.h"
 #include "resolve.h"
 #include "ring_client.h"
 
@@ -175,7 +176,8 @@ uint32_t intern_from(const uint64_t* frames, uint32_t* ids, uint32_t from, uint3
   // before the nodes (a reader can place each address when it reads the nodes). New nodes are rare (each
   // distinct stack once), so the loader's counters are checked here too.
   bool outside = false;
-  for (uint32_t j = i; j < n && !outside; ++j) outside = frames[j] != kTruncatedAddress && !in_known_module(frames[j]);
+  for (uint32_t j = i; j < n && !outside; ++j)
+    outside = frames[j] != kTruncatedAddress && !is_python_address(frames[j]) && !in_known_module(frames[j]);
   if (outside)
     scan_modules();
   else
@@ -273,6 +275,7 @@ uint32_t capture_with(uintptr_t* raw, uint64_t* frames, uint32_t* ids, bool nest
   // are dropped by address.
   bool truncated = false;
   size_t n = memtrack_unwind_capture(raw, g_stack_depth + 4, 0, &truncated);
+  n = python_splice(raw, n, kMaxStackDepth + 8, truncated, t_pending == kNoTicket);  // CPython's frames (python.h)
   if (!nested) {
     // The same stack as this thread's previous capture: same leaf (nodes are never removed).
     const uintptr_t* last = t_frames[t_cur ^ 1];

@@ -378,28 +378,4 @@ TEST(RecordCli, ASymlinkTargetReplacesTheFileItNames) {
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
-// CPython's pymalloc serves small objects without malloc: record says so once, and --python-malloc runs
-// the program with PYTHONMALLOC=malloc (orders of magnitude more events for a script of small strings).
-TEST(RecordCli, CPythonIsNotedAndPythonMallocRecordsItsSmallObjects) {
-  ::unsetenv("PYTHONMALLOC");  // the note is only for a user who has not chosen an allocator
-  const fs::path dir = scratch_dir();
-  const std::string script = "'x = [str(i) for i in range(50000)]'";
-  CliRun plain = record_in(dir, "-o p.art env -u PYTHONMALLOC " MEMTRACK_SYSTEM_PYTHON " -c " + script);
-  ASSERT_EQ(plain.status, 0) << plain.err;
-  const std::string note = "memtrack record: note: " MEMTRACK_SYSTEM_PYTHON
-                           " looks like CPython, whose pymalloc serves small objects without calling malloc, so "
-                           "they are not in the artifact; --python-malloc records them (PYTHONMALLOC=malloc)\n";
-  EXPECT_NE(plain.err.find(note), std::string::npos) << plain.err;
-  EXPECT_EQ(plain.err.find("note:"), plain.err.rfind("note:")) << "the note is printed once";
-  CliRun malloc = record_in(dir, "--python-malloc -o m.art " MEMTRACK_SYSTEM_PYTHON " -c " + script);
-  ASSERT_EQ(malloc.status, 0) << malloc.err;
-  EXPECT_EQ(malloc.err.find("note:"), std::string::npos) << malloc.err;
-  const std::uint64_t without = summary_events(plain.err), with = summary_events(malloc.err);
-  EXPECT_GT(with, 100 * without) << without << " vs " << with;
-  EXPECT_EQ(decoded_events(dir / "m.art"), with);
-  // A program that is not CPython gets no note.
-  const CliRun other = record_in(dir, "-o o.art /bin/echo hi");
-  EXPECT_EQ(other.err.find("note:"), std::string::npos) << other.err;
-}
-
 }  // namespace

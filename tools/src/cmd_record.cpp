@@ -43,8 +43,9 @@ constexpr const char* kHelp =
     "  --no-stacks         record no call stacks (the events cost what they cost without them)\n"
     "  --stack-depth N     frames recorded per allocation, 1..256 (default 64); deeper stacks are cut and marked\n"
     "  -q, --quiet         no summary line (and no notes) on stderr; errors are still reported\n"
-    "  --python-malloc     run CMD with PYTHONMALLOC=malloc, so CPython's small objects, which its pymalloc\n"
-    "                      serves without calling malloc, are recorded too\n"
+    "  --python-malloc     run CMD with PYTHONMALLOC=malloc: CPython's objects come from malloc. Without it they\n"
+    "                      come from pymalloc, as in production, and are recorded through the interpreter's\n"
+    "                      allocator domains; the summary says which, per process\n"
     "  --paused            start with recording paused: no allocation is recorded (frees are) until a resume:\n"
     "                      memtrack_resume() (memtrack/control.h), SIGUSR2 to the recorder, or\n"
     "                      'memtrack ctl PID resume'. SIGUSR1 to the recorder pauses; see 'memtrack ctl --help'\n"
@@ -70,41 +71,6 @@ constexpr const char* kHelp =
     "FILE.<pid>.partial: every whole frame in it is a valid artifact (decode reads it up to the cut).\n"
     "The library is found where the install put it, <dir of memtrack>/" MEMTRACK_PRELOAD_INSTALL_DIR
     "/,\nelse in the build tree's lib/, unless MEMTRACK_PRELOAD names another.\n";
-
-bool names_python(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return path.compare(slash == std::string::npos ? 0 : slash + 1, 6, "python") == 0;
-}
-
-// Whether the command runs CPython: its program's file name (through PATH and symlinks: python3 ->
-// python3.11) starts with "python". A cheap look at names only, never at the program's memory (Debian's
-// python3 links libpython statically, so its maps would not say): a script is recognised by its #! line,
-// `env python3 ...` by env's first word after its options. `name` is the word that matched.
-bool looks_like_cpython(const std::vector<std::string>& command, std::string& name) {
-  const std::string found = runtime::find_command(command[0]);
-  const std::string exe = found.empty() ? command[0] : found;
-  if (names_python(command[0]) || names_python(exe)) return name = command[0], true;
-  char resolved[PATH_MAX];
-  if (::realpath(exe.c_str(), resolved) != nullptr && names_python(resolved)) return name = command[0], true;
-  if (command[0] == "env" || exe.ends_with("/env")) {
-    // env's own options and NAME=VALUE words come before the program; -u NAME and -C DIR take a value.
-    std::size_t i = 1;
-    for (; i < command.size() && (command[i].starts_with("-") || command[i].find('=') != std::string::npos);)
-      i += command[i] == "-u" || command[i] == "--unset" || command[i] == "-C" || command[i] == "--chdir" ? 2 : 1;
-    if (i < command.size() && names_python(command[i])) return name = command[i], true;
-    return false;
-  }
-  // A script: its #! line.
-  char head[128] = {};
-  if (FILE* f = std::fopen(exe.c_str(), "rb")) {
-    const std::size_t n = std::fread(head, 1, sizeof head - 1, f);
-    std::fclose(f);
-    const std::string line(head, n);
-    if (line.starts_with("#!") && line.substr(0, line.find('\n')).find("python") != std::string::npos)
-      return name = command[0], true;
-  }
-  return false;
-}
 
 std::string count(std::uint64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -185,11 +151,9 @@ int run_record(int argc, char** argv) {
   if (const char* slots = std::getenv("MEMTRACK_RING_SLOTS"); slots != nullptr && *slots != '\0')
     options.ring_slots = static_cast<std::uint64_t>(parse_int("MEMTRACK_RING_SLOTS", slots, 64, 1LL << 30));
 #endif
-  // CPython's pymalloc serves objects up to 512 bytes from its own arenas: without this, a script's small
-  // objects are not events at all. The recorder's environment is the program's (recorder.cpp copies it).
-  std::string python;
-  const bool python_note =
-      !python_malloc && std::getenv("PYTHONMALLOC") == nullptr && looks_like_cpython(options.command, python);
+  // CPython's objects are recorded either way: pymalloc's through the interpreter's allocator domains
+  // (runtime/preload/python.cpp), or, with this, as malloc calls. The recorder's environment is the
+  // program's (recorder.cpp copies it).
   if (python_malloc && ::setenv("PYTHONMALLOC", "malloc", 1) != 0) throw std::runtime_error("setenv PYTHONMALLOC");
 
   // --live: the view runs on a thread of its own while record() waits for the command on this one.
@@ -302,13 +266,6 @@ int run_record(int argc, char** argv) {
       if (m.pids.size() > kShown) who += ", ...";
       std::fprintf(stderr, "memtrack record: preload, %s %s: %s\n", m.pids.size() == 1 ? "process" : "processes",
                    who.empty() ? "?" : who.c_str(), m.text.c_str());
-    }
-    if (python_note) {
-      std::fprintf(stderr,
-                   "memtrack record: note: %s looks like CPython, whose pymalloc serves small objects without "
-                   "calling malloc, so they are not in the artifact; --python-malloc records them "
-                   "(PYTHONMALLOC=malloc)\n",
-                   python.c_str());
     }
     if (r.status.is_ok())
       std::fprintf(stderr, "memtrack record: next: memtrack top %s (the allocation sites), memtrack report %s (a page)\n",

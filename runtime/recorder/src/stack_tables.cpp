@@ -15,7 +15,53 @@ T load_le(const char* p) {
   return v;
 }
 
+// Objects/locations.md (3.11): 6-bit groups, low first, bit 6 set when another follows.
+std::uint64_t varint(std::string_view t, std::size_t& i) {
+  std::uint64_t v = 0;
+  for (unsigned shift = 0; i < t.size() && shift < 64; shift += 6) {
+    const auto b = static_cast<std::uint8_t>(t[i++]);
+    v |= static_cast<std::uint64_t>(b & 63) << shift;
+    if ((b & 64) == 0) break;
+  }
+  return v;
+}
+std::int64_t svarint(std::string_view t, std::size_t& i) {
+  const std::uint64_t u = varint(t, i);
+  return (u & 1) != 0 ? -static_cast<std::int64_t>(u >> 1) : static_cast<std::int64_t>(u >> 1);
+}
+
 }  // namespace
+
+std::uint32_t python_line(std::string_view t, std::uint32_t first_line, std::uint64_t index) {
+  std::int64_t line = first_line;
+  std::uint64_t at = 0;
+  std::size_t i = 0;
+  while (i < t.size()) {
+    const auto b = static_cast<std::uint8_t>(t[i++]);
+    if ((b & 0x80) == 0) return 0;  // not an entry's first byte: a table cut short or not 3.11's
+    const unsigned code = (b >> 3) & 15;
+    const std::uint64_t length = (b & 7) + 1u;
+    bool none = false;
+    if (code == 15) {
+      none = true;
+    } else if (code == 14) {  // long form: line delta, end line delta, column + 1, end column + 1
+      line += svarint(t, i);
+      (void)varint(t, i);
+      (void)varint(t, i);
+      (void)varint(t, i);
+    } else if (code == 13) {  // no column
+      line += svarint(t, i);
+    } else if (code >= 10) {  // one-line form: the line moves by code - 10, then column, end column
+      line += code - 10;
+      i += 2;
+    } else {  // short form: the same line, one byte of columns
+      i += 1;
+    }
+    if (index < at + length) return none || line <= 0 ? 0 : static_cast<std::uint32_t>(line);
+    at += length;
+  }
+  return 0;
+}
 
 void ImageTables::add_module(ModuleEntry module) {
   const std::uint64_t start = module.start, end = module.end;
@@ -103,11 +149,27 @@ void StackTables::finish_note() {
       const std::uint64_t address = r.addresses.back();
       image.addresses[r.first_id + static_cast<std::uint32_t>(i)] = address;
       if (on_new_addresses_ && address != codec::kTruncatedStackAddress)
-        if (const ModuleEntry* m = image.module_of(address)) new_addresses_.push_back({m, address - m->bias});
+        if (const ModuleEntry* m = image.module_of(address); m != nullptr && !is_python_module(*m))
+          new_addresses_.push_back({m, address - m->bias});
     }
     if (!new_addresses_.empty()) on_new_addresses_(new_addresses_);
     nodes_ += n;
     if (n != 0) channel_.add(std::move(r));
+    return;
+  }
+  if (h.kind == RingEventKind::NotePythonCode) {
+    RingPythonCodePayload c;
+    const ModuleEntry* m = image.module_of(h.addr);
+    if (m == nullptr || !is_python_module(*m) || p.size() < sizeof c) return;
+    std::memcpy(&c, p.data(), sizeof c);
+    if (sizeof c + c.name_bytes + c.file_bytes > p.size()) return;
+    PythonCode code;
+    code.first_line = c.first_line;
+    code.name = p.substr(sizeof c, c.name_bytes);
+    code.file = p.substr(sizeof c + c.name_bytes, c.file_bytes);
+    code.linetable = p.substr(sizeof c + c.name_bytes + c.file_bytes, c.linetable_bytes);
+    const auto id = static_cast<std::uint32_t>((h.addr - m->bias) >> 20);
+    python_codes_[{m->path, m->build_id}][id] = std::move(code);
     return;
   }
   if (h.kind != RingEventKind::NoteModule || p.size() < sizeof(RingModulePayload)) return;

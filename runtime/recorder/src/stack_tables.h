@@ -14,6 +14,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memtrack/codec/context.h"
@@ -30,6 +31,20 @@ struct ModuleEntry {
   std::uint64_t bias = 0, start = 0, end = 0;
   bool loaded = true;
 };
+
+// A CPython code object of a Python pseudo-module (NotePythonCode, runtime/preload/python.h): the frames
+// at pseudo-addresses module base + (id << 20 | (instruction index + 1)) are in it.
+struct PythonCode {
+  std::string name, file;
+  std::uint32_t first_line = 0;
+  std::string linetable;  // co_linetable, 3.11's format
+};
+// Whether `m` is an image's Python pseudo-module ("[python]" at the preload's tag): its addresses are named
+// from the PythonCode notes, not symbolized.
+inline bool is_python_module(const ModuleEntry& m) { return m.path == "[python]" && (m.start >> 48) == 0x7079; }
+// The line of code unit `index` of a code whose co_linetable is `table` (CPython 3.11's location table,
+// Objects/locations.md), or 0 when it has none.
+std::uint32_t python_line(std::string_view table, std::uint32_t first_line, std::uint64_t index);
 
 // One process image's tables. A fork child's starts as a copy of its parent's at the fork.
 struct ImageTables {
@@ -74,7 +89,8 @@ class StackTables {
 
   // True for the note kinds these books take (NoteStackNodes, NoteModule), whose NoteData slots follow.
   [[nodiscard]] static bool takes(RingEventKind kind) {
-    return kind == RingEventKind::NoteStackNodes || kind == RingEventKind::NoteModule;
+    return kind == RingEventKind::NoteStackNodes || kind == RingEventKind::NoteModule ||
+           kind == RingEventKind::NotePythonCode;
   }
   // Reader thread: a head slot of one of our kinds, or one of its NoteData slots, at event position `position`.
   void on_slot(const RingEvent& slot, std::uint64_t position);
@@ -97,6 +113,15 @@ class StackTables {
   }
   [[nodiscard]] StackSummary summary() const;
 
+  // The code `id` of the Python module (path, build id), or null when none was noted.
+  [[nodiscard]] const PythonCode* python_code(const std::string& path, const std::vector<std::uint8_t>& build_id,
+                                              std::uint32_t id) const {
+    const auto m = python_codes_.find({path, build_id});
+    if (m == python_codes_.end()) return nullptr;
+    const auto c = m->second.find(id);
+    return c == m->second.end() ? nullptr : &c->second;
+  }
+
  private:
   struct Note {
     RingEvent head{};
@@ -114,6 +139,8 @@ class StackTables {
   std::vector<ImageTables> images_;
   std::map<std::int32_t, std::size_t> current_;  // pid -> its current image in images_
   std::uint64_t nodes_ = 0, modules_ = 0;
+  // Per Python module (path, build id; a fork child shares its parent's): code id -> code.
+  std::map<std::pair<std::string, std::vector<std::uint8_t>>, std::map<std::uint32_t, PythonCode>> python_codes_;
 };
 
 // The EventStacks records of one data frame (docs/FORMAT.md): the `stack` of every event, from the frame's

@@ -161,6 +161,9 @@ SymbolsSummary SymbolsWriter::write(const StackTables& tables, pipeline::Context
     addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
     total += addresses.size();
     const auto cached = cache_.find(key);
+    if (key.path == "[python]") {  // named from the code notes below, not symbolized
+      continue;
+    }
     for (std::uint64_t a : addresses) missing += cached == cache_.end() || !cached->second.contains(a);
   }
   summary.ahead = total - missing;
@@ -168,6 +171,22 @@ SymbolsSummary SymbolsWriter::write(const StackTables& tables, pipeline::Context
   std::size_t done = 0;
   for (const auto& [key, addresses] : by_module) {
     Cache& cache = cache_[key];
+    if (key.path == "[python]") {
+      // A Python module's frames (stack_tables.h, PythonCode): module-relative id << 20 | (index + 1).
+      for (const std::uint64_t a : addresses) {
+        symbolize::SymbolizedAddress s;
+        s.address = a;
+        const PythonCode* code = tables.python_code(key.path, key.build_id, static_cast<std::uint32_t>(a >> 20));
+        const std::uint64_t index = a & 0xFFFFF;
+        symbolize::Frame f;
+        f.function = code != nullptr ? code->name : "<python>";
+        if (code != nullptr) f.file = code->file;
+        if (code != nullptr && index != 0) f.line = python_line(code->linetable, code->first_line, index - 1);
+        s.frames.push_back(std::move(f));
+        cache.emplace(a, std::move(s));
+      }
+      continue;
+    }
     const std::size_t before = cache.size();
     const symbolize::ProgressFn report = [&](const symbolize::Progress& p) {
       if (progress_)

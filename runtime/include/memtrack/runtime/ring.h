@@ -38,7 +38,8 @@ inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 // 8: call stacks: RingEvent::stack, RingHeader::stack_depth, NoteStackNodes and NoteModule.
 // 9: harness control: RingHeader::control, NotePause/NoteResume/NoteRegionBegin/NoteRegionEnd.
 // 10: RingHeader::outside_regions.
-inline constexpr std::uint32_t kRingVersion = 10;
+// 11: NotePythonCode (CPython frames in stacks, runtime/preload/python.cpp).
+inline constexpr std::uint32_t kRingVersion = 11;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -94,7 +95,21 @@ enum class RingEventKind : std::uint8_t {
   NoteResident = 46,
   // Likewise: pid, addr = the id of the snapshot parked for the reader (runtime/recorder/src/page_snapshots.h).
   NoteResidentPages = 47,
+  // A CPython code object met in a stack for the first time (runtime/preload/python.cpp), a block like the
+  // stack notes: pid, addr = the code's pseudo-address prefix (its Python module's base | id << 20: stack
+  // addresses prefix | (instruction index + 1) are frames of this code); payload: RingPythonCodePayload, then
+  // the qualified name, the file name and the line table (co_linetable, 3.11's format).
+  NotePythonCode = 48,
 };
+
+struct RingPythonCodePayload {
+  std::uint32_t first_line;  // co_firstlineno
+  std::uint16_t name_bytes;
+  std::uint16_t file_bytes;
+  std::uint32_t linetable_bytes;
+  std::uint32_t reserved;
+};
+static_assert(sizeof(RingPythonCodePayload) == 16);
 
 // NoteResident's payload: one sample of the pid's resident memory, in bytes (codec::Resident's fields).
 struct RingResidentPayload {
@@ -339,6 +354,8 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
     case 9:
       return 0xdf3ed784650a169au;
     case 10:
+      return 0xbca35e9322650f6eu;
+    case 11:  // NotePythonCode, a meaning: the layout of 10
       return 0xbca35e9322650f6eu;
     default:
       return 0;
