@@ -308,4 +308,20 @@ const char* patch_entry(uintptr_t entry, size_t size, uintptr_t limit, uintptr_t
   return why;
 }
 
+size_t patched_bytes(uintptr_t entry, size_t size) { return needs_padding(entry, size) ? kShortJumpBytes : kJumpBytes; }
+
+bool restore_entry(uintptr_t entry, const uint8_t* saved, size_t n) {
+  while (g_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+  const uintptr_t text = entry & ~uintptr_t{4095};
+  const size_t span = (entry + n - text + 4095) & ~size_t{4095};
+  const bool ok = raw_mprotect(text, span, PROT_READ | PROT_WRITE | PROT_EXEC) == 0;
+  if (ok) {
+    store_in_word(entry, saved, n);
+    raw_mprotect(text, span, PROT_READ | PROT_EXEC);
+    serialize_all_threads();
+  }
+  g_lock.clear(std::memory_order_release);
+  return ok;
+}
+
 }  // namespace memtrack::preload

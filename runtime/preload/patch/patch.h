@@ -51,6 +51,16 @@ bool needs_padding(uintptr_t entry, size_t size);
 // failure returns the reason (a static string) and changes nothing.
 const char* patch_entry(uintptr_t entry, size_t size, uintptr_t limit, uintptr_t hook, uintptr_t* original);
 
+// How many bytes at `entry` patch_entry overwrites for a function of `size` bytes (5, or 2 for the short jump).
+size_t patched_bytes(uintptr_t entry, size_t size);
+
+// `memtrack attach`'s detach: writes `n` saved bytes (the entry's original first bytes, taken before
+// patch_entry) back at `entry` with one aligned 8-byte store, as patch_entry wrote the jump. The island and
+// the trampoline stay mapped: a thread that took the jump just before runs the hook and the trampoline, whose
+// displaced instructions jump back into the unchanged rest of the function. Returns false when the page
+// cannot be made writable (the entry then stays patched).
+bool restore_entry(uintptr_t entry, const uint8_t* saved, size_t n);
+
 }  // namespace memtrack::preload
 
 #pragma GCC visibility pop
