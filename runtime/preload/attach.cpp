@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "patch/patch.h"
 #include "patch/sites.h"
 #include "ring_client.h"
 #include "stacks.h"
@@ -43,6 +44,13 @@ enum : int {
   kAttachNoRing = -3,           // the ring cannot be opened or mapped, or is not the version of this library
   kAttachNoNote = -4,           // the image's note could not be written (the recorder detached the ring)
 };
+
+constexpr int kAttachMaxEntries = 256;
+// The entries memtrack_attach_start prepared, for the tool to read (/proc/PID/mem) before it calls
+// memtrack_attach_commit: [0] the count n, then n pairs (entry address, bytes that change).
+extern "C" {
+__attribute__((visibility("default"))) constinit uint64_t memtrack_attach_entries[1 + 2 * kAttachMaxEntries] = {};
+}
 
 // Maps the ring at `ring` (/proc/<recorder>/fd/<n>), notes this image (NoteExec, as at exec under record) and
 // hooks the allocators. `messages`: the recorder's messages channel ("" for none); `preload`: this library's
@@ -83,8 +91,24 @@ MEMTRACK_EXPORT int memtrack_attach_start(const char* ring, const char* messages
   g_state.store(result == 0 ? kRecording : kOff, std::memory_order_release);
   t_busy = false;
   if (result != 0) return result;
-  return patch_images_for_attach();
+  // The entries' jumps wait for memtrack_attach_commit (patch.h, defer_entry_writes says why).
+  defer_entry_writes(true);
+  const int hooked = patch_images_for_attach();
+  defer_entry_writes(false);
+  static uintptr_t entries[kAttachMaxEntries];
+  static uint8_t lengths[kAttachMaxEntries];
+  const int n = deferred_entries(entries, lengths, kAttachMaxEntries);
+  for (int i = 0; i < n; ++i) {
+    memtrack_attach_entries[1 + 2 * i] = entries[i];
+    memtrack_attach_entries[2 + 2 * i] = lengths[i];
+  }
+  memtrack_attach_entries[0] = static_cast<uint64_t>(n);
+  return hooked;
 }
+
+// Writes the jumps memtrack_attach_start prepared. The tool calls it with every other thread of the process
+// stopped, none of them inside the bytes listed in memtrack_attach_entries. Returns how many it wrote.
+MEMTRACK_EXPORT int memtrack_attach_commit() { return commit_deferred_entries(); }
 
 // Stops recording and gives every patched entry its original bytes back. The hooks, islands and the ring
 // stay mapped (a thread inside a hook finishes its call through them; see patch.h, restore_entry). Returns

@@ -133,7 +133,6 @@ std::string shell_word(const std::string& path) {
 // (MEMTRACK_PRELOAD_INSTALL_DIR: ../lib under /usr/local, ../lib/x86_64-linux-gnu under Debian's /usr), else
 // where the build tree has it (MEMTRACK_PRELOAD_BUILD_DIR); both are set by tools/CMakeLists.txt. When neither
 // exists the installed location is returned, so the recorder's error names it.
-
 std::string find_preload() {
   if (const char* env = std::getenv("MEMTRACK_PRELOAD"); env != nullptr && *env != '\0') return env;
   char exe[PATH_MAX];

@@ -13,6 +13,7 @@
 #include <syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -109,7 +110,7 @@ std::uint64_t symbol_offset(pid_t pid, const std::string& path, const std::strin
       for (std::size_t i = 0; i < n && found == 0; ++i) {
         const Elf64_Sym& s = syms[i];
         if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || s.st_name >= strs_len) continue;
-        if (ELF64_ST_TYPE(s.st_info) != STT_FUNC) continue;
+        if (ELF64_ST_TYPE(s.st_info) != STT_FUNC && ELF64_ST_TYPE(s.st_info) != STT_OBJECT) continue;
         if (versions != nullptr && (versions[i] & 0x8000) != 0) continue;  // a hidden (old) version
         if (symbol == strs + s.st_name) found = s.st_value - first_load;
       }
@@ -376,6 +377,7 @@ InjectStats inject_calls(pid_t pid, std::vector<RemoteCall>& calls, int timeout_
       if (lib == nullptr) throw AttachError(pid_word(pid) + " has no " + call.library + " mapped", 1);
       const std::uint64_t off = symbol_offset(pid, lib->path, call.symbol);
       if (off == 0) throw AttachError(lib->path + " exports no " + call.symbol, 1);
+      if (call.before) call.before(chosen);
       call.result = call_on(pid, chosen, saved, lib->start + off, call);
       if (call.must_not_return_0 && call.result == 0)
         throw AttachError(call.symbol + "(\"" + (call.strings.empty() ? "" : call.strings[0]) +
@@ -393,6 +395,70 @@ InjectStats inject_calls(pid_t pid, std::vector<RemoteCall>& calls, int timeout_
   ::ptrace(PTRACE_DETACH, chosen, nullptr, nullptr);
   stats.pause_ms = std::chrono::duration<double, std::milli>(clock::now() - stopped_at).count();
   return stats;
+}
+
+std::uint64_t remote_symbol(pid_t pid, const std::string& library, const std::string& symbol) {
+  const std::vector<Mapping> maps = read_maps(pid);
+  const Mapping* lib = find_library(maps, library);
+  if (lib == nullptr) return 0;
+  const std::uint64_t off = symbol_offset(pid, lib->path, symbol);
+  return off == 0 ? 0 : lib->start + off;
+}
+
+bool read_remote(pid_t pid, std::uint64_t addr, void* out, std::size_t n) {
+  iovec local{out, n};
+  iovec remote{reinterpret_cast<void*>(addr), n};
+  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+OtherThreadsStopped::~OtherThreadsStopped() { release(); }
+
+void OtherThreadsStopped::release() {
+  for (const pid_t tid : tids_) ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+  tids_.clear();
+}
+
+void OtherThreadsStopped::stop(pid_t pid, pid_t chosen,
+                               const std::vector<std::pair<std::uint64_t, std::uint64_t>>& spans) {
+  auto inside = [&](std::uint64_t pc) {
+    for (const auto& [at, len] : spans)
+      if (pc > at && pc < at + len) return true;
+    return false;
+  };
+  // Until a pass meets no new thread (one may be created while we stop the others; a stopped one cannot).
+  for (bool again = true; again;) {
+    again = false;
+    for (const pid_t tid : threads_of(pid)) {
+      if (tid == chosen || std::find(tids_.begin(), tids_.end(), tid) != tids_.end()) continue;
+      if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+        if (errno == ESRCH) continue;
+        throw AttachError("ptrace(PTRACE_SEIZE, " + std::to_string(tid) + "): " + std::strerror(errno), 1);
+      }
+      ::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
+      try {
+        wait_stop(tid, 0);
+      } catch (const AttachError&) {
+        continue;  // the thread ended
+      }
+      tids_.push_back(tid);
+      again = true;
+      user_regs_struct r{};
+      for (int steps = 0; ::ptrace(PTRACE_GETREGS, tid, nullptr, &r) == 0 && inside(r.rip); ++steps) {
+        if (steps == 1000)
+          throw AttachError("thread " + std::to_string(tid) + " stays inside an allocator's entry; try again", 1);
+        ::ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr);
+        int st = 0;
+        if (::waitpid(tid, &st, __WALL) < 0 || !WIFSTOPPED(st))
+          throw AttachError("thread " + std::to_string(tid) + " ended while being stepped", 1);
+        if (WSTOPSIG(st) != SIGTRAP) {
+          // A signal arrived: deliver it with the next step (its handler runs, stepped, outside the span).
+          ::ptrace(PTRACE_SINGLESTEP, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(WSTOPSIG(st))));
+          ::waitpid(tid, &st, __WALL);
+        }
+        ++stepped_;
+      }
+    }
+  }
 }
 
 }  // namespace memtrack::runtime

@@ -93,7 +93,9 @@ struct Detached {
 // Asks one process's preload to stop and restore its entries.
 Detached detach_process(pid_t pid, const std::string& preload) {
   Detached d;
-  std::vector<RemoteCall> calls{{preload, "memtrack_attach_stop", {}, {}, 0}};
+  std::vector<RemoteCall> calls(1);
+  calls[0].library = preload;
+  calls[0].symbol = "memtrack_attach_stop";
   try {
     const InjectStats s = inject_calls(pid, calls);
     d.pause_ms = s.pause_ms;
@@ -227,27 +229,51 @@ AttachResult attach(const AttachOptions& given) {
 
   // The injection: dlopen the preload, then start it on the ring.
   std::vector<RemoteCall> calls;
-  calls.push_back({"libc.so", "dlopen", {options.preload_path}, {RTLD_NOW}, 0, true});
+  auto call = [](std::string library, std::string symbol, std::vector<std::string> strings) {
+    RemoteCall c;
+    c.library = std::move(library);
+    c.symbol = std::move(symbol);
+    c.strings = std::move(strings);
+    return c;
+  };
+  calls.push_back(call("libc.so", "dlopen", {options.preload_path}));
+  calls.back().integers = {RTLD_NOW};
+  calls.back().must_not_return_0 = true;
   calls.push_back(
-      {options.preload_path, "memtrack_attach_start", {ring.path(), messages.path(), options.preload_path}, {}, 0});
+      call(options.preload_path, "memtrack_attach_start", {ring.path(), messages.path(), options.preload_path}));
+  // The jumps, written with every other thread stopped outside the entries' first bytes (patch.h).
+  OtherThreadsStopped others_stopped;
+  calls.push_back(call(options.preload_path, "memtrack_attach_commit", {}));
+  calls.back().before = [&](pid_t chosen) {
+    const auto started_code = static_cast<std::int32_t>(calls[1].result);
+    if (started_code < 0)
+      throw AttachError(start_refusal(pid, started_code), started_code >= -2 ? kAttachAlreadyRecorded : 1);
+    const std::uint64_t table = remote_symbol(pid, options.preload_path, "memtrack_attach_entries");
+    std::uint64_t count = 0;
+    if (table == 0 || !read_remote(pid, table, &count, 8) || count > 256)
+      throw AttachError("cannot read the preload's table of entries in the process", 1);
+    std::vector<std::uint64_t> pairs(2 * count);
+    if (count != 0 && !read_remote(pid, table + 8, pairs.data(), pairs.size() * 8))
+      throw AttachError("cannot read the preload's table of entries in the process", 1);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+    for (std::uint64_t i = 0; i < count; ++i) spans.emplace_back(pairs[2 * i], pairs[2 * i + 1]);
+    others_stopped.stop(pid, chosen, spans);
+  };
   try {
     const InjectStats s = inject_calls(pid, calls);
+    result.threads_stopped = static_cast<int>(others_stopped.count());
+    result.threads_stepped = others_stopped.stepped();
+    others_stopped.release();
     result.attach_pause_ms = s.pause_ms;
   } catch (const AttachError& e) {
+    others_stopped.release();
     finish_reader();
     out->abandon();
     const bool loaded = calls[0].result != 0;
     throw AttachError(std::string(e.what()) + (loaded ? " (the preload stays loaded in the process, inert)" : ""),
                       e.exit_status);
   }
-  const long started = static_cast<long>(static_cast<std::int32_t>(calls[1].result));
-  if (started < 0) {
-    finish_reader();
-    out->abandon();
-    throw AttachError(start_refusal(pid, started) + " (the preload stays loaded in the process, inert)",
-                      started == -1 || started == -2 ? kAttachAlreadyRecorded : 1);
-  }
-  result.hooked_entries = static_cast<int>(started);
+  result.hooked_entries = static_cast<int>(static_cast<std::int32_t>(calls[2].result));
   if (live && options.on_attached) options.on_attached(live->path());
   if (!live && options.on_attached) options.on_attached("");
 

@@ -35,6 +35,8 @@ struct AttachResult {
   double attach_pause_ms = 0;   // how long the injecting thread was stopped while attaching
   double detach_pause_ms = 0;   // ... while detaching (the largest over the processes detached)
   int hooked_entries = 0;       // entries patched in the process
+  int threads_stopped = 0;      // other threads held stopped while the entries' jumps were written
+  int threads_stepped = 0;      // single steps that moved one of them out of an entry's first bytes
   int restored_entries = 0;     // entries given back their bytes at detach (all processes)
   bool process_exited = false;  // the recording ended because the process exited
   int ended_after_seconds = 0;  // --duration reached (its value), or 0

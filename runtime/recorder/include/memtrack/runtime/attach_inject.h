@@ -10,8 +10,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memtrack::runtime {
@@ -46,7 +48,34 @@ struct RemoteCall {
   std::vector<std::uint64_t> integers;
   std::uint64_t result = 0;        // rax after the call
   bool must_not_return_0 = false;  // a 0 result is a failure (dlopen): the later calls are not made
+  // Runs just before the call, with the thread that will make it (stopped); may throw AttachError.
+  std::function<void(pid_t chosen)> before;
 };
+
+// The process's other threads held stopped (ptrace), released by the destructor: around a call that must
+// not race with them (memtrack_attach_commit). `spans` (address, length) pairs: a thread whose program
+// counter lies strictly inside one is single-stepped until it is out of all of them.
+class OtherThreadsStopped {
+ public:
+  OtherThreadsStopped() = default;
+  ~OtherThreadsStopped();
+  OtherThreadsStopped(const OtherThreadsStopped&) = delete;
+  OtherThreadsStopped& operator=(const OtherThreadsStopped&) = delete;
+  // Throws AttachError when a thread cannot be stopped or stepped out.
+  void stop(pid_t pid, pid_t chosen, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& spans);
+  void release();
+  [[nodiscard]] std::size_t count() const { return tids_.size(); }
+  [[nodiscard]] int stepped() const { return stepped_; }
+
+ private:
+  std::vector<pid_t> tids_;
+  int stepped_ = 0;
+};
+
+// The address of `symbol` (a function or an object) exported by `library` in process `pid`, 0 when none.
+std::uint64_t remote_symbol(pid_t pid, const std::string& library, const std::string& symbol);
+// Reads `n` bytes at `addr` of process `pid`; false when they cannot be read.
+bool read_remote(pid_t pid, std::uint64_t addr, void* out, std::size_t n);
 
 struct InjectStats {
   double pause_ms = 0;  // how long the chosen thread was stopped (the others are never stopped)
