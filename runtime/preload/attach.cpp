@@ -27,6 +27,9 @@ constinit bool g_attached_once = false;
 // The constructor's question (hooks.cpp): loaded by dlopen for `memtrack attach`, not preloaded by
 // `memtrack record` (which names the ring in the environment and this library in LD_PRELOAD)?
 bool loaded_for_attach() {
+  // Attached already: a library's constructor allocated before ours (mimalloc's does), and attach() took our
+  // variables out of environ.
+  if (g_state.load(std::memory_order_acquire) != kUnattached) return false;
   if (getenv(memtrack::runtime::kEnvRing) != nullptr) return false;
   const char* preload = getenv("LD_PRELOAD");
   return preload == nullptr || strstr(preload, "libmemtrack-preload") == nullptr;
