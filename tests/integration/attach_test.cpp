@@ -223,6 +223,36 @@ TEST(Attach, EndsWhenTheProcessExits) {
       << context.out.substr(context.out.size() > 1500 ? context.out.size() - 1500 : 0);
 }
 
+TEST(Attach, ForkChildrenAfterTheAttachAreRecorded) {
+  const fs::path dir = test_dir("attach");
+  const fs::path stop = dir / "stop";
+  ::setenv("ATTACH_LOOP_FORK", "1", 1);
+  Target target({kLoop, "1", "1000000000", stop.string()}, dir, "target");
+  ::unsetenv("ATTACH_LOOP_FORK");
+  ASSERT_TRUE(target.ready()) << slurp(target.err);
+  const pid_t target_pid = target.pid;
+  const fs::path artifact = dir / "a.msgpack";
+  const auto r =
+      run(memtrack_bin() + " attach " + std::to_string(target.pid) + " -o '" + artifact.string() + "' --duration 1.5");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ofstream(stop.string()) << "stop\n";
+  EXPECT_EQ(target.wait(), 0) << slurp(target.err);
+  // Children's events (pids other than the parent's), each child a process of the recording: its
+  // ProcessStart names the attached process as its parent.
+  std::set<long> children;
+  for (const auto& [pid, tid] : threads_in(artifact))
+    if (pid != target_pid) children.insert(pid);
+  EXPECT_GE(children.size(), 2u) << r.err;
+  const auto context = run(memtrack_bin() + " decode '" + artifact.string() + "' --context-only");
+  for (const long child : children)
+    EXPECT_NE(context.out.find("{\"context\":\"ProcessStart\",\"pid\":" + std::to_string(child) +
+                               ",\"ppid\":" + std::to_string(target_pid)),
+              std::string::npos)
+        << child;
+  const auto stats = run(memtrack_bin() + " stats '" + artifact.string() + "'");
+  EXPECT_EQ(stats.status, 0) << stats.err;
+}
+
 TEST(Attach, MissingPidIsRefused) {
   // A pid that just ended (reaped): nothing runs under it.
   const pid_t child = ::fork();

@@ -13,10 +13,10 @@ namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack attach PID [-o FILE] [--duration S] [--workers N] [--level L] [--no-stacks]\n"
-    "                       [--stack-depth N] [--compact] [--no-resident] [-q]\n\n"
-    "Records the running process PID without restarting it: loads libmemtrack-preload.so into it (ptrace, on one\n"
-    "of its threads stopped for about a millisecond at a point outside the C library; no gdb) and hooks its\n"
+    "usage: memtrack attach PID [-o FILE] [--duration S] [--workers N] [--level L] [--compact]\n"
+    "                       [--no-resident] [-q]\n\n"
+    "Records the running process PID without restarting it: loads libmemtrack-attach.so into it (ptrace, on one\n"
+    "of its threads stopped a few milliseconds at a point outside the C library; no gdb) and hooks its\n"
     "malloc family, C++ operators and the allocator APIs by entry patching, until the process exits, --duration\n"
     "elapses, or Ctrl-C (SIGINT, SIGTERM, SIGHUP). Then it detaches: the patched entries get their bytes back\n"
     "and no thread of memtrack is left in the process (the inert library stays mapped). The process's output\n"
@@ -26,7 +26,9 @@ constexpr const char* kHelp =
     "frees of blocks from before the recording, and the peak is the peak since the attach.\n\n"
     "  -o, --output FILE   artifact to write (default: PID.MemtrackArtifact.msgpack in the current directory)\n"
     "  --duration S        detach after S seconds (a decimal number)\n"
-    "  --workers N, --level L, --no-stacks, --stack-depth N, --compact, --no-resident, -q: as for record\n\n"
+    "  --workers N, --level L, --compact, --no-resident, -q: as for record\n\n"
+    "No call stacks yet: the library loaded into the process records events without them (docs/RUNTIME.md,\n"
+    "\"Attaching to a running process\", says why).\n"
     "'memtrack live <this recorder's pid>' shows the recording live. Exit status: 0 recorded; 3 no such\n"
     "process; 4 not permitted (the reason is named: another user, Yama's ptrace_scope, no CAP_SYS_PTRACE, a\n"
     "debugger attached); 5 unsupported process (static, not glibc, not x86-64); 6 already recorded; 1 other\n"
@@ -54,10 +56,6 @@ int run_attach(int argc, char** argv) {
   options.level = static_cast<int>(parse_int(
       "level", args.value("level").value_or(std::to_string(options.compact ? 1 : runtime::kDefaultRecordLevel)), -7,
       22));
-  const bool no_stacks = args.flag("no-stacks");
-  options.stack_depth = static_cast<std::uint32_t>(parse_int(
-      "stack-depth", args.value("stack-depth").value_or(std::to_string(runtime::kDefaultStackDepth)), 1, 256));
-  if (no_stacks) options.stack_depth = 0;
   // Not yet: the attach library records no call stacks (runtime/preload/stacks_none.cpp).
   options.stack_depth = 0;
   options.resident = !args.flag("no-resident");

@@ -5,7 +5,10 @@
 // the PRNG is seeded per thread, and the work does not depend on timing) and exits 0, or 1 on a corrupted
 // block. A short sleep every 1000 iterations stretches the run so the test can attach, record and detach
 // while it runs; argv[3] names a file whose existence makes the loop end early ("stop file"), for tests that
-// need the process to run until they are done.
+// need the process to run until they are done. With ATTACH_LOOP_FORK=1 thread 0 forks a child every 20,000
+// iterations, which allocates and frees 1,000 blocks and exits 0 (its parent reaps it; the checksum is the
+// parent's alone).
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +22,17 @@
 namespace {
 
 std::atomic<int> g_running{0};
+bool g_fork = false;
+
+void forked_child() {
+  void* blocks[100] = {};
+  for (int i = 0; i < 1000; ++i) {
+    std::free(blocks[i % 100]);
+    blocks[i % 100] = std::malloc(static_cast<std::size_t>(16 + i));
+  }
+  for (void* b : blocks) std::free(b);
+  ::_exit(0);
+}
 
 std::uint64_t work(unsigned seed, long iters, const char* stop_file) {
   std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1, sum = 0;
@@ -63,6 +77,11 @@ std::uint64_t work(unsigned seed, long iters, const char* stop_file) {
     }
     sizes[s] = n;
     for (std::size_t k = 0; k < n; ++k) blocks[s][k] = static_cast<unsigned char>(n + k);
+    if (g_fork && seed == 0 && i % 20000 == 19999) {
+      const pid_t child = ::fork();
+      if (child == 0) forked_child();
+      if (child > 0) ::waitpid(child, nullptr, 0);
+    }
     if (i % 1000 == 999) {
       ::usleep(200);
       if (stop_file != nullptr && ::access(stop_file, F_OK) == 0) break;
@@ -78,6 +97,8 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   const long iters = argc > 2 ? std::atol(argv[2]) : 2000000;
   const char* stop_file = argc > 3 ? argv[3] : nullptr;
+  const char* fork_env = std::getenv("ATTACH_LOOP_FORK");
+  g_fork = fork_env != nullptr && std::strcmp(fork_env, "1") == 0;
   std::vector<std::uint64_t> sums(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t)
