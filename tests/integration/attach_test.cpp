@@ -253,6 +253,31 @@ TEST(Attach, ForkChildrenAfterTheAttachAreRecorded) {
   EXPECT_EQ(stats.status, 0) << stats.err;
 }
 
+TEST(Attach, SigintDetachesAndLiveViewsTheAttachedRecording) {
+  const fs::path dir = test_dir("attach");
+  const fs::path stop = dir / "stop";
+  Target target({kLoop, "1", "1000000000", stop.string()}, dir, "target");
+  ASSERT_TRUE(target.ready()) << slurp(target.err);
+  const fs::path artifact = dir / "a.msgpack", err = dir / "attach.err", status = dir / "attach.status";
+  // No --duration: SIGINT (what Ctrl-C sends) ends it, after `memtrack live` read two updates from it.
+  const auto r = run("" + memtrack_bin() + " attach " + std::to_string(target.pid) + " -o '" + artifact.string() +
+                     "' 2>'" + err.string() + "' & a=$!; sleep 1; timeout 10 " + memtrack_bin() +
+                     " live $a </dev/null | head -2; kill -INT $a; wait $a; echo $? >'" + status.string() + "'");
+  EXPECT_NE(r.out.find("memtrack live: "), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find(" events "), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(status.string()), "130\n") << slurp(err.string());
+  EXPECT_NE(slurp(err.string()).find("detached on signal 2"), std::string::npos) << slurp(err.string());
+  EXPECT_EQ(libc_entry_bytes(target.pid, "malloc"), own_entry_bytes("malloc"));
+  const auto stats = run(memtrack_bin() + " stats '" + artifact.string() + "'");
+  EXPECT_EQ(stats.status, 0) << stats.err;
+  EXPECT_NE(stats.out.find("peak since attach"), std::string::npos) << stats.out;
+  // The line may wrap: compare with the whitespace collapsed.
+  const std::string flat = std::regex_replace(stats.out, std::regex(R"(\s+)"), " ");
+  EXPECT_NE(flat.find("frees of blocks from before the recording (not errors)"), std::string::npos) << stats.out;
+  std::ofstream(stop.string()) << "stop\n";
+  EXPECT_EQ(target.wait(), 0) << slurp(target.err);
+}
+
 TEST(Attach, MissingPidIsRefused) {
   // A pid that just ended (reaped): nothing runs under it.
   const pid_t child = ::fork();
