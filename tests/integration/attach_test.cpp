@@ -319,6 +319,20 @@ TEST(Attach, ProcessOfAnotherUserIsRefusedWithTheReason) {
   EXPECT_EQ(slurp(target.err), "");
 }
 
+TEST(Attach, StaticProcessIsRefused) {
+  const fs::path dir = test_dir("attach");
+  const fs::path stop = dir / "stop";
+  Target target({std::string(MEMTRACK_PROGRAMS_DIR) + "/attach_static", stop.string()}, dir, "static");
+  ASSERT_TRUE(target.ready()) << slurp(target.err);
+  const auto r = run(memtrack_bin() + " attach " + std::to_string(target.pid) + " -o '" + (dir / "a.msgpack").string() +
+                     "' --duration 1");
+  EXPECT_EQ(r.status, 5) << r.err;
+  EXPECT_NE(r.err.find("is not dynamically linked against glibc"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "a.msgpack"));
+  std::ofstream(stop.string()) << "stop\n";
+  EXPECT_EQ(target.wait(), 0);
+}
+
 TEST(Attach, ProcessRecordedAlreadyIsRefused) {
   const fs::path dir = test_dir("attach");
   const fs::path stop = dir / "stop";
