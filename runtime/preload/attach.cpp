@@ -12,6 +12,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "patch/patch.h"
 #include "patch/sites.h"
@@ -35,6 +37,45 @@ bool loaded_for_attach() {
   return preload == nullptr || strstr(preload, "libmemtrack-preload") == nullptr;
 }
 
+namespace {
+
+// The ring's fd from the recorder, over the abstract Unix socket `name` ("@..." without the '@'): a process of
+// another user cannot open /proc/<recorder>/fd/<n> (the kernel allows it only to processes that may ptrace the
+// recorder), but any process may connect to an abstract socket, and the recorder sends the fd only to the
+// attached process (it checks the peer's pid). Raw system calls: no allocation. Returns -1 on failure.
+int receive_ring_fd(const char* name) {
+  const int sock = static_cast<int>(syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (sock < 0) return -1;
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  const size_t len = strlen(name);
+  if (len + 1 > sizeof addr.sun_path) {
+    syscall(SYS_close, sock);
+    return -1;
+  }
+  memcpy(addr.sun_path + 1, name, len);  // sun_path[0] == 0: the abstract namespace
+  int fd = -1;
+  if (syscall(SYS_connect, sock, &addr, offsetof(struct sockaddr_un, sun_path) + 1 + len) == 0) {
+    char byte = 0;
+    struct iovec io = {&byte, 1};
+    alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    struct msghdr msg = {};
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    if (syscall(SYS_recvmsg, sock, &msg, MSG_CMSG_CLOEXEC) == 1) {
+      const struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      if (c != nullptr && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+        memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    }
+  }
+  syscall(SYS_close, sock);
+  return fd;
+}
+
+}  // namespace
+
 }  // namespace memtrack::preload
 
 using namespace memtrack::preload;  // NOLINT: the functions below are the library's ABI
@@ -55,9 +96,9 @@ extern "C" {
 __attribute__((visibility("default"))) constinit uint64_t memtrack_attach_entries[1 + 2 * kAttachMaxEntries] = {};
 }
 
-// Maps the ring at `ring` (/proc/<recorder>/fd/<n>), notes this image (NoteExec, as at exec under record) and
-// hooks the allocators. `messages`: the recorder's messages channel ("" for none); `preload`: this library's
-// path, for the children's environments.
+// Maps the ring at `ring` (/proc/<recorder>/fd/<n>, or "@NAME": the fd sent over the abstract socket NAME), notes this
+// image (NoteExec, as at exec under record) and hooks the allocators. `messages`: the recorder's messages channel (""
+// for none); `preload`: this library's path, for the children's environments.
 MEMTRACK_EXPORT int memtrack_attach_start(const char* ring, const char* messages, const char* preload) {
   int expected = kUnattached;
   if (!g_state.compare_exchange_strong(expected, kAttaching, std::memory_order_acq_rel))
@@ -65,7 +106,8 @@ MEMTRACK_EXPORT int memtrack_attach_start(const char* ring, const char* messages
   t_busy = true;  // what this call allocates (on_exit's list, pthread_atfork's) is not the program's
   int result = kAttachNoRing;
   set_attached_environment(ring, messages, preload);
-  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, ring, O_RDWR | O_CLOEXEC));
+  const int fd = ring[0] == '@' ? receive_ring_fd(ring + 1)
+                                : static_cast<int>(syscall(SYS_openat, AT_FDCWD, ring, O_RDWR | O_CLOEXEC));
   RingHeader probe;
   if (fd >= 0 && syscall(SYS_pread64, fd, &probe, sizeof probe, 0) == static_cast<long>(sizeof probe) &&
       probe.magic == memtrack::runtime::kRingMagic && probe.version == memtrack::runtime::kRingVersion &&

@@ -47,7 +47,8 @@ bool wait_for(const std::function<bool()>& done, int seconds = 30) {
 struct Target {
   pid_t pid = 0;
   std::string out, err;
-  Target(const std::vector<std::string>& argv, const fs::path& dir, const std::string& name)
+  // `uid` >= 0: the process runs as that user (and its group), for the tests of another user's process.
+  Target(const std::vector<std::string>& argv, const fs::path& dir, const std::string& name, int uid = -1)
       : out((dir / (name + ".out")).string()), err((dir / (name + ".err")).string()) {
     pid = ::fork();
     if (pid == 0) {
@@ -55,6 +56,7 @@ struct Target {
       const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(o, 1);
       ::dup2(e, 2);
+      if (uid >= 0 && (::setgid(static_cast<gid_t>(uid)) != 0 || ::setuid(static_cast<uid_t>(uid)) != 0)) ::_exit(126);
       std::vector<char*> a;
       for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
       a.push_back(nullptr);
@@ -316,6 +318,24 @@ TEST(Attach, ProcessOfAnotherUserIsRefusedWithTheReason) {
   EXPECT_FALSE(fs::exists(dir / "n.msgpack"));
   std::ofstream(stop.string()) << "stop\n";
   EXPECT_EQ(target.wait(), 0);
+  EXPECT_EQ(slurp(target.err), "");
+}
+
+TEST(Attach, RootAttachesToAProcessOfAnotherUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to run the program as nobody";
+  const fs::path dir = test_dir("attach");
+  const fs::path stop = dir / "stop";
+  Target target({kLoop, "2", "1000000000", stop.string()}, dir, "nobody", 65534);
+  ASSERT_TRUE(target.ready()) << slurp(target.err);
+  // The ring reaches it as an fd over the attach socket: it could not open the recorder's /proc/PID/fd.
+  const fs::path artifact = dir / "a.msgpack";
+  const auto r =
+      run(memtrack_bin() + " attach " + std::to_string(target.pid) + " -o '" + artifact.string() + "' --duration 0.5");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_GT(threads_in(artifact).size(), 1u) << r.err;
+  EXPECT_EQ(libc_entry_bytes(target.pid, "malloc"), own_entry_bytes("malloc"));
+  std::ofstream(stop.string()) << "stop\n";
+  EXPECT_EQ(target.wait(), 0) << slurp(target.err);
   EXPECT_EQ(slurp(target.err), "");
 }
 

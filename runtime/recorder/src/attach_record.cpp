@@ -3,14 +3,21 @@
 // preload, attach_inject.h) and the end (the process is not our child: its exit is seen through a pidfd, and
 // the recording may end before it, by --duration or a signal, with every recorded process detached).
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -74,15 +81,92 @@ std::string start_refusal(pid_t pid, long code) {
     case -2:
       return who + " was attached to before: memtrack attaches once per process";
     case -3:
-      return who +
-             " cannot open the recorder's ring (a process of another user, or in another mount namespace: run "
-             "memtrack attach as the process's user)";
+      return who + " did not receive the recorder's ring (the attach socket: another network namespace?)";
     case -4:
       return who + " could not note itself in the ring";
     default:
       return who + ": memtrack_attach_start returned " + std::to_string(code);
   }
 }
+
+// Hands the ring's fd to the attached process (runtime/preload/attach.cpp, receive_ring_fd): an abstract Unix
+// socket any process can connect to, on a thread of its own while the main thread runs the injected calls.
+// Only a peer whose pid is the attached process's gets the fd; anyone else is dropped. The thread ends when
+// the fd was sent, or at stop().
+class RingFdServer {
+ public:
+  RingFdServer(pid_t pid, const std::string& ring_path) : pid_(pid) {
+    ring_fd_ = ::open(ring_path.c_str(), O_RDWR | O_CLOEXEC);
+    if (ring_fd_ < 0) throw sys_error("open " + ring_path);
+    std::uint64_t nonce = 0;
+    if (::getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce)) nonce = clock_ns(CLOCK_MONOTONIC);
+    name_ = "memtrack-attach." + std::to_string(::getpid()) + "." + std::to_string(nonce);
+    sock_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path + 1, name_.data(), name_.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name_.size());
+    if (sock_ < 0 || ::bind(sock_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(sock_, 4) != 0) {
+      const std::runtime_error e = sys_error("the attach socket");
+      if (sock_ >= 0) ::close(sock_);
+      ::close(ring_fd_);
+      throw e;
+    }
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~RingFdServer() {
+    stop();
+    ::close(sock_);
+    ::close(ring_fd_);
+  }
+  RingFdServer(const RingFdServer&) = delete;
+  RingFdServer& operator=(const RingFdServer&) = delete;
+  // What memtrack_attach_start takes as its ring.
+  [[nodiscard]] std::string address() const { return "@" + name_; }
+  void stop() {
+    stopping_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void serve() {
+    while (!stopping_.load()) {
+      pollfd p{sock_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const int c = ::accept4(sock_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      ucred cred{};
+      socklen_t n = sizeof cred;
+      if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &n) == 0 && cred.pid == pid_) {
+        char byte = 1;
+        iovec io{&byte, 1};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &io;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(cm), &ring_fd_, sizeof(int));
+        const bool sent = ::sendmsg(c, &msg, MSG_NOSIGNAL) == 1;
+        ::close(c);
+        if (sent) return;
+        continue;
+      }
+      ::close(c);
+    }
+  }
+
+  pid_t pid_;
+  int ring_fd_ = -1;
+  int sock_ = -1;
+  std::string name_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
 
 struct Detached {
   double pause_ms = 0;
@@ -229,6 +313,8 @@ AttachResult attach(const AttachOptions& given) {
 
   // The injection: dlopen the preload, then start it on the ring.
   std::vector<RemoteCall> calls;
+  // The ring reaches the process as an fd over a socket (a process of another user cannot open our /proc).
+  RingFdServer fd_server(pid, ring.path());
   auto call = [](std::string library, std::string symbol, std::vector<std::string> strings) {
     RemoteCall c;
     c.library = std::move(library);
@@ -239,8 +325,8 @@ AttachResult attach(const AttachOptions& given) {
   calls.push_back(call("libc.so", "dlopen", {options.preload_path}));
   calls.back().integers = {RTLD_NOW};
   calls.back().must_not_return_0 = true;
-  calls.push_back(
-      call(options.preload_path, "memtrack_attach_start", {ring.path(), messages.path(), options.preload_path}));
+  calls.push_back(call(options.preload_path, "memtrack_attach_start",
+                       {fd_server.address(), messages.path(), options.preload_path}));
   // The jumps, written with every other thread stopped outside the entries' first bytes (patch.h).
   OtherThreadsStopped others_stopped;
   calls.push_back(call(options.preload_path, "memtrack_attach_commit", {}));
@@ -261,6 +347,7 @@ AttachResult attach(const AttachOptions& given) {
   };
   try {
     const InjectStats s = inject_calls(pid, calls);
+    fd_server.stop();
     result.threads_stopped = static_cast<int>(others_stopped.count());
     result.threads_stepped = others_stopped.stepped();
     others_stopped.release();
