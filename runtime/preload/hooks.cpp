@@ -163,7 +163,8 @@ MEMTRACK_EXPORT void* pvalloc(size_t size) {
   if (in_entry()) return g_real.pvalloc(size);
   EntryScope scope;
   void* p = g_real.pvalloc(size);
-  if (p != nullptr) record(RingEventKind::AlignedAlloc, p, size, capture_stack());  // the requested size, not the page-rounded one
+  if (p != nullptr)
+    record(RingEventKind::AlignedAlloc, p, size, capture_stack());  // the requested size, not the page-rounded one
   return p;
 }
 
@@ -240,6 +241,8 @@ MEMTRACK_EXPORT pid_t _Fork(void) {
 // constructor runs (other libraries' constructors) attach lazily on their first event.
 __attribute__((constructor)) static void memtrack_preload_init() {
   ensure_real();
+  // Loaded by `memtrack attach` (attach.cpp): nothing to attach to yet; memtrack_attach_start does it.
+  if (memtrack::preload::loaded_for_attach()) return;
   if (memtrack::preload::g_state.load(std::memory_order_acquire) == memtrack::preload::kUnattached)
     memtrack::preload::attach();
   memtrack::preload::stacks_load_fallback();

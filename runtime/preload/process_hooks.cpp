@@ -425,6 +425,14 @@ int exec_list(const char* target, bool search, const char* arg0, va_list ap, boo
 
 }  // namespace
 
+void set_attached_environment(const char* ring, const char* messages, const char* preload) {
+  if (!copy_env(g_env_ring, "MEMTRACK_RING=", ring, strlen(ring)) ||
+      !copy_env(g_env_preload, "LD_PRELOAD=", preload, strlen(preload)) ||
+      (messages[0] != '\0' && !copy_env(g_env_messages, "MEMTRACK_MESSAGES=", messages, strlen(messages))))
+    return;
+  g_env_ready = true;
+}
+
 const char* messages_path() {
   if (g_env_ready) return g_env_messages[0] != '\0' ? g_env_messages + kMessagesPrefix : nullptr;
   return getenv(runtime::kEnvMessages);

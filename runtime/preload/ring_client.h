@@ -73,6 +73,14 @@ inline bool recording_now() {
 // exit note. Returns false when the image must not record (the note could not be written).
 bool begin_image();
 
+// attach.cpp: whether this library was loaded by `memtrack attach` (dlopen'd into a running process) rather
+// than preloaded by `memtrack record`.
+bool loaded_for_attach();
+
+// `memtrack attach` (attach.cpp): the variables the recorder would have put in the environment, kept as
+// begin_image keeps them (the environment itself is left as the program has it). process_hooks.cpp.
+void set_attached_environment(const char* ring, const char* messages, const char* preload);
+
 // The event's time: the raw TSC when the recorder converts it (ring.h, timestamp_tsc), else CLOCK_MONOTONIC.
 inline uint64_t timestamp_now() { return runtime::ring_timestamp(g_timestamp_tsc); }
 

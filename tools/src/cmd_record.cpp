@@ -7,16 +7,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <optional>
 #include <vector>
 
 #include "args.h"
-#include "live_view.h"
 #include "commands.h"
+#include "live_view.h"
 #include "memtrack/codec/compact.h"
 #include "memtrack/runtime/recorder.h"
 #include "units.h"
@@ -93,6 +93,8 @@ std::string shell_word(const std::string& path) {
   return out + "'";
 }
 
+}  // namespace
+
 // MEMTRACK_PRELOAD, else the library where the install rules put it relative to this binary
 // (MEMTRACK_PRELOAD_INSTALL_DIR: ../lib under /usr/local, ../lib/x86_64-linux-gnu under Debian's /usr), else
 // where the build tree has it (MEMTRACK_PRELOAD_BUILD_DIR); both are set by tools/CMakeLists.txt. When neither
@@ -110,10 +112,9 @@ std::string find_preload() {
   return ::access(built.c_str(), R_OK) == 0 ? built : installed;
 }
 
-}  // namespace
-
 int run_record(int argc, char** argv) {
-  const CommandSplit split = split_command(argc, argv, 2, {"-o", "--output", "--workers", "--level", "--stack-depth", "--live-output"});
+  const CommandSplit split =
+      split_command(argc, argv, 2, {"-o", "--output", "--workers", "--level", "--stack-depth", "--live-output"});
   Args args(split.options_end, argv, 2);
   if (args.flag("help", "h")) {
     std::fputs(kHelp, stdout);
@@ -197,15 +198,18 @@ int run_record(int argc, char** argv) {
     return e.exit_status;
   }
   if (view.joinable()) view.join();
-  if (live) std::fprintf(stderr, "memtrack record: %s's output is in %s\n", options.command[0].c_str(),
-                         options.command_output.c_str());
-  if (!r.live_error.empty() && !quiet) std::fprintf(stderr, "memtrack record: no live view: %s\n", r.live_error.c_str());
+  if (live)
+    std::fprintf(stderr, "memtrack record: %s's output is in %s\n", options.command[0].c_str(),
+                 options.command_output.c_str());
+  if (!r.live_error.empty() && !quiet)
+    std::fprintf(stderr, "memtrack record: no live view: %s\n", r.live_error.c_str());
   if (!quiet) {
     // The success line only when the artifact was written; otherwise the error below says what happened.
     if (r.status.is_ok()) {
       std::fprintf(stderr, "memtrack record: %s from %s, artifact %s (%s), peak heap %s",
                    count(r.events, "event", "events").c_str(), count(r.processes, "process", "processes").c_str(),
-                   r.output_path.c_str(), human_bytes(r.artifact_bytes).c_str(), human_bytes(r.peak_heap_bytes).c_str());
+                   r.output_path.c_str(), human_bytes(r.artifact_bytes).c_str(),
+                   human_bytes(r.peak_heap_bytes).c_str());
       if (r.stack_nodes != 0)
         std::fprintf(stderr,
                      ", %s, %s symbolized (%llu while the program ran, in %.2f s of CPU; the rest in %.2f s after it"
@@ -268,7 +272,8 @@ int run_record(int argc, char** argv) {
                    who.empty() ? "?" : who.c_str(), m.text.c_str());
     }
     if (r.status.is_ok())
-      std::fprintf(stderr, "memtrack record: next: memtrack top %s (the allocation sites), memtrack report %s (a page)\n",
+      std::fprintf(stderr,
+                   "memtrack record: next: memtrack top %s (the allocation sites), memtrack report %s (a page)\n",
                    shell_word(r.output_path).c_str(), shell_word(r.output_path).c_str());
   }
   if (!r.status.is_ok()) {

@@ -18,6 +18,9 @@ int run_report(int argc, char** argv);
 int run_export(int argc, char** argv);
 int run_ctl(int argc, char** argv);
 int run_live(int argc, char** argv);
+int run_attach(int argc, char** argv);
+// The preload library `record` and `attach` inject (cmd_record.cpp: MEMTRACK_PRELOAD, else beside the binary).
+std::string find_preload();
 int run_diff(int argc, char** argv);
 int run_check(int argc, char** argv);
 // `stats --regions`: the figures of each region name (cmd_stats_regions.cpp).

@@ -22,6 +22,8 @@ constexpr Command kCommands[] = {
     {"decode", memtrack::tools::run_decode, "artifact -> JSON lines, CSV or raw records"},
     {"convert", memtrack::tools::run_convert, "artifact -> the same events in the other encoding (codspeed, compact)"},
     {"record", memtrack::tools::run_record, "run a command and record its allocation events into an artifact"},
+    {"attach", memtrack::tools::run_attach,
+     "record a running process (ptrace, no restart) until it exits or --duration"},
     {"stats", memtrack::tools::run_stats, "artifact -> counts, peak live heap, leaks, size histogram"},
     {"top", memtrack::tools::run_top, "artifact with stacks -> allocation sites by peak, bytes, count, leaks"},
     {"report", memtrack::tools::run_report, "artifact -> one HTML page: memory over time, flame graphs, top sites"},

@@ -306,8 +306,14 @@ std::string format_stats_table(const Stats& s, const analysis::SitesResult* leak
   add("events", u64(c.events));
   add("duration", seconds(duration(c)));
   add("bytes allocated", u64(c.bytes_allocated) + " (" + human_bytes(c.bytes_allocated) + ")");
-  add("peak live heap", u64(s.heap.total_peak_bytes()) + " (" + human_bytes(s.heap.total_peak_bytes()) + ") at " +
+  add(s.attached() ? "peak since attach" : "peak live heap", u64(s.heap.total_peak_bytes()) + " (" + human_bytes(s.heap.total_peak_bytes()) + ") at " +
                             since_start(c, s.heap.total_peak_timestamp()));
+  if (s.attached()) {
+    std::uint64_t before = 0;
+    for (const ProcessImage& img : s.heap.images()) before += img.heap.unmatched_frees;
+    add("attached", "the recording began while the process ran; " + u64(before) +
+                        " frees of blocks from before the recording (not errors)");
+  }
   const BlockTotals live = still_live_at_end(s);
   add("still live at end",
       counted(live.count, "block") + ", " + u64(live.bytes) + " bytes (" + human_bytes(live.bytes) + ")");

@@ -220,6 +220,15 @@ void store_in_word(uintptr_t at, const uint8_t* bytes, size_t n) {
   __atomic_store_n(q, v, __ATOMIC_SEQ_CST);
 }
 
+struct Pending {
+  uintptr_t entry, jump_from, island, pad;
+  bool direct;
+};
+constexpr int kMaxPending = 256;
+constinit Pending g_pending[kMaxPending] = {};
+constinit int g_pending_count = 0;
+constinit bool g_defer = false;
+
 }  // namespace
 
 bool needs_padding(uintptr_t entry, size_t size) { return size < kJumpBytes || (entry & 7) + kJumpBytes > 8; }
@@ -285,6 +294,23 @@ const char* patch_entry(uintptr_t entry, size_t size, uintptr_t limit, uintptr_t
         why = "its code page cannot be made writable";
     }
   }
+  if (why == nullptr && g_defer) {
+    // `memtrack attach`: the entry's jump is written later, by commit_deferred_entries, while the tool holds
+    // every other thread of the process stopped outside the entry's first bytes.
+    raw_mprotect(text, text_span, PROT_READ | PROT_EXEC);
+    if (g_pending_count == kMaxPending) {
+      why = "too many entries to patch at once";
+    } else {
+      Pending& p = g_pending[g_pending_count++];
+      p.entry = entry;
+      p.jump_from = jump_from;
+      p.island = island;
+      p.pad = pad;
+      p.direct = direct;
+    }
+    g_lock.clear(std::memory_order_release);
+    return why;
+  }
   if (why == nullptr) {
     uint8_t jmp[kJumpBytes];
     const int32_t rel = static_cast<int32_t>(static_cast<int64_t>(island - (jump_from + kJumpBytes)));
@@ -306,6 +332,62 @@ const char* patch_entry(uintptr_t entry, size_t size, uintptr_t limit, uintptr_t
   }  // else the island space is left unused: it was never reachable
   g_lock.clear(std::memory_order_release);
   return why;
+}
+
+size_t patched_bytes(uintptr_t entry, size_t size) { return needs_padding(entry, size) ? kShortJumpBytes : kJumpBytes; }
+
+bool restore_entry(uintptr_t entry, const uint8_t* saved, size_t n) {
+  while (g_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+  const uintptr_t text = entry & ~uintptr_t{4095};
+  const size_t span = (entry + n - text + 4095) & ~size_t{4095};
+  const bool ok = raw_mprotect(text, span, PROT_READ | PROT_WRITE | PROT_EXEC) == 0;
+  if (ok) {
+    store_in_word(entry, saved, n);
+    raw_mprotect(text, span, PROT_READ | PROT_EXEC);
+    serialize_all_threads();
+  }
+  g_lock.clear(std::memory_order_release);
+  return ok;
+}
+
+void defer_entry_writes(bool on) { g_defer = on; }
+
+int deferred_entries(uintptr_t* entries, uint8_t* lengths, int max) {
+  int n = 0;
+  for (int i = 0; i < g_pending_count && n < max; ++i, ++n) {
+    entries[n] = g_pending[i].entry;
+    lengths[n] = static_cast<uint8_t>(g_pending[i].direct ? kJumpBytes : kShortJumpBytes);
+  }
+  return n;
+}
+
+int commit_deferred_entries() {
+  while (g_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+  int done = 0;
+  for (int i = 0; i < g_pending_count; ++i) {
+    const Pending& p = g_pending[i];
+    const uintptr_t text = p.entry & ~uintptr_t{4095};
+    const size_t text_span = ((p.direct ? p.entry + kJumpBytes : p.pad + kJumpBytes) - text + 4095) & ~size_t{4095};
+    if (raw_mprotect(text, text_span, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) continue;
+    uint8_t jmp[kJumpBytes];
+    const int32_t rel = static_cast<int32_t>(static_cast<int64_t>(p.island - (p.jump_from + kJumpBytes)));
+    jmp[0] = 0xe9;
+    memcpy(jmp + 1, &rel, 4);
+    if (p.direct) {
+      store_in_word(p.entry, jmp, kJumpBytes);
+    } else {
+      memcpy(reinterpret_cast<void*>(p.pad), jmp, kJumpBytes);
+      __builtin___clear_cache(reinterpret_cast<char*>(p.pad), reinterpret_cast<char*>(p.pad + kJumpBytes));
+      const uint8_t short_jmp[kShortJumpBytes] = {0xeb, static_cast<uint8_t>(p.pad - (p.entry + kShortJumpBytes))};
+      store_in_word(p.entry, short_jmp, kShortJumpBytes);
+    }
+    raw_mprotect(text, text_span, PROT_READ | PROT_EXEC);
+    ++done;
+  }
+  g_pending_count = 0;
+  serialize_all_threads();
+  g_lock.clear(std::memory_order_release);
+  return done;
 }
 
 }  // namespace memtrack::preload

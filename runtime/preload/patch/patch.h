@@ -51,6 +51,27 @@ bool needs_padding(uintptr_t entry, size_t size);
 // failure returns the reason (a static string) and changes nothing.
 const char* patch_entry(uintptr_t entry, size_t size, uintptr_t limit, uintptr_t hook, uintptr_t* original);
 
+// `memtrack attach` (attach.cpp): while on, patch_entry prepares everything (island, trampoline, *original)
+// but leaves the entry's bytes as they are, noting the write; commit_deferred_entries makes every noted write
+// and returns how many it made. Between the two the attach tool stops the process's other threads and steps
+// any whose program counter lies inside one of the entries' first bytes (deferred_entries: the entry and how
+// many bytes change) out of them: a thread paused between two instructions of those bytes would resume in
+// the middle of the new jump. Under `memtrack record` patching runs before such a thread can be there (at
+// startup, or on a library just loaded); in a running process the C library's malloc is being run.
+void defer_entry_writes(bool on);
+int deferred_entries(uintptr_t* entries, uint8_t* lengths, int max);
+int commit_deferred_entries();
+
+// How many bytes at `entry` patch_entry overwrites for a function of `size` bytes (5, or 2 for the short jump).
+size_t patched_bytes(uintptr_t entry, size_t size);
+
+// `memtrack attach`'s detach: writes `n` saved bytes (the entry's original first bytes, taken before
+// patch_entry) back at `entry` with one aligned 8-byte store, as patch_entry wrote the jump. The island and
+// the trampoline stay mapped: a thread that took the jump just before runs the hook and the trampoline, whose
+// displaced instructions jump back into the unchanged rest of the function. Returns false when the page
+// cannot be made writable (the entry then stays patched).
+bool restore_entry(uintptr_t entry, const uint8_t* saved, size_t n);
+
 }  // namespace memtrack::preload
 
 #pragma GCC visibility pop

@@ -36,6 +36,9 @@ struct Site {
   uintptr_t entry;
   uintptr_t twin;  // a throwing entry's nothrow twin (its entry: patched or not, calling it is right)
   const EntrySpec* spec;
+  uint8_t saved[8];  // the entry's first bytes before the patch (restore_entry, `memtrack attach`'s detach)
+  uint8_t saved_len;
+  bool restored;
 };
 
 constexpr int kMaxSites = 256;
@@ -206,6 +209,14 @@ bool skipped(const char* path) {
          starts_with(b, "libstdc++.so") || starts_with(b, "libgcc_s") || starts_with(b, "libm.so");
 }
 
+// `memtrack attach`: the PLT is bound already, so the C library's and libstdc++'s entries are patched too;
+// only the loader, the preload and its own libraries are left alone.
+bool skipped_when_attached(const char* path) {
+  const char* b = basename_of(path);
+  return starts_with(b, "ld-linux") || starts_with(b, "libZydis") || starts_with(b, "libZycore") ||
+         starts_with(b, "linux-vdso") || starts_with(b, "libmemtrack-preload") || starts_with(b, "libmemtrack-attach");
+}
+
 struct Image {
   uintptr_t bias;
   const char* path;
@@ -355,6 +366,9 @@ void patch_image(const Image& im, bool standard) {
         if (at > f.addr && at < limit) limit = at;
       }
     }
+    site.saved_len = static_cast<uint8_t>(patched_bytes(f.addr, f.size));
+    memcpy(site.saved, reinterpret_cast<const void*>(f.addr), site.saved_len);
+    site.restored = false;
     const char* why =
         patch_entry(f.addr, f.size, limit, reinterpret_cast<uintptr_t>(kHooks.fn[g_site_count]), &original);
     if (why != nullptr) {
@@ -400,6 +414,44 @@ void patch_new_images(bool after_dlopen) {
     patch_image(im, im.main || after_dlopen);
   }
   g_scan_lock.clear(std::memory_order_release);
+}
+
+int patch_images_for_attach() {
+  while (g_scan_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+  static Collect c;
+  c.count = 0;
+  dl_iterate_phdr(collect, &c);
+  const int before = g_site_count;
+  for (int i = 0; i < c.count && g_scanned_count < kMaxImages; ++i) {
+    const Image& im = c.images[i];
+    if (im.main ? g_main_scanned : scanned(im.bias)) continue;
+    if (im.main)
+      g_main_scanned = true;
+    else
+      g_scanned[g_scanned_count++] = im.bias;
+    if (im.path == nullptr || im.path[0] != '/' || skipped_when_attached(im.path)) continue;
+    patch_image(im, true);
+  }
+  const int added = g_site_count - before;
+  g_scan_lock.clear(std::memory_order_release);
+  return added;
+}
+
+int restore_patched_entries() {
+  while (g_scan_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+  int restored = 0;
+  for (int i = 0; i < g_site_count; ++i) {
+    Site& site = g_sites[i];
+    if (site.restored) continue;
+    if (restore_entry(site.entry, site.saved, site.saved_len)) {
+      site.restored = true;
+      ++restored;
+    } else {
+      say("cannot restore an entry patched by attach (its page cannot be made writable); it stays hooked, unrecorded");
+    }
+  }
+  g_scan_lock.clear(std::memory_order_release);
+  return restored;
 }
 
 }  // namespace memtrack::preload

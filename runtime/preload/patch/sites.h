@@ -63,6 +63,14 @@ extern const EntryTable kTcmallocEntries;
 // dlopen, each new library gets everything. Each refusal is one diagnostic() line per symbol.
 void patch_new_images(bool after_dlopen);
 
+// `memtrack attach` (attach.cpp): patches every entry of the tables in every loaded image not scanned yet,
+// the C library and libstdc++ included (the PLT is bound already: interposing reaches nothing). Returns how
+// many entries it hooked.
+int patch_images_for_attach();
+// `memtrack attach`'s detach: every patched entry gets its original bytes back (patch.h, restore_entry).
+// Returns how many it restored.
+int restore_patched_entries();
+
 // hooks_cxx.cpp: forget C++ operators found absent, so a library loaded since can provide them.
 void reset_cxx_operators();
 

@@ -64,6 +64,14 @@ struct Stats {
                                     context.recording->sections.end();
   }
 
+  // Whether the Recording lists the attached section (`memtrack attach`, docs/FORMAT.md): the recording began
+  // while the process ran, so its peak is the peak since the attach and a free of a block allocated before
+  // it (an unmatched free) is a free of a block from before the recording, not an error.
+  [[nodiscard]] bool attached() const {
+    return context.recording && std::ranges::find(context.recording->sections, "attached") !=
+                                    context.recording->sections.end();
+  }
+
   // Whether the Recording lists the resident-pages section, or the artifact has ResidentPages records.
   [[nodiscard]] bool resident_pages_recorded() const {
     return resident.page_snapshots() != 0 ||
