@@ -108,6 +108,13 @@ int threads_of(pid_t pid) {
 
 // The first 16 bytes of `symbol` (a libc function) in process `pid`, read through /proc/PID/mem at the
 // offset it has in this process's libc (the same file). Empty when it cannot be read.
+// libc's own definition of `symbol` in this process (not the first in lookup order: under ASan that is the
+// sanitizer's interceptor).
+void* libc_symbol(const char* symbol) {
+  void* libc = ::dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  return libc == nullptr ? nullptr : ::dlsym(libc, symbol);
+}
+
 std::string libc_entry_bytes(pid_t pid, const char* symbol) {
   auto base_of = [](pid_t p) -> std::uint64_t {
     std::ifstream maps("/proc/" + std::to_string(p) + "/maps");
@@ -122,7 +129,7 @@ std::string libc_entry_bytes(pid_t pid, const char* symbol) {
     return 0;
   };
   const std::uint64_t ours = base_of(::getpid()), theirs = base_of(pid);
-  void* fn = ::dlsym(RTLD_DEFAULT, symbol);
+  void* fn = libc_symbol(symbol);
   if (ours == 0 || theirs == 0 || fn == nullptr) return {};
   const std::uint64_t at = theirs + (reinterpret_cast<std::uint64_t>(fn) - ours);
   const int fd = ::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
@@ -133,7 +140,7 @@ std::string libc_entry_bytes(pid_t pid, const char* symbol) {
 }
 
 std::string own_entry_bytes(const char* symbol) {
-  const auto* fn = static_cast<const char*>(::dlsym(RTLD_DEFAULT, symbol));
+  const auto* fn = static_cast<const char*>(libc_symbol(symbol));
   return fn == nullptr ? std::string() : std::string(fn, 16);
 }
 
