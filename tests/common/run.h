@@ -85,4 +85,16 @@ inline RunResult run(const std::string& command) {
 
 inline std::string memtrack_bin() { return std::string(MEMTRACK_BIN_DIR) + "/memtrack"; }
 
+// The shell command `memtrack stats 'FILE' ARGS`. Under ThreadSanitizer the artifact goes through a pipe (not
+// seekable: no index, so the sequential reader): the indexed reader hands frames between oneTBB's threads
+// through libtbb's own synchronization, which ThreadSanitizer cannot see in Debian's uninstrumented libtbb,
+// and its reports (false positives) make `stats` of a many-frame artifact take many minutes. Same figures.
+inline std::string memtrack_stats_command(const std::string& file, const std::string& args = "") {
+#if defined(__SANITIZE_THREAD__)
+  return "cat '" + file + "' | " + memtrack_bin() + " stats - " + args;
+#else
+  return memtrack_bin() + " stats '" + file + "' " + args;
+#endif
+}
+
 }  // namespace memtrack::testing

@@ -28,6 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using memtrack::testing::memtrack_bin;
+using memtrack::testing::memtrack_stats_command;
 using memtrack::testing::run;
 using memtrack::testing::slurp;
 using memtrack::testing::test_dir;
@@ -184,7 +185,7 @@ TEST(Attach, MultiThreadedProgramRecordedFromEveryThreadChecksumUnchanged) {
   // The artifact says it began by attaching.
   const auto context = run(memtrack_bin() + " decode '" + artifact.string() + "' --context-only");
   EXPECT_NE(context.out.find("\"attached\""), std::string::npos) << context.out.substr(0, 400);
-  const auto stats = run(memtrack_bin() + " stats '" + artifact.string() + "'");
+  const auto stats = run(memtrack_stats_command(artifact.string()));
   EXPECT_EQ(stats.status, 0) << stats.err;
 }
 
@@ -258,7 +259,7 @@ TEST(Attach, ForkChildrenAfterTheAttachAreRecorded) {
                                ",\"ppid\":" + std::to_string(target_pid)),
               std::string::npos)
         << child;
-  const auto stats = run(memtrack_bin() + " stats '" + artifact.string() + "'");
+  const auto stats = run(memtrack_stats_command(artifact.string()));
   EXPECT_EQ(stats.status, 0) << stats.err;
 }
 
@@ -277,7 +278,7 @@ TEST(Attach, SigintDetachesAndLiveViewsTheAttachedRecording) {
   EXPECT_EQ(slurp(status.string()), "130\n") << slurp(err.string());
   EXPECT_NE(slurp(err.string()).find("detached on signal 2"), std::string::npos) << slurp(err.string());
   EXPECT_EQ(libc_entry_bytes(target.pid, "malloc"), own_entry_bytes("malloc"));
-  const auto stats = run(memtrack_bin() + " stats '" + artifact.string() + "'");
+  const auto stats = run(memtrack_stats_command(artifact.string()));
   EXPECT_EQ(stats.status, 0) << stats.err;
   EXPECT_NE(stats.out.find("peak since attach"), std::string::npos) << stats.out;
   // The line may wrap: compare with the whitespace collapsed.

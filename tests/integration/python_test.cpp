@@ -18,6 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using memtrack::testing::memtrack_bin;
+using memtrack::testing::memtrack_stats_command;
 using memtrack::testing::run;
 using memtrack::testing::RunResult;
 using memtrack::testing_integration::read_artifact_events;
@@ -76,8 +77,8 @@ TEST(Python, TotalsAgreeWithPythonMalloc) {
   ASSERT_EQ(b.status, 0) << b.err;
   EXPECT_NE(b.err.find(kMallocNote), std::string::npos) << b.err;
   EXPECT_EQ(b.err.find("pymalloc's allocations are recorded"), std::string::npos) << b.err;
-  const RunResult sa = run(memtrack_bin() + " stats --json '" + (dir / "a.art").string() + "'");
-  const RunResult sb = run(memtrack_bin() + " stats --json '" + (dir / "b.art").string() + "'");
+  const RunResult sa = run(memtrack_stats_command((dir / "a.art").string(), "--json"));
+  const RunResult sb = run(memtrack_stats_command((dir / "b.art").string(), "--json"));
   ASSERT_EQ(sa.status, 0) << sa.err;
   ASSERT_EQ(sb.status, 0) << sb.err;
   for (const char* key : {"events", "bytes_allocated", "peak_live_bytes", "Malloc", "Calloc", "Free"}) {
@@ -247,7 +248,7 @@ TEST(Python, PytestWithARegionPerTest) {
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("3 passed"), std::string::npos) << r.out;
   const auto allocations = [&](const std::string& test) {
-    const RunResult s = run(memtrack_bin() + " stats '" + art + "' --json --region test_small.py::" + test);
+    const RunResult s = run(memtrack_stats_command(art, "--json --region test_small.py::" + test));
     EXPECT_EQ(s.status, 0) << s.err;
     return stats_field(s.out, "Malloc") + stats_field(s.out, "Calloc") + stats_field(s.out, "Realloc");
   };
