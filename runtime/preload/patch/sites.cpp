@@ -396,29 +396,14 @@ int collect(struct dl_phdr_info* info, size_t, void* data) {
 
 }  // namespace
 
-void patch_new_images(bool after_dlopen) {
+namespace {
+
+// Patches the images loaded since the last scan (each image once): those `skip` leaves, every entry of the
+// main executable, and of the others only what the PLT does not reach unless `every_entry`. Returns how many
+// sites it patched.
+int scan_new_images(bool (*skip)(const char*), bool every_entry) {
   while (g_scan_lock.test_and_set(std::memory_order_acquire)) sched_yield();
   static Collect c;  // zero-initialized, constant: no static constructor; used under the lock only
-  c.count = 0;
-  dl_iterate_phdr(collect, &c);
-  for (int i = 0; i < c.count && g_scanned_count < kMaxImages; ++i) {
-    const Image& im = c.images[i];
-    if (im.main ? g_main_scanned : scanned(im.bias)) continue;
-    if (im.main)
-      g_main_scanned = true;
-    else
-      g_scanned[g_scanned_count++] = im.bias;
-    if (im.path == nullptr || im.path[0] != '/' || skipped(im.path)) continue;
-    // The PLT reaches a standard name in a library loaded at startup (the preload comes first); not in the
-    // executable, nor in a library loaded with dlopen and called through dlsym'd pointers.
-    patch_image(im, im.main || after_dlopen);
-  }
-  g_scan_lock.clear(std::memory_order_release);
-}
-
-int patch_images_for_attach() {
-  while (g_scan_lock.test_and_set(std::memory_order_acquire)) sched_yield();
-  static Collect c;
   c.count = 0;
   dl_iterate_phdr(collect, &c);
   const int before = g_site_count;
@@ -429,13 +414,22 @@ int patch_images_for_attach() {
       g_main_scanned = true;
     else
       g_scanned[g_scanned_count++] = im.bias;
-    if (im.path == nullptr || im.path[0] != '/' || skipped_when_attached(im.path)) continue;
-    patch_image(im, true);
+    if (im.path == nullptr || im.path[0] != '/' || skip(im.path)) continue;
+    patch_image(im, im.main || every_entry);
   }
   const int added = g_site_count - before;
   g_scan_lock.clear(std::memory_order_release);
   return added;
 }
+
+}  // namespace
+
+// The PLT reaches a standard name in a library loaded at startup (the preload comes first); not in the
+// executable, nor in a library loaded with dlopen and called through dlsym'd pointers.
+void patch_new_images(bool after_dlopen) { (void)scan_new_images(skipped, after_dlopen); }
+
+// Attached later, the PLT is already bound everywhere: every image's entries.
+int patch_images_for_attach() { return scan_new_images(skipped_when_attached, true); }
 
 int restore_patched_entries() {
   while (g_scan_lock.test_and_set(std::memory_order_acquire)) sched_yield();
