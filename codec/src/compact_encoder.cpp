@@ -25,9 +25,9 @@ namespace {
 // address -> the latest thread that allocated it and that released it in the frame, each with the 0-based
 // number of that address in the thread's list. An open-addressing table of 4-byte slots (a 14-bit hash tag
 // and the entry's index) over a dense array of entries in first-seen order: the slots of a 65,536-event frame
-// take 1 MiB, which stays in a core's L2 where one table of 32-byte entries (8 MiB) missed on nearly every
-// probe, and a probe reads an entry only when its tag matches; the entries of recent addresses, the ones
-// looked up again soonest, sit together at the array's end.
+// take 1 MiB, which fits a core's L2 (one table of 32-byte entries took 8 MiB), and a probe reads an entry
+// only when its tag matches; the entries of recent addresses, the ones looked up again soonest, sit
+// together at the array's end. BM_EncodeCompact_Frame (bench/compress.cpp) measures the encoder.
 class AddressTable {
  public:
   static constexpr std::uint32_t kNone = UINT32_MAX;
