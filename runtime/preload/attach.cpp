@@ -97,15 +97,17 @@ __attribute__((visibility("default"))) constinit uint64_t memtrack_attach_entrie
 }
 
 // Maps the ring at `ring` (/proc/<recorder>/fd/<n>, or "@NAME": the fd sent over the abstract socket NAME), notes this
-// image (NoteExec, as at exec under record) and hooks the allocators. `messages`: the recorder's messages channel (""
-// for none); `preload`: this library's path, for the children's environments.
-MEMTRACK_EXPORT int memtrack_attach_start(const char* ring, const char* messages, const char* preload) {
+// image (NoteExec, as at exec under record) and hooks the allocators and the exec family. `messages`: the recorder's
+// messages channel ("" for none); `preload`: this library's path and `ring_path` the ring's (/proc/<recorder>/fd/<n>),
+// for the environments of the images this process execs, which are preloaded as under `memtrack record`.
+MEMTRACK_EXPORT int memtrack_attach_start(const char* ring, const char* messages, const char* preload,
+                                          const char* ring_path) {
   int expected = kUnattached;
   if (!g_state.compare_exchange_strong(expected, kAttaching, std::memory_order_acq_rel))
     return g_attached_once ? kAttachOnceOnly : kAttachAlreadyRecorded;
   t_busy = true;  // what this call allocates (on_exit's list, pthread_atfork's) is not the program's
   int result = kAttachNoRing;
-  set_attached_environment(ring, messages, preload);
+  set_attached_environment(ring_path, messages, preload);
   const int fd = ring[0] == '@' ? receive_ring_fd(ring + 1)
                                 : static_cast<int>(syscall(SYS_openat, AT_FDCWD, ring, O_RDWR | O_CLOEXEC));
   RingHeader probe;
@@ -157,9 +159,12 @@ MEMTRACK_EXPORT int memtrack_attach_commit() { return commit_deferred_entries();
 
 // Stops recording and gives every patched entry its original bytes back. The hooks, islands and the ring
 // stay mapped (a thread inside a hook finishes its call through them; see patch.h, restore_entry). Returns
-// how many entries were restored, or -1 when this image was never attached.
+// how many entries were restored, or -1 when this image never recorded. Also called in an image that an
+// attached process exec'd, which was preloaded (this library in LD_PRELOAD): it stops recording the same
+// way (its interposed functions stay, and pass every call through), and the images it starts from then on
+// are not told of the ring (ChildEnv: not recording).
 MEMTRACK_EXPORT int memtrack_attach_stop() {
-  if (!g_attached_once) return -1;
+  if (!g_attached_once && g_state.load(std::memory_order_acquire) == kUnattached) return -1;
   g_state.store(kOff, std::memory_order_release);
   return restore_patched_entries();
 }

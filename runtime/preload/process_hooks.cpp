@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "memtrack/runtime/image_check.h"
+#include "patch/sites.h"
 #include "resolve.h"
 #include "ring_client.h"
 
@@ -411,6 +412,35 @@ int do_execvpe(const char* file, char* const* argv, char* const* envp) {
   return real<execve_fn>(kExecvpe)(file, argv, env.get());
 }
 
+int do_execveat(int dirfd, const char* path, char* const* argv, char* const* envp, int flags) {
+  int reason = 0;
+  if (executable(dirfd, path, flags)) reason = note_if_untrackable(g_pid, dirfd, path, flags, true);
+  ChildEnv env(envp, tell_child(reason));
+  return real<execveat_fn>(kExecveat)(dirfd, path, argv, env.get(), flags);
+}
+
+int do_fexecve(int fd, char* const* argv, char* const* envp) {
+  int reason = 0;
+  if (executable(fd, "", AT_EMPTY_PATH)) reason = note_if_untrackable(g_pid, fd, "", AT_EMPTY_PATH, true);
+  ChildEnv env(envp, tell_child(reason));
+  return real<fexecve_fn>(kFexecve)(fd, argv, env.get());
+}
+
+// `memtrack attach`'s hooks of the exec family (set_attached_environment below): the C library's execve,
+// execveat and fexecve, entry-patched. Every other member ends in one of them inside the C library (execv,
+// execl*, execvp*, and posix_spawn, system and popen, whose child calls __execve), so the patched execve sees
+// each of those execs with its final environment. A spawned child runs the hook in its parent's memory, as a
+// vfork child does under `memtrack record` (note_if_untrackable names its own pid).
+constexpr int kAttachExecEntries = 3;
+constinit ExtraEntry g_attach_exec_entries[kAttachExecEntries] = {};
+
+void hook_exec_family_for_attach() {
+  g_attach_exec_entries[0] = {"execve", reinterpret_cast<uintptr_t>(&do_execve), &g_process_fns[kExecve]};
+  g_attach_exec_entries[1] = {"execveat", reinterpret_cast<uintptr_t>(&do_execveat), &g_process_fns[kExecveat]};
+  g_attach_exec_entries[2] = {"fexecve", reinterpret_cast<uintptr_t>(&do_fexecve), &g_process_fns[kFexecve]};
+  set_extra_entries(g_attach_exec_entries, kAttachExecEntries);
+}
+
 // An execl-style call: `target` run (searched in PATH when `search`) with the arguments from `arg0` on; with
 // `has_envp`, the environment follows the arguments' NULL (execle).
 int exec_list(const char* target, bool search, const char* arg0, va_list ap, bool has_envp) {
@@ -431,6 +461,7 @@ void set_attached_environment(const char* ring, const char* messages, const char
       (messages[0] != '\0' && !copy_env(g_env_messages, "MEMTRACK_MESSAGES=", messages, strlen(messages))))
     return;
   g_env_ready = true;
+  hook_exec_family_for_attach();
 }
 
 const char* messages_path() {
@@ -496,18 +527,10 @@ MEMTRACK_EXPORT int execle(const char* path, const char* arg, ...) {
 }
 
 MEMTRACK_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
-  int reason = 0;
-  if (executable(dirfd, path, flags)) reason = note_if_untrackable(g_pid, dirfd, path, flags, true);
-  ChildEnv env(envp, tell_child(reason));
-  return real<execveat_fn>(kExecveat)(dirfd, path, argv, env.get(), flags);
+  return do_execveat(dirfd, path, argv, envp, flags);
 }
 
-MEMTRACK_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
-  int reason = 0;
-  if (executable(fd, "", AT_EMPTY_PATH)) reason = note_if_untrackable(g_pid, fd, "", AT_EMPTY_PATH, true);
-  ChildEnv env(envp, tell_child(reason));
-  return real<fexecve_fn>(kFexecve)(fd, argv, env.get());
-}
+MEMTRACK_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) { return do_fexecve(fd, argv, envp); }
 
 MEMTRACK_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                                 const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {

@@ -206,7 +206,8 @@ bool skipped(const char* path) {
   const char* b = basename_of(path);
   return starts_with(b, "libc.so") || starts_with(b, "ld-linux") || starts_with(b, "libZydis") ||
          starts_with(b, "libZycore") || starts_with(b, "linux-vdso") || starts_with(b, "libmemtrack-preload") ||
-         starts_with(b, "libstdc++.so") || starts_with(b, "libgcc_s") || starts_with(b, "libm.so");
+         starts_with(b, "libmemtrack-attach") || starts_with(b, "libstdc++.so") || starts_with(b, "libgcc_s") ||
+         starts_with(b, "libm.so");
 }
 
 // `memtrack attach`: the PLT is bound already, so the C library's and libstdc++'s entries are patched too;
@@ -256,6 +257,64 @@ struct Found {
   size_t size;
 };
 
+// The C library's functions hooked besides the allocators under `memtrack attach` (sites.h, ExtraEntry), and
+// the entries patched for them, with their original bytes for the detach.
+constexpr int kMaxExtra = 8;
+constinit const ExtraEntry* g_extra = nullptr;
+constinit int g_extra_count = 0;
+struct ExtraSite {
+  uintptr_t entry;
+  uint8_t saved[8];
+  uint8_t saved_len;
+  bool restored;
+};
+constinit ExtraSite g_extra_sites[kMaxExtra] = {};
+constinit int g_extra_site_count = 0;
+
+int extra_index(const char* name) {
+  for (int i = 0; i < g_extra_count; ++i)
+    if (strcmp(g_extra[i].name, name) == 0) return i;
+  return -1;
+}
+
+// The lowest address above `addr` where the symbol table has a symbol (patch_entry's `limit`).
+uintptr_t next_symbol(const Elf64_Sym* syms, size_t nsyms, uintptr_t bias, uintptr_t addr) {
+  uintptr_t limit = ~uintptr_t{0};
+  for (size_t k = 0; k < nsyms; ++k) {
+    const Elf64_Sym& s = syms[k];
+    if (s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
+    const uintptr_t at = bias + s.st_value;
+    if (at > addr && at < limit) limit = at;
+  }
+  return limit;
+}
+
+// Patches the extra entries found in the C library's image (sites.h, ExtraEntry).
+void patch_extra(const Image& im, const Found* found, const int* which, int n, const Elf64_Sym* syms, size_t nsyms) {
+  for (int i = 0; i < n; ++i) {
+    const Found& f = found[i];
+    const ExtraEntry& e = g_extra[which[i]];
+    bool dup = false;
+    for (int j = 0; j < g_extra_site_count; ++j) dup = dup || g_extra_sites[j].entry == f.addr;
+    if (dup || g_extra_site_count == kMaxExtra) continue;
+    ExtraSite& site = g_extra_sites[g_extra_site_count];
+    site.entry = f.addr;
+    site.saved_len = static_cast<uint8_t>(patched_bytes(f.addr, f.size));
+    memcpy(site.saved, reinterpret_cast<const void*>(f.addr), site.saved_len);
+    site.restored = false;
+    const uintptr_t limit = needs_padding(f.addr, f.size) ? next_symbol(syms, nsyms, im.bias, f.addr) : 0;
+    uintptr_t original = 0;
+    const char* why = patch_entry(f.addr, f.size, limit, e.hook, &original);
+    if (why != nullptr) {
+      say("cannot hook ", e.name, " in ", im.path, ": ", why, "; the images it starts are not recorded");
+      continue;
+    }
+    // Before the entry's jump is written: under attach the writes wait for memtrack_attach_commit.
+    e.original->store(reinterpret_cast<void*>(original), std::memory_order_release);
+    ++g_extra_site_count;
+  }
+}
+
 const EntrySpec* lookup(const char* name, bool standard) {
   const EntryTable* tables[] = {&kJemallocEntries, &kMimallocEntries, &kTcmallocEntries, &kStandardEntries};
   for (const EntryTable* t : tables) {
@@ -287,6 +346,11 @@ void patch_image(const Image& im, bool standard) {
   const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
   Found found[96];
   int nfound = 0;
+  // The extra entries (sites.h, ExtraEntry), looked for in the C library only.
+  const bool extra = g_extra_count > 0 && starts_with(basename_of(im.path), "libc.so");
+  Found extra_found[kMaxExtra];
+  int extra_which[kMaxExtra];
+  int nextra = 0;
   const Elf64_Sym* all_syms = nullptr;  // the symbol table found below, for patch_entry's padding proof
   size_t all_nsyms = 0;
   bool reaches_malloc = false;  // the image imports malloc, or defines one found here (hooked below)
@@ -317,6 +381,14 @@ void patch_image(const Image& im, bool standard) {
         const int type = ELF64_ST_TYPE(s.st_info), bind = ELF64_ST_BIND(s.st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || (bind != STB_GLOBAL && bind != STB_WEAK)) continue;
         const char* name = strs + s.st_name;
+        if (extra && type == STT_FUNC && nextra < kMaxExtra) {
+          const int which = extra_index(name);
+          if (which >= 0) {
+            extra_which[nextra] = which;
+            extra_found[nextra++] = Found{nullptr, im.bias + s.st_value, s.st_size};
+            continue;
+          }
+        }
         if (!maybe_ours(name)) continue;
         const EntrySpec* spec = lookup(name, standard);
         if (spec == nullptr) continue;
@@ -356,16 +428,7 @@ void patch_image(const Image& im, bool standard) {
     // The site must be complete before its hook can run: the hook reads `original`, which patch_entry
     // publishes before the entry's jump (it writes it into *original first).
     // The lowest symbol above the entry, looked up only for the rare entry that needs the padding after it.
-    uintptr_t limit = 0;
-    if (needs_padding(f.addr, f.size)) {
-      limit = ~uintptr_t{0};
-      for (size_t k = 0; k < all_nsyms; ++k) {
-        const Elf64_Sym& s = all_syms[k];
-        if (s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
-        const uintptr_t at = im.bias + s.st_value;
-        if (at > f.addr && at < limit) limit = at;
-      }
-    }
+    const uintptr_t limit = needs_padding(f.addr, f.size) ? next_symbol(all_syms, all_nsyms, im.bias, f.addr) : 0;
     site.saved_len = static_cast<uint8_t>(patched_bytes(f.addr, f.size));
     memcpy(site.saved, reinterpret_cast<const void*>(f.addr), site.saved_len);
     site.restored = false;
@@ -378,6 +441,7 @@ void patch_image(const Image& im, bool standard) {
     site.original.store(original, std::memory_order_release);
     ++g_site_count;
   }
+  patch_extra(im, extra_found, extra_which, nextra, all_syms, all_nsyms);
   syscall(SYS_munmap, map, len);
 }
 
@@ -429,7 +493,16 @@ int scan_new_images(bool (*skip)(const char*), bool every_entry) {
 void patch_new_images(bool after_dlopen) { (void)scan_new_images(skipped, after_dlopen); }
 
 // Attached later, the PLT is already bound everywhere: every image's entries.
-int patch_images_for_attach() { return scan_new_images(skipped_when_attached, true); }
+int patch_images_for_attach() {
+  const int before = g_extra_site_count;
+  const int added = scan_new_images(skipped_when_attached, true);
+  return added + (g_extra_site_count - before);
+}
+
+void set_extra_entries(const ExtraEntry* entries, int count) {
+  g_extra = entries;
+  g_extra_count = count < kMaxExtra ? count : kMaxExtra;
+}
 
 int restore_patched_entries() {
   while (g_scan_lock.test_and_set(std::memory_order_acquire)) sched_yield();
@@ -442,6 +515,16 @@ int restore_patched_entries() {
       ++restored;
     } else {
       say("cannot restore an entry patched by attach (its page cannot be made writable); it stays hooked, unrecorded");
+    }
+  }
+  for (int i = 0; i < g_extra_site_count; ++i) {
+    ExtraSite& site = g_extra_sites[i];
+    if (site.restored) continue;
+    if (restore_entry(site.entry, site.saved, site.saved_len)) {
+      site.restored = true;
+      ++restored;
+    } else {
+      say("cannot restore an entry patched by attach (its page cannot be made writable); it stays hooked");
     }
   }
   g_scan_lock.clear(std::memory_order_release);

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <atomic>
+
 #include "../preload_internal.h"
 #include "memtrack/runtime/ring.h"
 
@@ -70,6 +72,19 @@ int patch_images_for_attach();
 // `memtrack attach`'s detach: every patched entry gets its original bytes back (patch.h, restore_entry).
 // Returns how many it restored.
 int restore_patched_entries();
+
+// `memtrack attach`: functions of the C library hooked by entry patching besides the allocators (the exec
+// family, process_hooks.cpp), since the library loaded with dlopen interposes nothing. `hook` runs in place
+// of the C library's `name` (and of every internal call to it: glibc's execv, execvp, posix_spawn's child,
+// system and popen all end in its __execve), and `*original` receives the trampoline that runs the
+// original, before the entry's jump is written. Set before patch_images_for_attach, which patches them in
+// the C library's image (and restore_patched_entries restores them).
+struct ExtraEntry {
+  const char* name;
+  uintptr_t hook;
+  std::atomic<void*>* original;
+};
+void set_extra_entries(const ExtraEntry* entries, int count);
 
 // hooks_cxx.cpp: forget C++ operators found absent, so a library loaded since can provide them.
 void reset_cxx_operators();

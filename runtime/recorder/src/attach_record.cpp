@@ -325,8 +325,10 @@ AttachResult attach(const AttachOptions& given) {
   calls.push_back(call("libc.so", "dlopen", {options.preload_path}));
   calls.back().integers = {RTLD_NOW};
   calls.back().must_not_return_0 = true;
+  // The images the process execs are preloaded as under `record`: LD_PRELOAD=<the library>, and the ring by
+  // its path (a process of another user cannot open it: those images are noted no-access, not recorded).
   calls.push_back(call(options.preload_path, "memtrack_attach_start",
-                       {fd_server.address(), messages.path(), options.preload_path}));
+                       {fd_server.address(), messages.path(), options.preload_path, ring.path()}));
   // The jumps, written with every other thread stopped outside the entries' first bytes (patch.h).
   OtherThreadsStopped others_stopped;
   calls.push_back(call(options.preload_path, "memtrack_attach_commit", {}));

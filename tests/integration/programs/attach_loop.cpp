@@ -7,7 +7,9 @@
 // while it runs; argv[3] names a file whose existence makes the loop end early ("stop file"), for tests that
 // need the process to run until they are done. With ATTACH_LOOP_FORK=1 thread 0 forks a child every 20,000
 // iterations, which allocates and frees 1,000 blocks and exits 0 (its parent reaps it; the checksum is the
-// parent's alone).
+// parent's alone). With ATTACH_LOOP_EXEC="PATH ARG..." (words separated by spaces) the program, once it printed
+// its checksum, takes that variable out of its environment and execv's PATH with those arguments instead of
+// exiting (an exec after the attach).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +18,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -114,5 +118,18 @@ int main(int argc, char** argv) {
   std::uint64_t total = 0;
   for (const std::uint64_t s : sums) total = total * 1000003 + s;
   std::printf("checksum %llu\n", static_cast<unsigned long long>(total));
+  std::fflush(stdout);
+  if (const char* exec = std::getenv("ATTACH_LOOP_EXEC"); exec != nullptr && *exec != '\0') {
+    std::vector<std::string> words;
+    std::istringstream in(exec);
+    for (std::string w; in >> w;) words.push_back(w);
+    std::vector<char*> args;
+    for (std::string& w : words) args.push_back(w.data());
+    args.push_back(nullptr);
+    ::unsetenv("ATTACH_LOOP_EXEC");
+    ::execv(args[0], args.data());
+    std::perror("execv");
+    return 127;
+  }
   return 0;
 }
