@@ -204,7 +204,7 @@ TEST(Attach, DetachRestoresTheEntriesAndLeavesNoThread) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"(([0-9]+) entries hooked)"))) << r.err;
   EXPECT_GT(std::stoi(m[1].str()), 8) << r.err;
-  for (const char* fn : {"malloc", "free", "calloc", "realloc", "posix_memalign"})
+  for (const char* fn : {"malloc", "free", "calloc", "realloc", "posix_memalign", "execve", "execveat", "fexecve"})
     EXPECT_EQ(libc_entry_bytes(target.pid, fn), own_entry_bytes(fn)) << fn << " was not restored";
   EXPECT_EQ(threads_of(target.pid), threads_before);
   std::ofstream(stop.string()) << "stop\n";
@@ -259,6 +259,135 @@ TEST(Attach, ForkChildrenAfterTheAttachAreRecorded) {
                                ",\"ppid\":" + std::to_string(target_pid)),
               std::string::npos)
         << child;
+  const auto stats = run(memtrack_stats_command(artifact.string()));
+  EXPECT_EQ(stats.status, 0) << stats.err;
+}
+
+// The pids of the artifact's Malloc events of `size` bytes.
+std::set<long> pids_allocating(const fs::path& artifact, long size) {
+  const auto r = run(memtrack_bin() + " decode '" + artifact.string() + "' --format jsonl");
+  std::set<long> out;
+  const std::regex re("\"pid\":([0-9]+),.*\"type\":\"Malloc\",\"size\":" + std::to_string(size) + "\\}");
+  std::istringstream in(r.out);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line))
+    if (line.find("\"size\":" + std::to_string(size)) != std::string::npos && std::regex_search(line, m, re))
+      out.insert(std::stol(m[1].str()));
+  return out;
+}
+
+// The pid `exec_chain` printed for `stage` ("stage PID"), or -1.
+long stage_pid(const std::string& out, const std::string& stage) {
+  std::smatch m;
+  return std::regex_search(out, m, std::regex("(^|\n)" + stage + " ([0-9]+)\n")) ? std::stol(m[2].str()) : -1;
+}
+
+// A shell line that runs `memtrack attach PID ARGS` in the background, its stderr to `err`, and waits (30 s at
+// most) until it is recording: then `$a` is its pid.
+std::string attach_in_background(pid_t pid, const std::string& args, const fs::path& err) {
+  return memtrack_bin() + " attach " + std::to_string(pid) + " " + args + " 2>'" + err.string() + "' & a=$!; " +
+         "for i in $(seq 600); do grep -q 'recording process' '" + err.string() + "' && break; sleep 0.05; done; ";
+}
+
+TEST(Attach, ExecAfterTheAttachIsFollowed) {
+  const fs::path dir = test_dir("attach");
+  const fs::path stop = dir / "stop";
+  // Once attached, the loop ends (the stop file) and the program execv's exec_chain, which runs its stages
+  // through posix_spawn, vfork + execl, `sh -c` and sh's exec (programs/exec_chain.c): every image allocates a
+  // block of its own size.
+  const std::string chain = std::string(MEMTRACK_PROGRAMS_DIR) + "/exec_chain";
+  ::setenv("ATTACH_LOOP_EXEC", (chain + " start").c_str(), 1);
+  Target target({kLoop, "1", "1000000000", stop.string()}, dir, "target");
+  ::unsetenv("ATTACH_LOOP_EXEC");
+  ASSERT_TRUE(target.ready()) << slurp(target.err);
+  const long target_pid = target.pid;
+  const fs::path artifact = dir / "a.msgpack", err = dir / "attach.err";
+  const auto r = run(attach_in_background(target.pid, "-o '" + artifact.string() + "' --duration 60", err) +
+                     "touch '" + stop.string() + "'; wait $a");
+  EXPECT_EQ(r.status, 0) << slurp(err.string());
+  EXPECT_NE(slurp(err.string()).find("(the process exited)"), std::string::npos) << slurp(err.string());
+  EXPECT_EQ(target.wait(), 0) << slurp(target.err);
+  // The program's output is its own: every stage ran, and nothing of ours was written to its stderr.
+  const std::string out = slurp(target.out);
+  EXPECT_NE(out.find("checksum "), std::string::npos) << out;
+  EXPECT_EQ(stage_pid(out, "start"), target_pid) << out;
+  EXPECT_EQ(stage_pid(out, "final"), target_pid) << out;
+  const long spawned = stage_pid(out, "spawned"), vforked = stage_pid(out, "vforked"), middle = stage_pid(out, "middle");
+  ASSERT_GT(spawned, 0) << out;
+  ASSERT_GT(vforked, 0) << out;
+  ASSERT_GT(middle, 0) << out;
+  EXPECT_EQ(slurp(target.err), "");
+  // Each image's Exec, and the new processes started by the attached one.
+  const auto context = run(memtrack_bin() + " decode '" + artifact.string() + "' --context-only");
+  const std::string exec_of = "{\"context\":\"Exec\",\"pid\":" + std::to_string(target_pid) + ",";
+  std::vector<std::string> images;
+  for (std::size_t at = context.out.find(exec_of); at != std::string::npos; at = context.out.find(exec_of, at + 1))
+    images.push_back(context.out.substr(at, context.out.find('\n', at) - at));
+  ASSERT_EQ(images.size(), 4u) << context.out.substr(0, 3000);  // attach_loop, exec_chain start, sh, exec_chain final
+  EXPECT_NE(images[1].find("\"argv\":[\"" + chain + "\",\"start\"]"), std::string::npos) << images[1];
+  EXPECT_NE(images[2].find("\"argv\":[\"sh\",\"-c\""), std::string::npos) << images[2];
+  EXPECT_NE(images[3].find("\"argv\":[\"" + chain + "\",\"final\"]"), std::string::npos) << images[3];
+  for (const long child : {spawned, vforked, middle})
+    EXPECT_NE(context.out.find("{\"context\":\"ProcessStart\",\"pid\":" + std::to_string(child) +
+                               ",\"ppid\":" + std::to_string(target_pid)),
+              std::string::npos)
+        << child << "\n"
+        << context.out.substr(0, 3000);
+  // And each image's own block, from the process that allocated it.
+  EXPECT_EQ(pids_allocating(artifact, 1000171), std::set<long>{target_pid});  // start
+  EXPECT_EQ(pids_allocating(artifact, 1000193), std::set<long>{spawned});
+  EXPECT_EQ(pids_allocating(artifact, 1000199), std::set<long>{vforked});
+  EXPECT_EQ(pids_allocating(artifact, 1000181), std::set<long>{middle});
+  EXPECT_EQ(pids_allocating(artifact, 1000187), std::set<long>{target_pid});  // final
+  const auto stats = run(memtrack_stats_command(artifact.string()));
+  EXPECT_EQ(stats.status, 0) << stats.err;
+}
+
+TEST(Attach, AnImageExecdAfterTheAttachIsDetachedWithIt) {
+  const fs::path dir = test_dir("attach");
+  const fs::path stop = dir / "stop";
+  // The image exec'd after the attach runs a fixed loop: its checksum is the same as a run of its own.
+  const std::vector<std::string> second = {kLoop, "2", "4000000"};
+  Target reference(second, dir, "reference");
+  ASSERT_EQ(reference.wait(), 0) << slurp(reference.err);
+  const std::string expected = checksum_of(slurp(reference.out));
+  ASSERT_FALSE(expected.empty());
+  ::setenv("ATTACH_LOOP_EXEC", (second[0] + " " + second[1] + " " + second[2]).c_str(), 1);
+  Target target({kLoop, "1", "1000000000", stop.string()}, dir, "target");
+  ::unsetenv("ATTACH_LOOP_EXEC");
+  ASSERT_TRUE(target.ready()) << slurp(target.err);
+  const pid_t target_pid = target.pid;
+  const fs::path artifact = dir / "a.msgpack", err = dir / "attach.err";
+  const std::string out = target.out;
+  // Detached (SIGINT) while the exec'd image runs: once it printed its own "ready" line.
+  const auto r = run(attach_in_background(target.pid, "-o '" + artifact.string() + "'", err) + "touch '" +
+                     stop.string() + "'; for i in $(seq 600); do [ \"$(grep -c ready '" + out +
+                     "')\" = 2 ] && break; sleep 0.05; done; sleep 0.3; kill -INT $a; wait $a");
+  EXPECT_EQ(r.status, 130) << slurp(err.string());
+  const std::string said = slurp(err.string());
+  EXPECT_NE(said.find("detached on signal 2"), std::string::npos) << said;
+  EXPECT_EQ(said.find("detach:"), std::string::npos) << said;  // memtrack_attach_stop ran in the new image
+  EXPECT_EQ(::kill(target.pid, 0), 0) << "the exec'd image ended before the detach";
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(said, m, std::regex(R"(: ([0-9]+) events from)"))) << said;
+  const long events = std::stol(m[1].str());
+  // It goes on unrecorded to its end, with its own answer and nothing on its stderr (no word from a preload
+  // whose recorder is gone).
+  EXPECT_EQ(target.wait(), 0) << slurp(target.err);
+  const std::string printed = slurp(out);
+  const auto second_ready = printed.find("ready ", printed.find("checksum "));
+  ASSERT_NE(second_ready, std::string::npos) << printed;
+  EXPECT_EQ(checksum_of(printed.substr(second_ready)), expected) << printed;
+  EXPECT_EQ(slurp(target.err), "");
+  // The artifact: the new image's Exec, and its events after it.
+  const auto context = run(memtrack_bin() + " decode '" + artifact.string() + "' --context-only");
+  const std::string exec_of = "{\"context\":\"Exec\",\"pid\":" + std::to_string(target_pid) + ",\"event\":";
+  const std::size_t argv_at = context.out.find("\"argv\":[\"" + kLoop + "\",\"2\",\"4000000\"]");
+  ASSERT_NE(argv_at, std::string::npos) << context.out.substr(0, 3000);
+  const std::size_t line = context.out.rfind('\n', argv_at) + 1;  // npos + 1 == 0: the first line
+  ASSERT_EQ(context.out.compare(line, exec_of.size(), exec_of), 0) << context.out.substr(line, 300);
+  EXPECT_GT(events, std::stol(context.out.substr(line + exec_of.size())) + 1000) << said;
   const auto stats = run(memtrack_stats_command(artifact.string()));
   EXPECT_EQ(stats.status, 0) << stats.err;
 }
