@@ -7,13 +7,17 @@
 # attach's per-event cost as a ratio of record's, then the median pause of the injecting thread while
 # attaching and detaching (from attach's summary line, with --duration so that a detach happens: a second
 # set of runs on a program that waits for a stop file). Ratios from one run.
-#   bench/attach_cost.sh [BUILD_DIR] [ROUNDS] [THREADS] [ITERS]
+#   bench/attach_cost.sh [BUILD_DIR] [ROUNDS] [THREADS] [ITERS] [TSV_OUT]
+#   TSV_OUT  if given (- for none), one `key value` line per figure (medians over the rounds); bench/
+#            render_performance.py reads it (run_suite.sh --with-record writes attach_cost.tsv)
 set -euo pipefail
 
 build=$(cd "${1:-build/release}" && pwd)
 rounds=${2:-5}
 threads=${3:-1}
 iters=${4:-3000000}
+tsv=${5:-}
+if [[ $tsv == - ]]; then tsv=""; fi
 memtrack="$build/bin/memtrack"
 prog="$build/tests/programs/attach_loop"
 [[ -x $memtrack && -x $prog ]] || { echo "attach_cost.sh: need $memtrack and $prog (build with tests)" >&2; exit 1; }
@@ -52,6 +56,8 @@ rec=$(median < "$work/record")
 att=$(median < "$work/attach")
 rec_events=$(median < "$work/record.events")
 att_events=$(median < "$work/attach.events")
+attach_pause=$(cut -d' ' -f1 "$work/pauses" | median)
+detach_pause=$(cut -d' ' -f2 "$work/pauses" | median)
 awk -v n="$native" -v r="$rec" -v a="$att" -v re="$rec_events" -v ae="$att_events" -v t="$threads" -v i="$iters" 'BEGIN {
   rc = (r - n) / re * 1e9; ac = (a - n) / ae * 1e9
   printf "attach_loop %d x %d, medians of the rounds:\n", t, i
@@ -61,4 +67,12 @@ awk -v n="$native" -v r="$rec" -v a="$att" -v re="$rec_events" -v ae="$att_event
   printf "  attach/record per event: %.2f\n", (rc > 0 ? ac / rc : 0)
 }'
 printf '  pause of the injecting thread (median of %d): attach %s ms, detach %s ms\n' "$rounds" \
-  "$(cut -d' ' -f1 "$work/pauses" | median)" "$(cut -d' ' -f2 "$work/pauses" | median)"
+  "$attach_pause" "$detach_pause"
+if [[ -n $tsv ]]; then
+  {
+    printf 'rounds\t%s\nthreads\t%s\niters\t%s\n' "$rounds" "$threads" "$iters"
+    printf 'native_wall\t%s\nrecord_wall\t%s\nattach_wall\t%s\n' "$native" "$rec" "$att"
+    printf 'record_events\t%s\nattach_events\t%s\n' "$rec_events" "$att_events"
+    printf 'attach_pause_ms\t%s\ndetach_pause_ms\t%s\n' "$attach_pause" "$detach_pause"
+  } > "$tsv"
+fi

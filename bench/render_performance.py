@@ -6,16 +6,18 @@ memtrack-bench, meta.txt and load.txt from run_suite.sh, encode_rss.tsv from ben
 record_overhead.*.tsv and record_stacks.tsv from the recording scripts, report_size.tsv from
 bench/report_size.sh, symbolize.txt from bench/symbolize_throughput.sh, diff_cost.tsv from
 bench/diff_cost.sh, compact.tsv from bench/compact_vs_heaptrack.sh, resident_cost.tsv from bench/resident_cost.sh,
-resident_accuracy.tsv from bench/resident_accuracy.sh, record_cost.tsv from bench/record_cost.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
+resident_accuracy.tsv from bench/resident_accuracy.sh, record_cost.tsv from bench/record_cost.sh, attach_cost.tsv
+from bench/attach_cost.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
 exception is the comparison section, which quotes the published figures of CodSpeed's pull request as
 constants below, marked as taken on another machine.
 
 usage: bench/render_performance.py --results DIR --out FILE
        bench/render_performance.py --results DIR --out FILE
-           --section diff|compact|resident|resident-accuracy|record-cost [--build BUILD]
+           --section diff|compact|resident|resident-accuracy|record-cost|attach-cost [--build BUILD]
            (only the `memtrack diff` section of FILE, from DIR/diff_cost.tsv, the compact artifacts section,
            from DIR/compact.tsv, the resident sampling section, from DIR/resident_cost.tsv, or the peak resident
-           section, from DIR/resident_accuracy.tsv, or the recording cost section, from DIR/record_cost.tsv:
+           section, from DIR/resident_accuracy.tsv, or the recording cost section, from DIR/record_cost.tsv, or
+           the attach section, from DIR/attach_cost.tsv:
            for a machine too slow or too busy for the whole suite; the section says it was run alone)
 Exits 1, writing nothing, if a benchmark row the document needs is missing from the JSON or a result file
 cannot be read.
@@ -63,6 +65,7 @@ RECORD_COST_PROCESS_GOAL = 1.2
 RECORD_COST_THREAD_GOAL = 1.25
 RECORD_COST_THREADS = [1, 2, 4, 8]
 RECORD_COST_SECTION = "## Recording cost per process, per thread and in the transport"
+ATTACH_COST_SECTION = "## Attaching to a running process"
 # issue 25: compact artifacts. Churn with stacks at most heaptrack's bytes per event; the programs at most 4x
 # heaptrack's file; realistic events at most half the compatible encoding's size at the same level; encode CPU
 # at most 0.6x the compatible encoding's at the same level; stats of a compact artifact no slower.
@@ -592,6 +595,58 @@ def render_record_cost(c, alone=None):
     return out
 
 
+def render_attach_cost(c, alone=None, skipped=None):
+    """The `memtrack attach` section (bench/attach_cost.sh's `key value` figures) as template lines, or the line
+    saying why it was skipped. `alone`: as in render_diff."""
+    out = []
+    w = out.append
+    w(ATTACH_COST_SECTION)
+    w("")
+    if c is None:
+        w(f"bench/attach_cost.sh was skipped: {skipped}.")
+        w("")
+        return out
+    threads, iters = int(c["threads"]), int(c["iters"])
+    rounds = int(c["rounds"])
+    w(f"bench/attach_cost.sh, {'1 round' if rounds == 1 else f'{rounds} interleaved rounds, medians'}: "
+      "tests/integration/programs/"
+      f"attach_loop.cpp ({threads} thread{'s' if threads != 1 else ''} x {iters:,} iterations of malloc, calloc, "
+      "realloc, free and new[]/delete[]) natively, under `memtrack record --no-stacks` (attach records no call "
+      "stacks yet, so that is the like-for-like recording) and attached from its \"ready\" line until it exits. "
+      "Cost per event: the program's wall time minus the native one, over the events that run recorded. The "
+      "pauses: how long the injecting thread was stopped while attaching (dlopen, the ring, preparing the hooks, "
+      "the commit with the other threads stopped) and while detaching (one call restoring the entries), from "
+      "attach's summary, on the same program with `--duration 0.3`, one attach and one detach per round.")
+    if alone:
+        w("")
+        w(alone)
+    w("")
+    n = c["native_wall"]
+    rc = (c["record_wall"] - n) / c["record_events"] * 1e9 if c["record_events"] > 0 else 0.0
+    ac = (c["attach_wall"] - n) / c["attach_events"] * 1e9 if c["attach_events"] > 0 else 0.0
+    w(table(["run", "wall", "wall / native", "events", "cost per event"], [
+        ["native", f"{n:.3f} s", "1.00x", "", ""],
+        ["`record --no-stacks`", f"{c['record_wall']:.3f} s", xr(c["record_wall"], n), f"{int(c['record_events']):,}",
+         f"{rc:.0f} ns"],
+        ["`attach`", f"{c['attach_wall']:.3f} s", xr(c["attach_wall"], n), f"{int(c['attach_events']):,}",
+         f"{ac:.0f} ns"],
+    ]))
+    w("")
+    if rc > 0 and ac > 0:
+        w(f"Attach's cost per event is {x(ac / rc)} record's (issue 27 asks for the same: the entry-patched hooks and "
+          "the ring are the code `record` runs for the entries it patches).")
+    else:
+        w("The recorded runs were not slower than the native one by a measurable amount in this run, so no ratio "
+          "of costs per event is given.")
+    w("")
+    w(table(["pause (median)", "ms"], [
+        ["attaching", f"{c['attach_pause_ms']:.2f}"],
+        ["detaching", f"{c['detach_pause_ms']:.2f}"],
+    ]))
+    w("")
+    return out
+
+
 def load_resident_accuracy(path):
     """bench/resident_accuracy.sh's TSV (a header line, then one line per workload), or None."""
     if not os.path.exists(path):
@@ -780,7 +835,7 @@ def unwind_name(variant, sites, threads):
 
 
 def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, commands, diffs=None, compacts=None,
-           resident=None, resident_accuracy=None, record_cost=None):
+           resident=None, resident_accuracy=None, record_cost=None, attach_cost=None):
     b = rows
     nproc = int(meta["nproc"])
     frame_events = int(ctx["memtrack_frame_events"])
@@ -1313,6 +1368,9 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
     if record_cost:
         for line in render_record_cost(record_cost):
             w(line)
+    if attach_cost or meta.get("attach_skipped"):
+        for line in render_attach_cost(attach_cost, skipped=meta.get("attach_skipped")):
+            w(line)
 
     # ---------------------------------------------------------------------------------------------- comparison
     c = CODSPEED
@@ -1414,6 +1472,8 @@ SECTIONS = {
                           load_resident_accuracy, render_resident_accuracy),
     "record-cost": ("record_cost.tsv", "bench/record_cost.sh", RECORD_COST_SECTION, load_tsv_keys,
                     render_record_cost),
+    "attach-cost": ("attach_cost.tsv", "bench/attach_cost.sh", ATTACH_COST_SECTION, load_tsv_keys,
+                    render_attach_cost),
 }
 
 
@@ -1461,9 +1521,10 @@ def main():
     ap.add_argument("--out", required=True, help="the Markdown file to write")
     ap.add_argument("--section", choices=list(SECTIONS),
                     help="replace only this section of --out (from --results' report_size.tsv, diff_cost.tsv, "
-                         "compact.tsv, resident_cost.tsv, resident_accuracy.tsv or record_cost.tsv and load.txt, as "
-                         "written by bench/report_size.sh, bench/diff_cost.sh, bench/compact_vs_heaptrack.sh, "
-                         "bench/resident_cost.sh, bench/resident_accuracy.sh or bench/record_cost.sh and "
+                         "compact.tsv, resident_cost.tsv, resident_accuracy.tsv, record_cost.tsv or attach_cost.tsv and "
+                         "load.txt, as written by bench/report_size.sh, bench/diff_cost.sh, bench/compact_vs_heaptrack.sh, "
+                         "bench/resident_cost.sh, bench/resident_accuracy.sh, bench/record_cost.sh or "
+                         "bench/attach_cost.sh and "
                          "around "
                          "it), the rest of the document as it is")
     ap.add_argument("--build", help="with --section: the build tree of that run (its CMAKE_BUILD_TYPE is named)")
@@ -1491,6 +1552,7 @@ def main():
         resident = load_resident_cost(os.path.join(args.results, "resident_cost.tsv"))
         resident_accuracy = load_resident_accuracy(os.path.join(args.results, "resident_accuracy.tsv"))
         record_cost = load_tsv_keys(os.path.join(args.results, "record_cost.tsv"))
+        attach_cost = load_tsv_keys(os.path.join(args.results, "attach_cost.tsv"))
     except ValueError as e:
         print(f"render_performance.py: {e}", file=sys.stderr)
         return 1
@@ -1503,7 +1565,7 @@ def main():
                   load_loads(os.path.join(args.results, "load.txt")),
                   load_rss(os.path.join(args.results, "encode_rss.tsv")),
                   load_records(args.results), stacks, reports, symbols, commands, diffs, compacts, resident,
-                  resident_accuracy, record_cost)
+                  resident_accuracy, record_cost, attach_cost)
     with open(args.out, "w") as f:
         f.write(text)
     return 0

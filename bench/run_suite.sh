@@ -26,7 +26,9 @@
 #              bench/resident_accuracy.sh (peak resident against the kernel's VmHWM and GNU time's max RSS:
 #              resident.c's programs, python3, g++ and sqlite3; about a minute) and bench/record_cost.sh (the
 #              recording cost per process, per thread at 1/2/4/8 threads and of the transport alone, 3 rounds;
-#              about a minute)
+#              about a minute) and bench/attach_cost.sh (`memtrack attach`'s cost per event beside `record
+#              --no-stacks` and the pause while attaching and detaching, 5 rounds of 1 thread x 3M iterations;
+#              under a minute; skipped, and said so, where ptrace of a sibling process is not permitted)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
@@ -136,7 +138,8 @@ else
   rm -f "$out/encode_rss.tsv"
 fi
 rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt" \
-  "$out/diff_cost.tsv" "$out/resident_cost.tsv" "$out/resident_accuracy.tsv" "$out/record_cost.tsv"
+  "$out/diff_cost.tsv" "$out/resident_cost.tsv" "$out/resident_accuracy.tsv" "$out/record_cost.tsv" \
+  "$out/attach_cost.tsv"
 if ((record)); then
   # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
   # per event without the fixed cost of starting a recording. Smoke: a few thousand operations, once.
@@ -157,6 +160,17 @@ if ((record)); then
   # Issue 26: per process (a git loop), per thread (churn at 1/2/4/8 threads) and the transport alone (smoke:
   # one round at the script's smoke sizes).
   bench_script "$out/record_cost.txt" bench/record_cost.sh "$build" "$out/record_cost.tsv" "$rounds"
+  # Issue 27: `memtrack attach` per event beside `record --no-stacks`, and its pauses. Attaching to a sibling
+  # process needs Yama's ptrace_scope 0, or CAP_SYS_PTRACE (root) up to scope 2. Smoke: one round of 300,000
+  # iterations (about 0.2 s natively: fewer, and the program may end before attach reaches it).
+  scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2> /dev/null || echo 0)
+  if ((scope == 0 || (scope <= 2 && $(id -u) == 0))); then
+    if ((smoke)); then spec="1 1 300000"; else spec="5 1 3000000"; fi
+    read -r rounds threads ops <<< "$spec"
+    bench_script "$out/attach_cost.txt" bench/attach_cost.sh "$build" "$rounds" "$threads" "$ops" "$out/attach_cost.tsv"
+  else
+    attach_skipped="Yama's ptrace_scope is $scope and the suite runs as uid $(id -u): memtrack attach may not trace it"
+  fi
   part record
 fi
 if ((report)); then
@@ -191,6 +205,7 @@ own_cpu=$(tail -n1 "$out/times.txt" |
   echo "command=$invocation"
   echo "build=$build"
   echo "record_skipped=${record_skipped:-}"
+  echo "attach_skipped=${attach_skipped:-}"
   echo "timing=$timing"
   echo "cpu_stat_start=$cpu_stat_start"
   echo "cpu_stat_end=$cpu_stat_end"
