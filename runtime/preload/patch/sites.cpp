@@ -505,7 +505,16 @@ void set_extra_entries(const ExtraEntry* entries, int count) {
 }
 
 int restore_patched_entries() {
-  while (g_scan_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+  // Bounded: the tool's call may run on a thread it interrupted inside a scan (a preloaded image's dlopen
+  // hook holds the lock while it patches the new library, outside the C library), which would never release
+  // it. The recording is off already, so entries left patched only pass their calls through.
+  for (int tries = 0; g_scan_lock.test_and_set(std::memory_order_acquire); ++tries) {
+    if (tries == 20000) {
+      say("cannot restore the entries patched by attach (their table is busy); they stay hooked, unrecorded");
+      return 0;
+    }
+    sched_yield();
+  }
   int restored = 0;
   for (int i = 0; i < g_site_count; ++i) {
     Site& site = g_sites[i];

@@ -70,7 +70,8 @@ void patch_new_images(bool after_dlopen);
 // many entries it hooked.
 int patch_images_for_attach();
 // `memtrack attach`'s detach: every patched entry gets its original bytes back (patch.h, restore_entry).
-// Returns how many it restored.
+// Returns how many it restored (0, with a diagnostic, when the scan lock stays taken: the calling thread may
+// be the one holding it).
 int restore_patched_entries();
 
 // `memtrack attach`: functions of the C library hooked by entry patching besides the allocators (the exec
