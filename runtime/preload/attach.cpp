@@ -138,6 +138,9 @@ MEMTRACK_EXPORT int memtrack_attach_start(const char* ring, const char* messages
   g_state.store(result == 0 ? kRecording : kOff, std::memory_order_release);
   t_busy = false;
   if (result != 0) return result;
+  // libunwind for the frames without a compact rule: dlopen, which the preload does in its constructor; here
+  // on the tool's chosen thread, outside any allocator call (stacks.h, stacks_load_fallback).
+  stacks_load_fallback();
   // The entries' jumps wait for memtrack_attach_commit (patch.h, defer_entry_writes says why).
   defer_entry_writes(true);
   const int hooked = patch_images_for_attach();

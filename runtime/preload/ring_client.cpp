@@ -30,6 +30,7 @@ void after_fork_in_child() {
   g_pid = static_cast<int>(syscall(SYS_getpid));
   t_tid = 0;  // only the forking thread survives, and its tid changed
   t_pending = kNoTicket;
+  stacks_after_fork();
   if (g_state.load(std::memory_order_acquire) == kRecording)
     write_note(RingEventKind::NoteStart, g_pid, static_cast<uint64_t>(syscall(SYS_getppid)), nullptr, 0);
 }

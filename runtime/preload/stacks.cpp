@@ -9,6 +9,8 @@
 // one of this thread, cost one compare per frame and hash probes only for the frames that differ.
 #include "stacks.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
@@ -46,19 +48,92 @@ constinit Tree g_tree = {nullptr, nullptr, nullptr, {1}, {0}, 0, nullptr};
 constexpr uint32_t kPunchEvery = 256;
 void punch_file_pages();
 
-// The last stack this thread captured, outermost first, and its node ids (t_ids[i] is the node of
-// t_addrs[0..i]). Initial-exec TLS (preload_internal.h): 2 * 257 * 8 + 257 * 4 bytes.
-MEMTRACK_TLS uint64_t t_addrs[kMaxStackDepth + 1];
-MEMTRACK_TLS uint32_t t_ids[kMaxStackDepth + 1];
-MEMTRACK_TLS uint32_t t_len;
+// A thread's capture state. Under `memtrack record`, initial-exec TLS (preload_internal.h), about 7 KiB.
+struct ThreadStacks {
+  // The last stack this thread captured, outermost first, and its node ids (ids[i] is the node of
+  // addrs[0..i]).
+  uint64_t addrs[kMaxStackDepth + 1];
+  uint32_t ids[kMaxStackDepth + 1];
+  uint32_t len;
+  // The raw captures, double-buffered: a capture equal to the previous one (the same call site again, the
+  // common case in a loop) is recognised with one memcmp and returns the previous leaf without walking the
+  // record. last_n == 0: no previous capture to reuse.
+  uint32_t cur;
+  uintptr_t frames[2][kMaxStackDepth + 8];
+  size_t last_n;
+  uint32_t last_leaf;
+};
 MEMTRACK_TLS bool t_capturing;  // a signal handler's capture on this thread must not touch the record
-// The raw captures, double-buffered: a capture equal to the previous one (the same call site again, the
-// common case in a loop) is recognised with one memcmp and returns the previous leaf without walking the
-// record. t_last_n == 0: no previous capture to reuse.
-MEMTRACK_TLS uintptr_t t_frames[2][kMaxStackDepth + 8];
-MEMTRACK_TLS uint32_t t_cur;
-MEMTRACK_TLS size_t t_last_n;
-MEMTRACK_TLS uint32_t t_last_leaf;
+
+#ifndef MEMTRACK_STACKS_POOLED
+MEMTRACK_TLS ThreadStacks t_stacks;
+inline ThreadStacks* thread_stacks() { return &t_stacks; }
+inline ThreadStacks* thread_stacks_if_any() { return &t_stacks; }
+#else
+// libmemtrack-attach.so, loaded with dlopen by `memtrack attach`: its initial-exec thread-locals come from the
+// C library's static TLS surplus (about 1.5 KiB), which the state above and the unwinder's record (10 KiB)
+// do not fit. So only a pointer is thread-local, and each thread takes a block of a pool (mapped with raw
+// system calls: no allocation, async-signal-safe) at its first capture: the state and the unwinder's record
+// (memtrack_unwind_set_thread_record). A block whose thread has ended (its tid no longer names a thread of
+// this process, tgkill(pid, tid, 0) fails with ESRCH) is taken by the next thread that needs one, so a
+// program that starts threads all the time keeps as many blocks as it has threads at once (a tid reused by a
+// new thread only delays its old block's reuse).
+struct PoolBlock {
+  PoolBlock* next;             // every block of the pool, a push-only list
+  std::atomic<int32_t> owner;  // the tid of the thread using it
+  ThreadStacks stacks;
+  // Then the unwinder's record, memtrack_unwind_thread_record_bytes() at kUnwindOffset.
+};
+constexpr size_t kUnwindOffset = (sizeof(PoolBlock) + 63) & ~size_t{63};
+constinit std::atomic<PoolBlock*> g_pool{nullptr};
+MEMTRACK_TLS PoolBlock* t_block;
+constexpr int kPoolScan = 256;  // blocks checked for an ended owner before a new one is mapped
+
+ThreadStacks* take_block() {
+  const int saved_errno = errno;
+  const auto pid = static_cast<int32_t>(syscall(SYS_getpid));
+  const auto tid = static_cast<int32_t>(syscall(SYS_gettid));
+  PoolBlock* b = nullptr;
+  int scanned = 0;
+  for (PoolBlock* p = g_pool.load(std::memory_order_acquire); p != nullptr && scanned < kPoolScan;
+       p = p->next, ++scanned) {
+    int32_t owner = p->owner.load(std::memory_order_relaxed);
+    if (owner != 0 && owner != tid && syscall(SYS_tgkill, pid, owner, 0) != 0 && errno == ESRCH &&
+        p->owner.compare_exchange_strong(owner, tid, std::memory_order_acquire)) {
+      b = p;
+      break;
+    }
+  }
+  if (b == nullptr) {
+    const size_t bytes = (kUnwindOffset + memtrack_unwind_thread_record_bytes() + 4095) & ~size_t{4095};
+    void* map = reinterpret_cast<void*>(
+        syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (map == MAP_FAILED) {
+      errno = saved_errno;
+      return nullptr;  // this thread captures nothing (its events have no stack)
+    }
+    b = static_cast<PoolBlock*>(map);
+    b->owner.store(tid, std::memory_order_relaxed);
+    PoolBlock* head = g_pool.load(std::memory_order_relaxed);
+    do {
+      b->next = head;
+    } while (!g_pool.compare_exchange_weak(head, b, std::memory_order_release, std::memory_order_relaxed));
+  }
+  b->stacks.len = 0;
+  b->stacks.cur = 0;
+  b->stacks.last_n = 0;
+  memtrack_unwind_set_thread_record(reinterpret_cast<unsigned char*>(b) + kUnwindOffset);
+  t_block = b;
+  errno = saved_errno;
+  return &b->stacks;
+}
+
+inline ThreadStacks* thread_stacks() {
+  PoolBlock* b = t_block;
+  return b != nullptr ? &b->stacks : take_block();
+}
+inline ThreadStacks* thread_stacks_if_any() { return t_block != nullptr ? &t_block->stacks : nullptr; }
+#endif
 
 // The hash slots are in two tiers, and a node's id says its tier: tier 0 holds the first 2^13 ids in 2^14
 // slots (64 KiB), tier 1 the rest in kHashSlots slots after it, so both tiers' load factors stay <= 0.5. Why:
@@ -258,7 +333,7 @@ void stacks_attach() {
   populate_for_write(g_tree.slots, size_t{kTier0Slots} * 4);
   populate_for_write(g_tree.addresses, 4096);
   populate_for_write(g_tree.parents, 4096);
-  t_len = 0;
+  if (ThreadStacks* t = thread_stacks_if_any()) t->len = 0;
   scan_modules();
 }
 
@@ -270,7 +345,9 @@ void stacks_load_fallback() {
 
 namespace {
 
-uint32_t capture_with(uintptr_t* raw, uint64_t* frames, uint32_t* ids, bool nested) {
+// `t`: the thread's state, or nullptr for a nested capture (into the buffers given).
+uint32_t capture_with(uintptr_t* raw, uint64_t* frames, uint32_t* ids, ThreadStacks* t) {
+  const bool nested = t == nullptr;
   // A few frames more than we keep: memtrack's own (this function, the hook; how many depends on inlining)
   // are dropped by address.
   bool truncated = false;
@@ -278,9 +355,9 @@ uint32_t capture_with(uintptr_t* raw, uint64_t* frames, uint32_t* ids, bool nest
   n = python_splice(raw, n, kMaxStackDepth + 8, truncated, t_pending == kNoTicket);  // CPython's frames (python.h)
   if (!nested) {
     // The same stack as this thread's previous capture: same leaf (nodes are never removed).
-    const uintptr_t* last = t_frames[t_cur ^ 1];
-    if (n == t_last_n && n != 0 && memcmp(raw, last, n * sizeof *raw) == 0 && !truncated) return t_last_leaf;
-    t_last_n = 0;
+    const uintptr_t* last = t->frames[t->cur ^ 1];
+    if (n == t->last_n && n != 0 && memcmp(raw, last, n * sizeof *raw) == 0 && !truncated) return t->last_leaf;
+    t->last_n = 0;
   }
   size_t own = 0;
   while (own < n && raw[own] >= g_self_start && raw[own] < g_self_end) ++own;
@@ -291,7 +368,7 @@ uint32_t capture_with(uintptr_t* raw, uint64_t* frames, uint32_t* ids, bool nest
   }
   // Outermost first (behind the pseudo-node when cut), written over the thread's record: `p` counts the
   // leading entries equal to the record's, whose ids stay valid.
-  const uint32_t old_len = nested ? 0 : t_len;
+  const uint32_t old_len = nested ? 0 : t->len;
   uint32_t len = 0, p = 0;
   bool matching = true;
   auto put = [&](uint64_t a) {
@@ -311,12 +388,12 @@ uint32_t capture_with(uintptr_t* raw, uint64_t* frames, uint32_t* ids, bool nest
   uint32_t valid = len;
   const uint32_t leaf = intern_from(frames, ids, p, len, p > 0 ? ids[p - 1] : 0, may_add, valid);
   if (!nested) {
-    t_len = valid;
+    t->len = valid;
     // Reusable only when the whole stack was interned (not cut by the bound or by !may_add).
     if (valid == len && !truncated) {
-      t_last_n = n + own;
-      t_last_leaf = leaf;
-      t_cur ^= 1;
+      t->last_n = n + own;
+      t->last_leaf = leaf;
+      t->cur ^= 1;
     }
   }
   return leaf;
@@ -328,7 +405,7 @@ __attribute__((noinline)) uint32_t capture_nested() {
   uintptr_t raw[kMaxStackDepth + 8];
   uint64_t frames[kMaxStackDepth + 1];
   uint32_t ids[kMaxStackDepth + 1];
-  return capture_with(raw, frames, ids, true);
+  return capture_with(raw, frames, ids, nullptr);
 }
 
 }  // namespace
@@ -338,9 +415,17 @@ uint32_t capture_stack() {
   if (allocations_paused()) return 0;  // the allocation is not recorded: no unwinding
   if (t_capturing) return capture_nested();
   t_capturing = true;
-  const uint32_t leaf = capture_with(t_frames[t_cur], t_addrs, t_ids, false);
+  ThreadStacks* t = thread_stacks();
+  const uint32_t leaf = t != nullptr ? capture_with(t->frames[t->cur], t->addrs, t->ids, t) : 0;
   t_capturing = false;
   return leaf;
+}
+
+void stacks_after_fork() {
+#ifdef MEMTRACK_STACKS_POOLED
+  // Only this thread survives, with a new tid: its block must not look like one of an ended thread.
+  if (PoolBlock* b = t_block) b->owner.store(static_cast<int32_t>(syscall(SYS_gettid)), std::memory_order_relaxed);
+#endif
 }
 
 StackCounters stack_counters() {

@@ -26,6 +26,9 @@ void stacks_attach();
 // lock, before our constructor runs) it would deadlock. Frames before the constructor use the own unwinder.
 void stacks_load_fallback();
 
+// In a fork child, on its one thread (after_fork_in_child): the thread's capture state belongs to it.
+void stacks_after_fork();
+
 // The calling thread's stack at this allocation, as a leaf node id of the image's tree (0: stacks off, or
 // this call is not recorded). New nodes (and the modules their addresses revealed) are noted before it
 // returns, so before the ticket of the event that carries the id. Never allocates; async-signal-safe except

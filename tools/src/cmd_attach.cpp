@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: memtrack attach PID [-o FILE] [--duration S] [--workers N] [--level L] [--compact]\n"
-    "                       [--no-resident] [-q]\n\n"
+    "                       [--no-stacks] [--stack-depth N] [--no-resident] [-q]\n\n"
     "Records the running process PID without restarting it: loads libmemtrack-attach.so into it (ptrace, on one\n"
     "of its threads stopped a few milliseconds at a point outside the C library; no gdb) and hooks its\n"
     "malloc family, C++ operators and the allocator APIs by entry patching, until the process exits, --duration\n"
@@ -27,9 +27,7 @@ constexpr const char* kHelp =
     "frees of blocks from before the recording, and the peak is the peak since the attach.\n\n"
     "  -o, --output FILE   artifact to write (default: PID.MemtrackArtifact.msgpack in the current directory)\n"
     "  --duration S        detach after S seconds (a decimal number)\n"
-    "  --workers N, --level L, --compact, --no-resident, -q: as for record\n\n"
-    "No call stacks yet: the library loaded into the process records events without them (docs/RUNTIME.md,\n"
-    "\"Attaching to a running process\", says why).\n"
+    "  --workers N, --level L, --compact, --no-stacks, --stack-depth N, --no-resident, -q: as for record\n\n"
     "'memtrack live <this recorder's pid>' shows the recording live. Exit status: 0 recorded; 3 no such\n"
     "process; 4 not permitted (the reason is named: another user, Yama's ptrace_scope, no CAP_SYS_PTRACE, a\n"
     "debugger attached); 5 unsupported process (static, not glibc, not x86-64); 6 already recorded; 1 other\n"
@@ -57,14 +55,15 @@ int run_attach(int argc, char** argv) {
   options.level = static_cast<int>(parse_int(
       "level", args.value("level").value_or(std::to_string(options.compact ? 1 : runtime::kDefaultRecordLevel)), -7,
       22));
-  // Not yet: the attach library records no call stacks (runtime/preload/stacks_none.cpp).
-  options.stack_depth = 0;
+  options.stack_depth = static_cast<std::uint32_t>(parse_int(
+      "stack-depth", args.value("stack-depth").value_or(std::to_string(runtime::kDefaultStackDepth)), 1, 256));
+  if (args.flag("no-stacks")) options.stack_depth = 0;
   options.resident = !args.flag("no-resident");
   const bool quiet = args.flag("quiet", "q");
   const std::vector<std::string> rest = args.positionals();
   if (rest.size() != 1) throw UsageError("expected one PID: memtrack attach PID [options]");
   options.pid = static_cast<pid_t>(parse_int("PID", rest[0], 1, 1 << 30));
-  // libmemtrack-attach.so (runtime/preload/stacks_none.cpp says why it is not the preload itself): beside the
+  // libmemtrack-attach.so (runtime/preload/CMakeLists.txt says why it is not the preload itself): beside the
   // preload library, unless MEMTRACK_ATTACH_LIBRARY names another.
   if (const char* env = std::getenv("MEMTRACK_ATTACH_LIBRARY"); env != nullptr && *env != '\0') {
     options.preload_path = env;

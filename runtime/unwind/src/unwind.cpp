@@ -405,7 +405,17 @@ struct ThreadRecord {
 // Zero-initialised and trivially destructible: no TLS constructor or destructor, and initial-exec, so an
 // access is one %fs-relative address and is async-signal-safe (the library must be loaded at startup, as
 // LD_PRELOAD does, not dlopened).
+#ifndef MEMTRACK_UNWIND_RECORD_POINTER
 __attribute__((tls_model("initial-exec"))) thread_local ThreadRecord t_record;
+inline ThreadRecord* thread_record() { return &t_record; }
+#else
+// memtrack::unwind_pointer (libmemtrack-attach.so, which `memtrack attach` loads with dlopen): a dlopen'd
+// library's initial-exec thread-locals come from the C library's small static TLS surplus, and the record
+// (10 KiB) does not fit. Only a pointer to it is thread-local; the caller hands each thread its record
+// (memtrack_unwind_set_thread_record), and a thread without one captures nothing.
+__attribute__((tls_model("initial-exec"))) thread_local ThreadRecord* t_record_ptr = nullptr;
+inline ThreadRecord* thread_record() { return t_record_ptr; }
+#endif
 std::atomic<bool> g_prefix_reuse{true};
 
 // The innermost frame from which the record still holds: the values every recorded step from there
@@ -449,7 +459,7 @@ __attribute__((noinline, no_sanitize("address"))) std::size_t capture_general(st
                                                                               std::size_t holds_from) {
   const std::uint32_t generation = g_generation.load(std::memory_order_acquire);
   const bool force_fallback = forced_fallback();
-  ThreadRecord& rec = t_record;
+  ThreadRecord& rec = *thread_record();
   const bool use_record = held || (!rec.busy && !force_fallback && g_prefix_reuse.load(std::memory_order_relaxed));
   if (use_record && !held) {
     rec.busy = true;
@@ -607,7 +617,13 @@ __attribute__((noinline, no_sanitize("address"))) std::size_t capture_general(st
 extern "C" __attribute__((no_sanitize("address"))) std::size_t memtrack_unwind_capture_from(
     std::uintptr_t* out, std::size_t max, unsigned skip, bool* truncated, std::uintptr_t ip, std::uintptr_t sp,
     std::uintptr_t rbp) {
-  ThreadRecord& rec = t_record;
+#ifdef MEMTRACK_UNWIND_RECORD_POINTER
+  if (thread_record() == nullptr) {
+    if (truncated != nullptr) *truncated = false;
+    return 0;
+  }
+#endif
+  ThreadRecord& rec = *thread_record();
   if (!rec.busy && rec.count != 0 && !forced_fallback() && g_prefix_reuse.load(std::memory_order_relaxed)) {
     // Busy before reading the record: a signal handler's capture then leaves it alone.
     rec.busy = true;
@@ -665,6 +681,20 @@ extern "C" void memtrack_unwind_use_cache_memory(void* memory) {
   g_cache = static_cast<Slot*>(memory);
   for (auto& w : g_written_pages) w.store(0, std::memory_order_relaxed);  // no capture has run yet (unwind.h)
 }
+
+#ifdef MEMTRACK_UNWIND_RECORD_POINTER
+extern "C" std::size_t memtrack_unwind_thread_record_bytes(void) { return sizeof(ThreadRecord); }
+
+extern "C" void memtrack_unwind_set_thread_record(void* memory) {
+  auto* rec = static_cast<ThreadRecord*>(memory);
+  if (rec != nullptr) {
+    rec->count = 0;
+    rec->busy = false;
+    rec->current = 0;
+  }
+  t_record_ptr = rec;
+}
+#endif
 
 #ifdef MEMTRACK_UNWIND_TEST_HOOKS
 extern "C" void memtrack_unwind_test_force_fallback(bool on) { g_force_fallback.store(on, std::memory_order_relaxed); }

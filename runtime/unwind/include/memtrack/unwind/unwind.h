@@ -67,6 +67,16 @@ void memtrack_unwind_use_cache_memory(void* memory);
 // instead of unwinding it. Off: every frame is unwound through the rule cache (for benchmarks and tests).
 void memtrack_unwind_set_prefix_reuse(bool on);
 
+#ifdef MEMTRACK_UNWIND_RECORD_POINTER
+// Only in memtrack::unwind_pointer (for a library loaded with dlopen, whose initial-exec thread-locals must
+// fit the C library's static TLS surplus): the per-thread record of prefix reuse is not thread-local storage
+// but memory the caller gives each thread, memtrack_unwind_thread_record_bytes() bytes, 16-aligned, that
+// stay mapped while the thread may capture; set on the thread itself, before its first capture (a thread
+// with none captures nothing: 0 frames). Setting it resets the record. nullptr takes it away.
+std::size_t memtrack_unwind_thread_record_bytes(void);
+void memtrack_unwind_set_thread_record(void* memory);
+#endif
+
 #ifdef MEMTRACK_UNWIND_TEST_HOOKS
 // Only in memtrack::unwind_testing, the tests' build of this library: when on, every frame is stepped by
 // libunwind (to check the fallback path against the cached one).
