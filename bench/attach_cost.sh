@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `memtrack attach`'s cost (docs/RUNTIME.md, "Attaching to a running process"):
 # tests/programs/attach_loop (THREADS x ITERS iterations of malloc/calloc/realloc/free/new[]) natively, under
-# `memtrack record --no-stacks` (attach records no stacks yet, so that is the like-for-like record) and
-# attached from its first line ("ready"), interleaved round by round. Prints each mode's median wall time of
+# `memtrack record --no-stacks` and attached with `memtrack attach --no-stacks` from its first line ("ready"),
+# interleaved round by round: the hooks and the ring alone, like for like (the stack capture is the same code
+# under both). Prints each mode's median wall time of
 # the program, the events each recorded, the cost per event (median wall minus native, over the events) and
 # attach's per-event cost as a ratio of record's, then the median pause of the injecting thread while
 # attaching and detaching (from attach's summary line, with --duration so that a detach happens: a second
@@ -35,18 +36,18 @@ for ((r = 1; r <= rounds; r++)); do
   events "$work/r.msgpack" >> "$work/record.events"
   /usr/bin/time -f %e -o "$work/t" "$prog" "$threads" "$iters" > "$work/out" &
   until grep -q ready "$work/out" 2> /dev/null; do sleep 0.001; done
-  "$memtrack" attach "$(awk '/ready/ { print $2 }' "$work/out")" -q -o "$work/a.msgpack"
+  "$memtrack" attach "$(awk '/ready/ { print $2 }' "$work/out")" -q --no-stacks -o "$work/a.msgpack"
   wait
   cat "$work/t" >> "$work/attach"
   events "$work/a.msgpack" >> "$work/attach.events"
-  echo "round $r: native $(tail -1 "$work/native")s record --no-stacks $(tail -1 "$work/record")s attach $(tail -1 "$work/attach")s"
+  echo "round $r: native $(tail -1 "$work/native")s record --no-stacks $(tail -1 "$work/record")s attach --no-stacks $(tail -1 "$work/attach")s"
 done
 for ((r = 1; r <= rounds; r++)); do
   rm -f "$work/stop"
   "$prog" "$threads" 1000000000 "$work/stop" > "$work/out" &
   pid=$!
   until grep -q ready "$work/out" 2> /dev/null; do sleep 0.001; done
-  "$memtrack" attach "$pid" -o "$work/p.msgpack" --duration 0.3 2>&1 |
+  "$memtrack" attach "$pid" --no-stacks -o "$work/p.msgpack" --duration 0.3 2>&1 |
     sed -n 's/.*paused \([0-9.]*\) ms to attach and \([0-9.]*\) ms to detach.*/\1 \2/p' >> "$work/pauses"
   touch "$work/stop"
   wait "$pid"
@@ -63,7 +64,7 @@ awk -v n="$native" -v r="$rec" -v a="$att" -v re="$rec_events" -v ae="$att_event
   printf "attach_loop %d x %d, medians of the rounds:\n", t, i
   printf "  native              %.3f s\n", n
   printf "  record --no-stacks  %.3f s  %d events  %.1f ns/event\n", r, re, rc
-  printf "  attach              %.3f s  %d events  %.1f ns/event\n", a, ae, ac
+  printf "  attach --no-stacks  %.3f s  %d events  %.1f ns/event\n", a, ae, ac
   printf "  attach/record per event: %.2f\n", (rc > 0 ? ac / rc : 0)
 }'
 printf '  pause of the injecting thread (median of %d): attach %s ms, detach %s ms\n' "$rounds" \

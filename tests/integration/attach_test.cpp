@@ -1,8 +1,9 @@
 // `memtrack attach` on running processes (docs/RUNTIME.md, "Attaching to a running process"): a
 // multi-threaded program allocating in a loop (programs/attach_loop.cpp) recorded for --duration 1 s, with
-// events from every thread and the program's own checksum unchanged; the patched entries given back their
-// bytes after the detach, with no thread left behind; and the refusals: a missing pid, a process of another
-// user (the tool run as nobody against a root process), a process recorded already.
+// events from every thread and the program's own checksum unchanged; call stacks from every thread; the
+// patched entries given back their bytes after the detach, with no thread left behind; fork children and
+// exec'd images followed and detached; and the refusals: a missing pid, a process of another user (the tool
+// run as nobody against a root process), a process recorded already.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -187,6 +188,40 @@ TEST(Attach, MultiThreadedProgramRecordedFromEveryThreadChecksumUnchanged) {
   EXPECT_NE(context.out.find("\"attached\""), std::string::npos) << context.out.substr(0, 400);
   const auto stats = run(memtrack_stats_command(artifact.string()));
   EXPECT_EQ(stats.status, 0) << stats.err;
+}
+
+TEST(Attach, EventsCarryCallStacksFromEveryThread) {
+  const fs::path dir = test_dir("attach");
+  const fs::path stop = dir / "stop";
+  Target target({kLoop, "3", "1000000000", stop.string()}, dir, "target");
+  ASSERT_TRUE(target.ready()) << slurp(target.err);
+  const fs::path artifact = dir / "a.msgpack", plain = dir / "plain.msgpack";
+  const auto r =
+      run(memtrack_bin() + " attach " + std::to_string(target.pid) + " -o '" + artifact.string() + "' --duration 0.5");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // And without stacks, on another process (memtrack attaches to a process once).
+  Target other({kLoop, "1", "1000000000", stop.string()}, dir, "other");
+  ASSERT_TRUE(other.ready()) << slurp(other.err);
+  const auto r2 = run(memtrack_bin() + " attach " + std::to_string(other.pid) + " --no-stacks -o '" + plain.string() +
+                      "' --duration 0.3");
+  ASSERT_EQ(r2.status, 0) << r2.err;
+  std::ofstream(stop.string()) << "stop\n";
+  EXPECT_EQ(target.wait(), 0) << slurp(target.err);
+  EXPECT_EQ(other.wait(), 0) << slurp(other.err);
+  EXPECT_EQ(slurp(target.err), "");
+  const auto context = run(memtrack_bin() + " decode '" + artifact.string() + "' --context-only");
+  EXPECT_NE(context.out.find("\"stacks\""), std::string::npos) << context.out.substr(0, 400);
+  const auto plain_context = run(memtrack_bin() + " decode '" + plain.string() + "' --context-only");
+  EXPECT_EQ(plain_context.out.find("\"stacks\""), std::string::npos) << plain_context.out.substr(0, 400);
+  // The sites are the loop's, named and placed: from the main thread (through main) and from the two
+  // others (through std::thread), every thread's first capture after the attach taking its state then.
+  const auto top = run(memtrack_bin() + " top '" + artifact.string() + "' -n 20");
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_NE(top.out.find("(anonymous namespace)::work(unsigned int, long, char const*) (attach_loop.cpp:"),
+            std::string::npos)
+      << top.out.substr(0, 3000);
+  EXPECT_NE(top.out.find("main ("), std::string::npos) << top.out.substr(0, 3000);
+  EXPECT_NE(top.out.find("std::thread::_State_impl"), std::string::npos) << top.out.substr(0, 3000);
 }
 
 TEST(Attach, DetachRestoresTheEntriesAndLeavesNoThread) {
