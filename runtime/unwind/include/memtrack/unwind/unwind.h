@@ -63,7 +63,7 @@ std::size_t memtrack_unwind_cache_bytes(void);
 void memtrack_unwind_use_cache_memory(void* memory);
 
 // Prefix reuse (on by default): each thread keeps its last complete stack (up to 128 frames, 10 KiB of
-// initial-exec TLS) and a capture that reaches one of its frames checks the rest with one load per frame
+// initial-exec TLS, or of memory the caller gives in memtrack::unwind_pointer) and a capture that reaches one of its frames checks the rest with one load per frame
 // instead of unwinding it. Off: every frame is unwound through the rule cache (for benchmarks and tests).
 void memtrack_unwind_set_prefix_reuse(bool on);
 
