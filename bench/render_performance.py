@@ -7,17 +7,19 @@ record_overhead.*.tsv and record_stacks.tsv from the recording scripts, report_s
 bench/report_size.sh, symbolize.txt from bench/symbolize_throughput.sh, diff_cost.tsv from
 bench/diff_cost.sh, compact.tsv from bench/compact_vs_heaptrack.sh, resident_cost.tsv from bench/resident_cost.sh,
 resident_accuracy.tsv from bench/resident_accuracy.sh, record_cost.tsv from bench/record_cost.sh, attach_cost.tsv
-from bench/attach_cost.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
+from bench/attach_cost.sh, real_programs.tsv from bench/real_programs.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
 exception is the comparison section, which quotes the published figures of CodSpeed's pull request as
 constants below, marked as taken on another machine.
 
 usage: bench/render_performance.py --results DIR --out FILE
        bench/render_performance.py --results DIR --out FILE
-           --section diff|compact|resident|resident-accuracy|record-cost|attach-cost [--build BUILD]
+           --section diff|compact|resident|resident-accuracy|record-cost|attach-cost|real-programs
+           [--build BUILD]
            (only the `memtrack diff` section of FILE, from DIR/diff_cost.tsv, the compact artifacts section,
            from DIR/compact.tsv, the resident sampling section, from DIR/resident_cost.tsv, or the peak resident
            section, from DIR/resident_accuracy.tsv, or the recording cost section, from DIR/record_cost.tsv, or
-           the attach section, from DIR/attach_cost.tsv:
+           the attach section, from DIR/attach_cost.tsv, or the real programs' section, from
+           DIR/real_programs.tsv:
            for a machine too slow or too busy for the whole suite; the section says it was run alone)
 Exits 1, writing nothing, if a benchmark row the document needs is missing from the JSON or a result file
 cannot be read.
@@ -66,6 +68,13 @@ RECORD_COST_THREAD_GOAL = 1.25
 RECORD_COST_THREADS = [1, 2, 4, 8]
 RECORD_COST_SECTION = "## Recording cost per process, per thread and in the transport"
 ATTACH_COST_SECTION = "## Attaching to a running process"
+REAL_PROGRAMS_HEADER = ["name", "events", "processes", "stack_nodes", "native_s", "nostacks_s", "stacks_s",
+                        "heaptrack_s", "same_output"]
+REAL_PROGRAMS_SECTION = "## Recording programs nobody here wrote"
+# issue 26: with stacks, sqlite3 at most 2.0x native, python3 --python-malloc and perl at most 1.5x; on the
+# multi-process workloads stacks at most 1.2x the --no-stacks time
+REAL_PROGRAMS_NATIVE_GOALS = {"sqlite3": 2.0, "python3 --python-malloc": 1.5, "perl": 1.5}
+REAL_PROGRAMS_MULTI = ["git loop", "git commit", "make -j2"]
 # issue 25: compact artifacts. Churn with stacks at most heaptrack's bytes per event; the programs at most 4x
 # heaptrack's file; realistic events at most half the compatible encoding's size at the same level; encode CPU
 # at most 0.6x the compatible encoding's at the same level; stats of a compact artifact no slower.
@@ -648,6 +657,81 @@ def render_attach_cost(c, alone=None, skipped=None):
     return out
 
 
+def load_real_programs(path):
+    """bench/real_programs.sh's TSV (a header line, then one line per workload), or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        lines = [line.split("\t") for line in f.read().split("\n") if line.strip()]
+    runs = []
+    for n, cols in enumerate(lines, 1):
+        if cols == REAL_PROGRAMS_HEADER:
+            continue
+        if len(cols) != len(REAL_PROGRAMS_HEADER):
+            raise ValueError(f"{path}:{n}: {len(cols)} fields, expected {len(REAL_PROGRAMS_HEADER)}")
+        try:
+            r = {"name": cols[0], "same_output": cols[8]}
+            for k, v in zip(REAL_PROGRAMS_HEADER[1:8], cols[1:8]):
+                r[k] = float(v)
+        except ValueError:
+            raise ValueError(f"{path}:{n}: a field is not a number")
+        runs.append(r)
+    return runs
+
+
+def render_real_programs(runs, alone=None):
+    """The real-program section (bench/real_programs.sh's lines) as template lines. `alone`: as in
+    render_diff."""
+    out = []
+    w = out.append
+    w(REAL_PROGRAMS_SECTION)
+    w("")
+    w("bench/real_programs.sh, interleaved rounds, medians of wall time: each program natively, under `memtrack "
+      "record --no-stacks`, under `memtrack record` (stacks, the default) and, for the single-process ones, under "
+      "heaptrack (which follows the first process of a tree only). The workloads are the script's (sqlite3's "
+      "inserts, index and queries in memory; a perl hash; jq building and grouping objects; python3 building a "
+      "dict under `--python-malloc`; a loop of 100 `git --version`; 20 `git add` and `git commit`; `make -B -j2` "
+      "of 9 C files; g++ of one C++ file). Events, processes and stack nodes are the stacks recording's (record's "
+      "summary); \"same output\": the program's stdout under both recordings equals the native one.")
+    if alone:
+        w("")
+        w(alone)
+    w("")
+    rows_ = []
+    for r in runs:
+        n = r["native_s"]
+        ht = r["heaptrack_s"]
+        rows_.append([r["name"], f"{int(r['events']):,}", f"{int(r['processes']):,}",
+                      f"{r['stack_nodes'] / r['events']:.3f}" if r["events"] > 0 else "n/a",
+                      f"{n:.2f} s", xr(r["nostacks_s"], n), xr(r["stacks_s"], n),
+                      xr(r["stacks_s"], r["nostacks_s"]), xr(ht, n) if ht > 0 else "",
+                      r["same_output"]])
+    w(table(["workload", "events", "processes", "stack nodes per event", "native", "`--no-stacks` / native",
+             "stacks / native", "stacks / `--no-stacks`", "heaptrack / native", "same output"], rows_))
+    w("")
+    by_name = {r["name"]: r for r in runs}
+    goals = []
+    for name, goal in REAL_PROGRAMS_NATIVE_GOALS.items():
+        r = by_name.get(name)
+        if r and r["native_s"] > 0:
+            v = r["stacks_s"] / r["native_s"]
+            goals.append(f"{name} with stacks at most {goal:.1f}x native: {x(v)}, {verdict(v <= goal)}")
+    for name in REAL_PROGRAMS_MULTI:
+        r = by_name.get(name)
+        if r and r["nostacks_s"] > 0:
+            v = r["stacks_s"] / r["nostacks_s"]
+            goals.append(f"{name} with stacks at most {RECORD_COST_PROCESS_GOAL:.1f}x `--no-stacks`: {x(v)}, "
+                         f"{verdict(v <= RECORD_COST_PROCESS_GOAL)}")
+    if goals:
+        w("Goals (issue 26): " + "; ".join(goals) + ".")
+        w("")
+    differ = [r["name"] for r in runs if r["same_output"] != "yes"]
+    if differ:
+        w("**The output differed under recording** for: " + ", ".join(differ) + ".")
+        w("")
+    return out
+
+
 def load_resident_accuracy(path):
     """bench/resident_accuracy.sh's TSV (a header line, then one line per workload), or None."""
     if not os.path.exists(path):
@@ -836,7 +920,7 @@ def unwind_name(variant, sites, threads):
 
 
 def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, commands, diffs=None, compacts=None,
-           resident=None, resident_accuracy=None, record_cost=None, attach_cost=None):
+           resident=None, resident_accuracy=None, record_cost=None, attach_cost=None, real_programs=None):
     b = rows
     nproc = int(meta["nproc"])
     frame_events = int(ctx["memtrack_frame_events"])
@@ -1372,6 +1456,9 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
     if attach_cost or meta.get("attach_skipped"):
         for line in render_attach_cost(attach_cost, skipped=meta.get("attach_skipped")):
             w(line)
+    if real_programs:
+        for line in render_real_programs(real_programs):
+            w(line)
 
     # ---------------------------------------------------------------------------------------------- comparison
     c = CODSPEED
@@ -1475,6 +1562,8 @@ SECTIONS = {
                     render_record_cost),
     "attach-cost": ("attach_cost.tsv", "bench/attach_cost.sh", ATTACH_COST_SECTION, load_tsv_keys,
                     render_attach_cost),
+    "real-programs": ("real_programs.tsv", "bench/real_programs.sh", REAL_PROGRAMS_SECTION, load_real_programs,
+                      render_real_programs),
 }
 
 
@@ -1554,6 +1643,7 @@ def main():
         resident_accuracy = load_resident_accuracy(os.path.join(args.results, "resident_accuracy.tsv"))
         record_cost = load_tsv_keys(os.path.join(args.results, "record_cost.tsv"))
         attach_cost = load_tsv_keys(os.path.join(args.results, "attach_cost.tsv"))
+        real_programs = load_real_programs(os.path.join(args.results, "real_programs.tsv"))
     except ValueError as e:
         print(f"render_performance.py: {e}", file=sys.stderr)
         return 1
@@ -1566,7 +1656,7 @@ def main():
                   load_loads(os.path.join(args.results, "load.txt")),
                   load_rss(os.path.join(args.results, "encode_rss.tsv")),
                   load_records(args.results), stacks, reports, symbols, commands, diffs, compacts, resident,
-                  resident_accuracy, record_cost, attach_cost)
+                  resident_accuracy, record_cost, attach_cost, real_programs)
     with open(args.out, "w") as f:
         f.write(text)
     return 0

@@ -28,7 +28,9 @@
 #              recording cost per process, per thread at 1/2/4/8 threads and of the transport alone, 3 rounds;
 #              about a minute) and bench/attach_cost.sh (`memtrack attach`'s cost per event beside `record
 #              --no-stacks` and the pause while attaching and detaching, 5 rounds of 1 thread x 3M iterations;
-#              under a minute; skipped, and said so, where ptrace of a sibling process is not permitted)
+#              under a minute; skipped, and said so, where ptrace of a sibling process is not permitted) and
+#              bench/real_programs.sh (sqlite3, perl, jq, python3, git, make and g++ natively, with and
+#              without stacks and under heaptrack, 3 rounds; about two minutes)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
@@ -139,7 +141,7 @@ else
 fi
 rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt" \
   "$out/diff_cost.tsv" "$out/resident_cost.tsv" "$out/resident_accuracy.tsv" "$out/record_cost.tsv" \
-  "$out/attach_cost.tsv"
+  "$out/attach_cost.tsv" "$out/real_programs.tsv"
 if ((record)); then
   # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
   # per event without the fixed cost of starting a recording. Smoke: a few thousand operations, once.
@@ -170,6 +172,13 @@ if ((record)); then
     bench_script "$out/attach_cost.txt" bench/attach_cost.sh "$build" "$rounds" "$threads" "$ops" "$out/attach_cost.tsv"
   else
     attach_skipped="Yama's ptrace_scope is $scope and the suite runs as uid $(id -u): memtrack attach may not trace it"
+  fi
+  # Issue 26's real-program table: sqlite3, perl, jq, python3, a git loop, git commits, make -j2 and g++,
+  # natively, without and with stacks and under heaptrack (smoke: sqlite3, perl and the git loop, once).
+  if ((smoke)); then
+    bench_script "$out/real_programs.txt" bench/real_programs.sh "$build" 1 "$out/real_programs.tsv" quick
+  else
+    bench_script "$out/real_programs.txt" bench/real_programs.sh "$build" 3 "$out/real_programs.tsv"
   fi
   part record
 fi
