@@ -62,6 +62,9 @@ run() {
   echo "$cpu" >> "$work/$name.cpu"
 }
 
+# ratio A B: A / B, or nan when B is 0 (a smoke run's native time is below GNU time's 10 ms resolution).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.6f\n", a / b }'; }
+
 # median: the median of the numbers on stdin, one per line.
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 

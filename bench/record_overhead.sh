@@ -59,11 +59,11 @@ printf '                    wall      CPU (user+sys)\n'
 printf '  native            %8.3f s  %8.3f s\n' "$n" "$nc"
 printf '  heaptrack         %8.3f s  %8.3f s\n' "$h" "$hc"
 printf '  memtrack record   %8.3f s  %8.3f s   artifact %d bytes (%.1f B/event)\n' "$m" "$mc" "$artifact_bytes" \
-  "$(echo "$artifact_bytes / $expected" | bc -l)"
+  "$(ratio "$artifact_bytes" "$expected")"
 printf '  transport only    %8.3f s   (MEMTRACK_RECORD_DISCARD=1: ring drained, nothing encoded)\n' "$t"
-printf '  memtrack / native       %6.2fx\n' "$(echo "$m / $n" | bc -l)"
-printf '  heaptrack / memtrack    %6.2fx   (wall; goal >= 2.5x)\n' "$(echo "$h / $m" | bc -l)"
-printf '  heaptrack / memtrack    %6.2fx   (CPU time)\n' "$(echo "$hc / $mc" | bc -l)"
+printf '  memtrack / native       %6.2fx\n' "$(ratio "$m" "$n")"
+printf '  heaptrack / memtrack    %6.2fx   (wall; goal >= 2.5x)\n' "$(ratio "$h" "$m")"
+printf '  heaptrack / memtrack    %6.2fx   (CPU time)\n' "$(ratio "$hc" "$mc")"
 printf '  transport ns/event      %6.1f   ((transport - native) / events)\n' "$(echo "($t - $n) * 1000000000 / $expected" | bc -l)"
 echo "  lost events             $lost_total"
 if [[ -n $tsv ]]; then

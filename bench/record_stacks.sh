@@ -52,19 +52,19 @@ echo
 echo "churn_deep $threads x $ops at depth $depth, $rounds rounds, medians (wall s / CPU s):"
 printf '| run | wall s | CPU s | wall / native | heaptrack / this (wall) |\n| --- | --- | --- | --- | --- |\n'
 printf '| native | %s | %s | 1.00 | |\n' "$n" "$nc"
-printf '| heaptrack | %s | %s | %.2f | 1.00 |\n' "$h" "$hc" "$(echo "$h / $n" | bc -l)"
-printf '| memtrack record (stacks) | %s | %s | %.2f | %.2f |\n' "$s" "$sc" "$(echo "$s / $n" | bc -l)" "$(echo "$h / $s" | bc -l)"
-printf '| memtrack record --no-stacks | %s | %s | %.2f | %.2f |\n' "$x" "$xc" "$(echo "$x / $n" | bc -l)" "$(echo "$h / $x" | bc -l)"
+printf '| heaptrack | %s | %s | %.2f | 1.00 |\n' "$h" "$hc" "$(ratio "$h" "$n")"
+printf '| memtrack record (stacks) | %s | %s | %.2f | %.2f |\n' "$s" "$sc" "$(ratio "$s" "$n")" "$(ratio "$h" "$s")"
+printf '| memtrack record --no-stacks | %s | %s | %.2f | %.2f |\n' "$x" "$xc" "$(ratio "$x" "$n")" "$(ratio "$h" "$x")"
 if [[ -n $base ]]; then
   b=$(median < "$work/basestacks.times"); bc_=$(median < "$work/basestacks.cpu")
-  printf '| BASE_BUILD memtrack record (stacks) | %s | %s | %.2f | %.2f |\n' "$b" "$bc_" "$(echo "$b / $n" | bc -l)" \
-    "$(echo "$h / $b" | bc -l)"
-  printf 'heaptrack / memtrack CPU: %.2f (this build), %.2f (BASE_BUILD %s)\n' "$(echo "$hc / $sc" | bc -l)" \
-    "$(echo "$hc / $bc_" | bc -l)" "$base"
+  printf '| BASE_BUILD memtrack record (stacks) | %s | %s | %.2f | %.2f |\n' "$b" "$bc_" "$(ratio "$b" "$n")" \
+    "$(ratio "$h" "$b")"
+  printf 'heaptrack / memtrack CPU: %.2f (this build), %.2f (BASE_BUILD %s)\n' "$(ratio "$hc" "$sc")" \
+    "$(ratio "$hc" "$bc_")" "$base"
 fi
 echo
 printf 'artifact bytes per event: %.3f with stacks, %.3f without (%s events)\n' \
-  "$(echo "$sb / $events" | bc -l)" "$(echo "$xb / $events" | bc -l)" "$events"
+  "$(ratio "$sb" "$events")" "$(ratio "$xb" "$events")" "$events"
 # The tracee's tree: per node a u64 address + u32 parent, and a u32 hash slot per 2 nodes' capacity touched
 # sparsely (the rest of its 20 MiB mapping is never touched).
 echo "stack nodes: $nodes (tracee's tree: $((nodes * 12)) bytes of node arrays + touched hash pages); symbolized: $symbolized"
