@@ -246,13 +246,15 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
                                      make_event(EventKind::Free, 1, 2, 11, 0x1000)};
   const auto good = content_of(events);
   // magic 0-3, version 4, n 5, tokens 6-7 (a Malloc by delta, a Free by live rank), d 8, pid tid 9-10,
-  // threads 11-12, timestamps' low bytes 13-14 and high parts 15-16, the size's 17 and 18, the live column
-  // (length 19, rank 0 at 20), the class and release columns (lengths 21, 22: empty), the deltas (length 23,
-  // zigzag64(0x1000) at 24-25).
-  // Version 3 groups the timestamps: the Free's (group 3 * 0 + 2, after an allocation) before the Malloc's
-  // (group 3 * 2 + 0, the first event).
-  const std::vector<std::uint8_t> expected = {0xc1, 0x6d, 0x74, 0x63, 3,    2, 0x01, 0x22, 1, 2, 4, 0,    0,
-                                              0x02, 0x14, 0,    0,    0x10, 0, 1,    0,    0, 0, 2, 0x80, 0x40};
+  // threads 11-12, the 9 timestamp groups' modes 13-21, the timestamps 22-23, the size's low byte 24 and high
+  // part 25, the live column (length 26, rank 0 at 27), the class and release columns (lengths 28, 29: empty),
+  // the deltas (length 30, zigzag64(0x1000) at 31-32).
+  // The timestamps are grouped (version 3 on): the Free's (group 3 * 0 + 2, after an allocation) before the
+  // Malloc's (group 3 * 2 + 0, the first event); both groups hold short gaps (version 4: mode 1), the gap
+  // itself in one byte (10 from 0, then 1).
+  const std::vector<std::uint8_t> expected = {0xc1, 0x6d, 0x74, 0x63, 4, 2, 0x01, 0x22, 1, 2, 4, 0, 0,
+                                              0,    0,    1,    0,    0, 0, 1,    0,    0, // modes
+                                              0x01, 0x0a, 0x10, 0,    1, 0, 0,    0,    2, 0x80, 0x40};
   ASSERT_EQ(good.size(), expected.size());
   for (std::size_t i = 0; i < good.size(); ++i) EXPECT_EQ(static_cast<std::uint8_t>(good[i]), expected[i]) << i;
   auto check = [&](std::size_t at, std::uint8_t value, const std::string& what, Errc code = Errc::bad_compact) {
@@ -264,8 +266,8 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
     EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
     EXPECT_TRUE(out.empty());
   };
-  check(4, 4, "at byte 4: format version 4 (this reader knows 1 to 3)");
-  check(4, 0, "at byte 4: format version 0 (this reader knows 1 to 3)");
+  check(4, 5, "at byte 4: format version 5 (this reader knows 1 to 4)");
+  check(4, 0, "at byte 4: format version 0 (this reader knows 1 to 4)");
   check(6, 9, "at byte 6: event 0: bad token 9");
   check(6, 0x11, "bad token 17");   // old_addr flag on a Malloc
   check(6, 0x21, "bad token 33");   // a release mode on an event without a release address
@@ -273,17 +275,21 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   check(6, 0xC1, "bad token 193");  // "the event's old_addr" without one
   check(8, 3, "at byte 8: a dictionary of 3 threads for 2 events");
   check(12, 1, "event 1: thread 1 of 1");
-  check(20, 1, "at byte 20: event 1: names its thread's live allocation 1, which it does not have");
-  check(6, 0x41, "at byte 22: the content ends inside an address column", Errc::truncated);  // class, empty
-  check(23, 3, "an address column of 3 bytes in 2", Errc::truncated);
+  check(15, 2, "at byte 15: timestamp group 2: mode 2 (0 or 1)");
+  // An escaped short gap needs an escaped low byte and a high part, which the content does not have.
+  check(22, 0xFF, "the content ends inside", Errc::truncated);
+  check(27, 1, "at byte 27: event 1: names its thread's live allocation 1, which it does not have");
+  check(27, 0xFF, "the content ends inside an address column", Errc::truncated);  // a byte value's escape
+  check(6, 0x41, "at byte 29: the content ends inside an address column", Errc::truncated);  // class, empty
+  check(30, 3, "an address column of 3 bytes in 2", Errc::truncated);
   auto longer = good;
   longer.push_back(std::byte{0});
   std::vector<Event> out;
-  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 26: 1 bytes after the last column"), std::string::npos);
+  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 33: 1 bytes after the last column"), std::string::npos);
   auto unread = good;  // a live column of two ranks for one release
-  unread[19] = std::byte{2};
-  unread.insert(unread.begin() + 21, std::byte{0});
-  EXPECT_NE(decode_bytes(unread, out).message().find("at byte 21: 1 bytes after the last value of address column 0"),
+  unread[26] = std::byte{2};
+  unread.insert(unread.begin() + 28, std::byte{0});
+  EXPECT_NE(decode_bytes(unread, out).message().find("at byte 28: 1 bytes after the last value of address column 0"),
             std::string::npos)
       << decode_bytes(unread, out).message();
   auto many = good;
