@@ -163,8 +163,10 @@ std::size_t split_compact(const Bytes& c, int level) {
   std::size_t escaped[9] = {};
   for (std::size_t g = 0, at = r.at; g < 9; ++g) {
     escaped[g] = groups[g];
-    if (short_gaps[g]) escaped[g] = static_cast<std::size_t>(std::count(c.begin() + static_cast<std::ptrdiff_t>(at),
-        c.begin() + static_cast<std::ptrdiff_t>(at + groups[g]), static_cast<unsigned char>(0xFF)));
+    if (short_gaps[g])
+      escaped[g] = static_cast<std::size_t>(std::count(c.begin() + static_cast<std::ptrdiff_t>(at),
+                                                       c.begin() + static_cast<std::ptrdiff_t>(at + groups[g]),
+                                                       static_cast<unsigned char>(0xFF)));
     at += groups[g];
     if (groups[g] != 0 && version >= 3) cuts.push_back(at);
   }

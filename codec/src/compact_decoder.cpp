@@ -221,9 +221,9 @@ struct CompactFrameDecoder::Impl {
                                : mode == kAllocationDelta   ? 3
                                                             : 4;
     const std::byte* const at = column < 4 ? address_columns[column].p : nullptr;
-    if (column < 4 && !(byte_values && column < 2
-                            ? column_byte_value(address_columns[column], value, "an address column")
-                            : column_varint(address_columns[column], value, "an address column"))) {
+    if (column < 4 &&
+        !(byte_values && column < 2 ? column_byte_value(address_columns[column], value, "an address column")
+                                    : column_varint(address_columns[column], value, "an address column"))) {
       return false;
     }
     std::uint64_t key = kNotFree;
