@@ -104,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Damage: (offset, byte) pairs from what is left of the input, or a cut.
   const std::uint8_t damage = static_cast<std::uint8_t>(mode >> 1);
   if (damage % 4 == 1) content.resize(content.size() * in.byte() / 256);
-  for (unsigned i = 0; i < damage % 8; ++i) {
+  for (unsigned i = 0; i < damage % 8 && content.size() > 5; ++i) {  // a cut may leave less than the header
     const std::size_t at = 5 + ((std::size_t{in.byte()} << 8) | in.byte()) % (content.size() - 5 + 1);
     if (at < content.size()) content[at] = static_cast<std::byte>(in.byte());
   }
