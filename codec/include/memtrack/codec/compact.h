@@ -73,7 +73,7 @@ class CompactFrameEncoder {
   [[nodiscard]] std::span<const std::size_t> block_ends() const;
   [[nodiscard]] std::size_t max_events() const;
   // What an encoder for `max_events` allocates: its output buffer, per event a dictionary index, 24 bytes of
-  // per-address state and 46 bytes of column buffers, and its address table (4 bytes per slot, at least 4
+  // per-address state and 48 bytes of column buffers, and its address table (4 bytes per slot, at least 4
   // slots per event, and a 32-byte entry per address, 2 per event: 5 MiB at 65,536 events).
   [[nodiscard]] static std::size_t memory_bytes(std::size_t max_events);
   // The largest content encode() can return for `events` events.
