@@ -125,7 +125,7 @@ std::size_t split_compact(const Bytes& c, int level) {
   r.skip(4);
   const unsigned version = c.at(4);
   r.at = 5;
-  if (version != 2 && version != 3) throw std::runtime_error("compact version " + std::to_string(version));
+  if (version < 2 || version > 4) throw std::runtime_error("compact version " + std::to_string(version));
   const std::size_t n = r.varint();
   std::size_t mark = r.at;
   std::vector<std::size_t> cuts;
@@ -143,6 +143,10 @@ std::size_t split_compact(const Bytes& c, int level) {
   r.varints(2 * d);
   cut("thread dictionary");
   r.varints(n);
+  bool short_gaps[9] = {};
+  if (version >= 4) {
+    for (bool& s : short_gaps) s = c.at(r.at++) == 1;
+  }
   cut("threads");
   // Version 3's timestamp groups (docs/FORMAT.md): 3 * class(kind) + class(previous kind).
   std::size_t groups[9] = {};
@@ -150,22 +154,33 @@ std::size_t split_compact(const Bytes& c, int level) {
     unsigned before = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const unsigned k = c.at(5 + (n < 128 ? 1 : n < 16384 ? 2 : 3) + i) & 0x0F;
-      const unsigned now = version == 3 ? (k == 2 || k == 7 ? 0u : k == 4 ? 1u : 2u) : 0u;
+      const unsigned now = version >= 3 ? (k == 2 || k == 7 ? 0u : k == 4 ? 1u : 2u) : 0u;
       ++groups[3 * now + before];
       before = now;
     }
   }
+  // Version 4's short gaps: the escaped ones (byte 255) have a low byte and a high part after the group's bytes.
+  std::size_t escaped[9] = {};
   for (std::size_t g = 0, at = r.at; g < 9; ++g) {
+    escaped[g] = groups[g];
+    if (short_gaps[g])
+      escaped[g] = static_cast<std::size_t>(std::count(c.begin() + static_cast<std::ptrdiff_t>(at),
+                                                       c.begin() + static_cast<std::ptrdiff_t>(at + groups[g]),
+                                                       static_cast<unsigned char>(0xFF)));
     at += groups[g];
-    if (groups[g] != 0 && version == 3) cuts.push_back(at);
+    if (groups[g] != 0 && version >= 3) cuts.push_back(at);
   }
   r.skip(n);
-  cut("timestamps, low bytes");
+  cut("timestamps, low bytes (or short gaps)");
   for (std::size_t g = 0; g < 9; ++g) {
-    r.varints(groups[g]);
-    if (groups[g] != 0 && version == 3) cuts.push_back(r.at);
+    if (short_gaps[g]) {
+      r.skip(escaped[g]);  // the escaped gaps' low bytes, then their high parts
+      if (escaped[g] != 0) cuts.push_back(r.at);
+    }
+    r.varints(escaped[g]);
+    if (escaped[g] != 0 && version >= 3) cuts.push_back(r.at);
   }
-  cut("timestamps, high parts");
+  cut(version >= 4 ? "timestamps, escaped low bytes and high parts" : "timestamps, high parts");
   r.skip(n - frees);
   cut("sizes, low bytes");
   r.varints(n - frees);

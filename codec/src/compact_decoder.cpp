@@ -91,8 +91,8 @@ struct CompactFrameDecoder::Impl {
     p += sizeof kCompactMagic;
     if (p == end) return fail(Errc::truncated, p, "the content ends before the version");
     const auto version = static_cast<std::uint8_t>(*p);
-    if (version < 1 || version > 3) {
-      return fail(Errc::bad_compact, p, "format version " + std::to_string(version) + " (this reader knows 1 to 3)");
+    if (version < 1 || version > 4) {
+      return fail(Errc::bad_compact, p, "format version " + std::to_string(version) + " (this reader knows 1 to 4)");
     }
     ++p;
     std::uint64_t n = 0;
@@ -109,7 +109,7 @@ struct CompactFrameDecoder::Impl {
     const std::size_t first_out = out.size();
     out.resize(first_out + n);
     Event* const events = out.data() + first_out;
-    if (!(version == 1 ? columns(events, n) : columns_v2(events, n, version == 3))) {
+    if (!(version == 1 ? columns(events, n) : columns_v2(events, n, version))) {
       out.resize(first_out);
       return false;
     }
@@ -145,6 +145,21 @@ struct CompactFrameDecoder::Impl {
     p = saved_p;
     end = saved_end;
     return ok;
+  }
+
+  // Version 4's live and class values: a byte below 255, or 255 and a varint of the value - 255.
+  bool column_byte_value(Column& c, std::uint64_t& out, const char* what) {
+    if (c.p != c.end && *c.p != std::byte{0xFF}) {
+      out = static_cast<std::uint8_t>(*c.p++);
+      return true;
+    }
+    if (c.p == c.end) return fail(Errc::truncated, c.p, std::string("the content ends inside ") + what);
+    const std::byte* const at = c.p++;
+    std::uint64_t rest = 0;
+    if (!column_varint(c, rest, what)) return false;
+    if (rest > UINT64_MAX - 255) return fail(Errc::bad_compact, at, std::string(what) + ": a value above 64 bits");
+    out = rest + 255;
+    return true;
   }
 
   // A split value: its high part from `high`, its low byte from `low`.
@@ -195,7 +210,7 @@ struct CompactFrameDecoder::Impl {
   }
 
   bool address_v2(std::uint32_t t, bool release, unsigned mode, std::size_t event, const Event& e, std::uint64_t size,
-                  std::uint64_t& out) {
+                  bool byte_values, std::uint64_t& out) {
     const std::size_t mine = 2 * t + (release ? 1 : 0);
     const std::uint32_t entry = first[mine] + filled[mine];
     std::uint64_t value = 0;
@@ -206,7 +221,11 @@ struct CompactFrameDecoder::Impl {
                                : mode == kAllocationDelta   ? 3
                                                             : 4;
     const std::byte* const at = column < 4 ? address_columns[column].p : nullptr;
-    if (column < 4 && !column_varint(address_columns[column], value, "an address column")) return false;
+    if (column < 4 &&
+        !(byte_values && column < 2 ? column_byte_value(address_columns[column], value, "an address column")
+                                    : column_varint(address_columns[column], value, "an address column"))) {
+      return false;
+    }
     std::uint64_t key = kNotFree;
     if (column == 3) {
       out = (release ? previous[t] : allocation_end[t]) + unzigzag64(value);
@@ -291,9 +310,11 @@ struct CompactFrameDecoder::Impl {
     return true;
   }
 
-  // Versions 2 and 3 differ only in the timestamps' order: version 3 (`grouped`) stores them by group
-  // (compact_internal.h, kTimestampGroups), version 2 in event order (one group).
-  bool columns_v2(Event* events, std::size_t n, bool grouped) {
+  // Versions 2 to 4 differ only in the timestamps and two address columns: version 3 stores them by group
+  // (compact_internal.h, kTimestampGroups), version 2 in event order (one group); version 4 by group too, each
+  // group in its mode (split values, or short gaps), and its live and class columns hold byte values.
+  bool columns_v2(Event* events, std::size_t n, unsigned version) {
+    const bool grouped = version >= 3;
     const std::byte* const tokens = p;
     std::size_t sized = 0;
     std::size_t group_count[kTimestampGroups] = {};
@@ -325,8 +346,22 @@ struct CompactFrameDecoder::Impl {
     // each pass over a frame's 3.5 MiB of events costs a read of them from memory.
     Column threads{p, nullptr}, timestamp_high[kTimestampGroups] = {}, size_high{};
     const std::byte* timestamp_low[kTimestampGroups];
+    const std::byte* timestamp_escape[kTimestampGroups] = {};
+    bool short_gaps[kTimestampGroups] = {};
     if (!skip(n, "the threads")) return false;
     threads.end = p;
+    if (version >= 4) {
+      if (kTimestampGroups > static_cast<std::size_t>(end - p))
+        return fail(Errc::truncated, p, "the content ends inside the timestamp modes");
+      for (unsigned g = 0; g < kTimestampGroups; ++g, ++p) {
+        const auto mode = static_cast<std::uint8_t>(*p);
+        if (mode > kTimestampShort) {
+          return fail(Errc::bad_compact, p,
+                      "timestamp group " + std::to_string(g) + ": mode " + std::to_string(mode) + " (0 or 1)");
+        }
+        short_gaps[g] = mode == kTimestampShort;
+      }
+    }
     if (n > static_cast<std::size_t>(end - p))
       return fail(Errc::truncated, p, "the content ends inside the timestamps");
     {
@@ -338,8 +373,17 @@ struct CompactFrameDecoder::Impl {
     }
     p += n;
     for (unsigned g = 0; g < kTimestampGroups; ++g) {
+      std::size_t values = group_count[g];
+      if (short_gaps[g]) {  // only the escaped gaps have a low byte and a high part
+        values = 0;
+        for (std::size_t j = 0; j < group_count[g]; ++j) values += timestamp_low[g][j] == std::byte{kShortEscape};
+        if (values > static_cast<std::size_t>(end - p))
+          return fail(Errc::truncated, p, "the content ends inside the escaped timestamps");
+        timestamp_escape[g] = p;
+        p += values;
+      }
       timestamp_high[g].p = p;
-      if (!skip(group_count[g], "the timestamps")) return false;
+      if (!skip(values, "the timestamps")) return false;
       timestamp_high[g].end = p;
     }
     if (sized > static_cast<std::size_t>(end - p)) return fail(Errc::truncated, p, "the content ends inside the sizes");
@@ -382,8 +426,15 @@ struct CompactFrameDecoder::Impl {
       const unsigned now = grouped ? timestamp_class(static_cast<std::uint8_t>(e.kind)) : 0;
       const unsigned g = 3 * now + previous_class;
       previous_class = now;
-      if (!split(timestamp_high[g], z, timestamp_low[g], "the timestamps")) return false;
-      timestamp += unzigzag64(z);
+      if (!short_gaps[g]) {
+        if (!split(timestamp_high[g], z, timestamp_low[g], "the timestamps")) return false;
+        timestamp += unzigzag64(z);
+      } else if (const auto b = static_cast<std::uint8_t>(*timestamp_low[g]++); b != kShortEscape) {
+        timestamp += b;
+      } else {
+        if (!split(timestamp_high[g], z, timestamp_escape[g], "the timestamps")) return false;
+        timestamp += unzigzag64(z);
+      }
       e.timestamp = timestamp;
       const auto k = static_cast<std::uint8_t>(e.kind);
       if (has_size(k) && !split(size_high, e.size, size_low, "the sizes")) return false;
@@ -405,15 +456,16 @@ struct CompactFrameDecoder::Impl {
     live.assign(words, 0);
     allocation_end.assign(d, 0);
     previous.assign(d, 0);
+    const bool byte_values = version >= 4;
     for (std::size_t i = 0; i < n; ++i) {
       Event& e = events[i];
       const std::uint32_t t = thread_of[i];
       const auto token = static_cast<std::uint8_t>(tokens[i]);
       const unsigned release_mode = (token >> kReleaseModeShift) & 1u;
-      if (e.has_old_addr() && !address_v2(t, true, release_mode, i, e, 0, e.old_addr)) return false;
+      if (e.has_old_addr() && !address_v2(t, true, release_mode, i, e, 0, byte_values, e.old_addr)) return false;
       if (addr_is_release(static_cast<std::uint8_t>(e.kind))) {
-        if (!address_v2(t, true, release_mode, i, e, 0, e.addr)) return false;
-      } else if (!address_v2(t, false, token >> kAllocationModeShift, i, e, e.size, e.addr)) {
+        if (!address_v2(t, true, release_mode, i, e, 0, byte_values, e.addr)) return false;
+      } else if (!address_v2(t, false, token >> kAllocationModeShift, i, e, e.size, byte_values, e.addr)) {
         return false;
       }
     }

@@ -1,4 +1,4 @@
-// The compact encoder (version 3): a pre-pass assigns dictionary indices and counts each thread's addresses,
+// The compact encoder (version 4): a pre-pass assigns dictionary indices and counts each thread's addresses,
 // the address pass writes the tokens and the address columns, then the other columns follow in order
 // (docs/FORMAT.md, "Compact data frames"). Address references come from an open-addressing table (address
 // -> the threads that allocated and released it, and their counts at the time) cleared per frame by an epoch,
@@ -62,6 +62,12 @@ class AddressTable {
     count_ = 0;
   }
 
+  // Starts loading the slot where the probe for `key` begins (the address pass asks a few events ahead:
+  // the slots of a frame's addresses are spread over 1 MiB, and the load was the pass's largest stall).
+  void prefetch(std::uint64_t key) const {
+    __builtin_prefetch(&slots_[static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & mask_]);
+  }
+
   // The entry of `key`, created empty if the frame has none yet. Precondition: fewer than max_entries keys.
   Entry& at(std::uint64_t key) {
     const std::uint64_t h = key * 0x9E3779B97F4A7C15ull;
@@ -116,7 +122,7 @@ struct CompactFrameEncoder::Impl {
         class_column(std::make_unique_for_overwrite<std::byte[]>(kClassBytes * max)),
         release_column(std::make_unique_for_overwrite<std::byte[]>(kReleaseBytes * max)),
         delta_column(std::make_unique_for_overwrite<std::byte[]>(kDeltaBytes * max)),
-        timestamp_column(std::make_unique_for_overwrite<std::byte[]>(kSplitBytes * max)),
+        timestamp_column(std::make_unique_for_overwrite<std::byte[]>(kTimestampBytes * max)),
         size_column(std::make_unique_for_overwrite<std::byte[]>(kSplitBytes * max)),
         table(2 * max) {
     dictionary.reserve(64);
@@ -124,14 +130,18 @@ struct CompactFrameEncoder::Impl {
   }
 
   // Bytes a value of each address column takes at most, per event: a live rank and a release reference are
-  // below 65,536 (3 bytes), a class rank below kClassWindow (2), and an event has two deltas of 10 at most.
-  // A split value (a timestamp or a size) takes 1 + 8.
-  static constexpr std::size_t kLiveBytes = 3, kClassBytes = 2, kReleaseBytes = 3, kDeltaBytes = 20, kSplitBytes = 9;
+  // below 65,536 (1 + 3 bytes), a class rank below kClassWindow (2), and an event has two deltas of 10 at most.
+  // A split value (a size) takes 1 + 8; a timestamp a first byte, and an escaped low byte and high part.
+  static constexpr std::size_t kLiveBytes = 4, kClassBytes = 2, kReleaseBytes = 3, kDeltaBytes = 20, kSplitBytes = 9,
+                               kTimestampBytes = 10;
   static constexpr std::size_t kPerEventBytes = sizeof(std::uint32_t) + 3 * sizeof(std::uint64_t) + kLiveBytes +
-                                                kClassBytes + kReleaseBytes + kDeltaBytes + 2 * kSplitBytes;
+                                                kClassBytes + kReleaseBytes + kDeltaBytes + kSplitBytes +
+                                                kTimestampBytes;
   // Live masks: a thread's allocations in words of 64 flags, its first word of its own (so at most one word
   // per event and thread more than a whole number of words).
   static std::size_t live_words(std::size_t max) { return max + max / 64 + 1; }
+  // How many events ahead the address pass prefetches the address table's slot of an event's addr.
+  static constexpr std::size_t kPrefetchAhead = 8;
 
   std::size_t max_events;
   std::unique_ptr<std::byte[]> buffer;
@@ -175,7 +185,7 @@ struct CompactFrameEncoder::Impl {
     unsigned mode = kReleaseDelta;
     if (entry.thread[0] == t && (live[ts.live_first + entry.number[0] / 64] >> (entry.number[0] % 64) & 1) != 0) {
       const std::uint32_t index = entry.number[0];
-      live_end = put_varint(live_end, live_rank(ts, index));
+      live_end = put_byte_value(live_end, live_rank(ts, index));
       live[ts.live_first + index / 64] &= ~(std::uint64_t{1} << (index % 64));
       key = allocation_class[ts.allocation_first + index];
       mode = kReleaseLive;
@@ -202,7 +212,7 @@ struct CompactFrameEncoder::Impl {
       const std::uint32_t number = entry.number[1];
       std::uint64_t* const keys = release_key.get() + ts.release_first;
       if (keys[number] == size_class && ts.releases - number <= kClassWindow) {
-        class_end = put_varint(class_end, class_rank(keys + number + 1, keys + ts.releases, size_class));
+        class_end = put_byte_value(class_end, class_rank(keys + number + 1, keys + ts.releases, size_class));
         keys[number] = kNotFree;
         mode = kAllocationClass;
       } else {
@@ -265,7 +275,9 @@ struct CompactFrameEncoder::Impl {
     std::size_t sized = 0;
     // Per timestamp group (compact_internal.h), its events, counted in this pass that reads the kinds anyway.
     std::size_t group_count[kTimestampGroups] = {};
+    std::size_t group_short[kTimestampGroups] = {};  // its gaps below kShortEscape
     unsigned before_class = 0;
+    std::uint64_t before_timestamp = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const Event& e = events[i];
       const std::uint64_t pair =
@@ -284,6 +296,8 @@ struct CompactFrameEncoder::Impl {
       const std::uint8_t kind = kind_byte(e);
       const unsigned now_class = timestamp_class(kind & kKindMask);
       ++group_count[3 * now_class + before_class];
+      group_short[3 * now_class + before_class] += e.timestamp - before_timestamp < kShortEscape ? 1 : 0;
+      before_timestamp = e.timestamp;
       before_class = now_class;
       if ((kind & kKindOldAddr) != 0) ++ts.release_count;
       if (addr_is_release(kind & kKindMask)) {
@@ -317,18 +331,24 @@ struct CompactFrameEncoder::Impl {
     *p++ = static_cast<std::byte>(kCompactVersion);
     p = put_varint(p, n);
     std::byte* const tokens = p;
-    // The timestamps by group (compact_internal.h): group g's low bytes at low_at[g], its high parts in a
-    // region of 8 bytes per value (z >> 8 is below 2^56: at most 8 varint bytes) from high_at[g].
+    // The timestamps by group (compact_internal.h): group g's first bytes (low bytes, or short gaps) at
+    // low_at[g], the low bytes of its escaped short gaps at escape_at[g], its high parts in a region of 8
+    // bytes per value (z >> 8 is below 2^56: at most 8 varint bytes) from high_at[g].
     std::byte* const timestamp_low = timestamp_column.get();
     std::byte* low_at[kTimestampGroups];
+    std::byte* escape_begin[kTimestampGroups];
+    std::byte* escape_at[kTimestampGroups];
     std::byte* high_begin[kTimestampGroups];
     std::byte* high_at[kTimestampGroups];
+    bool short_gaps[kTimestampGroups];
     {
       std::size_t before = 0;
       for (unsigned g = 0; g < kTimestampGroups; ++g) {
         low_at[g] = timestamp_low + before;
-        high_begin[g] = high_at[g] = timestamp_low + n + 8 * before;
+        escape_begin[g] = escape_at[g] = timestamp_low + n + before;
+        high_begin[g] = high_at[g] = timestamp_low + 2 * n + 8 * before;
         before += group_count[g];
+        short_gaps[g] = group_count[g] != 0 && 16 * group_short[g] >= kShortShare * group_count[g];
       }
     }
     unsigned previous_class = 0;
@@ -337,6 +357,7 @@ struct CompactFrameEncoder::Impl {
     std::uint64_t previous = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const Event& e = events[i];
+      if (i + kPrefetchAhead < n) table.prefetch(events[i + kPrefetchAhead].addr);
       const std::uint32_t t = thread_of[i];
       auto token = static_cast<unsigned>(kind_byte(e));
       const bool has_old = (token & kKindOldAddr) != 0;
@@ -348,13 +369,22 @@ struct CompactFrameEncoder::Impl {
       }
       tokens[i] = static_cast<std::byte>(token);
       // Each split column: the low bytes first, then the high parts (zstd's entropy coder sees each apart).
-      const std::uint64_t z = zigzag64(e.timestamp - previous);
+      const std::uint64_t gap = e.timestamp - previous;
+      const std::uint64_t z = zigzag64(gap);
       previous = e.timestamp;
       const unsigned now = timestamp_class(token & kKindMask);
       const unsigned g = 3 * now + previous_class;
       previous_class = now;
-      *low_at[g]++ = static_cast<std::byte>(z);
-      high_at[g] = put_varint(high_at[g], z >> 8);
+      if (!short_gaps[g]) {
+        *low_at[g]++ = static_cast<std::byte>(z);
+        high_at[g] = put_varint(high_at[g], z >> 8);
+      } else if (gap < kShortEscape) {
+        *low_at[g]++ = static_cast<std::byte>(gap);
+      } else {
+        *low_at[g]++ = std::byte{kShortEscape};
+        *escape_at[g]++ = static_cast<std::byte>(z);
+        high_at[g] = put_varint(high_at[g], z >> 8);
+      }
       if (has_size(token & kKindMask)) {
         *size_low++ = static_cast<std::byte>(e.size);
         size_high = put_varint(size_high, e.size >> 8);
@@ -369,6 +399,7 @@ struct CompactFrameEncoder::Impl {
     }
     end_block(p);
     for (std::size_t i = 0; i < n; ++i) p = put_varint(p, thread_of[i]);
+    for (unsigned g = 0; g < kTimestampGroups; ++g) *p++ = static_cast<std::byte>(short_gaps[g] ? 1 : 0);
     end_block(p);
     for (unsigned g = 0; g < kTimestampGroups; ++g) {
       p += group_count[g];
@@ -376,6 +407,12 @@ struct CompactFrameEncoder::Impl {
     }
     std::memcpy(p - n, timestamp_low, n);
     for (unsigned g = 0; g < kTimestampGroups; ++g) {
+      if (short_gaps[g]) {
+        const auto escapes = static_cast<std::size_t>(escape_at[g] - escape_begin[g]);
+        if (escapes != 0) std::memcpy(p, escape_begin[g], escapes);
+        p += escapes;
+        end_block(p);
+      }
       const auto bytes = static_cast<std::size_t>(high_at[g] - high_begin[g]);
       if (bytes != 0) std::memcpy(p, high_begin[g], bytes);
       p += bytes;

@@ -246,13 +246,15 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
                                      make_event(EventKind::Free, 1, 2, 11, 0x1000)};
   const auto good = content_of(events);
   // magic 0-3, version 4, n 5, tokens 6-7 (a Malloc by delta, a Free by live rank), d 8, pid tid 9-10,
-  // threads 11-12, timestamps' low bytes 13-14 and high parts 15-16, the size's 17 and 18, the live column
-  // (length 19, rank 0 at 20), the class and release columns (lengths 21, 22: empty), the deltas (length 23,
-  // zigzag64(0x1000) at 24-25).
-  // Version 3 groups the timestamps: the Free's (group 3 * 0 + 2, after an allocation) before the Malloc's
-  // (group 3 * 2 + 0, the first event).
-  const std::vector<std::uint8_t> expected = {0xc1, 0x6d, 0x74, 0x63, 3,    2, 0x01, 0x22, 1, 2, 4, 0,    0,
-                                              0x02, 0x14, 0,    0,    0x10, 0, 1,    0,    0, 0, 2, 0x80, 0x40};
+  // threads 11-12, the 9 timestamp groups' modes 13-21, the timestamps 22-23, the size's low byte 24 and high
+  // part 25, the live column (length 26, rank 0 at 27), the class and release columns (lengths 28, 29: empty),
+  // the deltas (length 30, zigzag64(0x1000) at 31-32).
+  // The timestamps are grouped (version 3 on): the Free's (group 3 * 0 + 2, after an allocation) before the
+  // Malloc's (group 3 * 2 + 0, the first event); both groups hold short gaps (version 4: mode 1), the gap
+  // itself in one byte (10 from 0, then 1).
+  const std::vector<std::uint8_t> expected = {0xc1, 0x6d, 0x74, 0x63, 4, 2, 0x01, 0x22, 1, 2,    4,
+                                              0,    0,    0,    0,    1, 0, 0,    0,    1, 0,    0,  // modes
+                                              0x01, 0x0a, 0x10, 0,    1, 0, 0,    0,    2, 0x80, 0x40};
   ASSERT_EQ(good.size(), expected.size());
   for (std::size_t i = 0; i < good.size(); ++i) EXPECT_EQ(static_cast<std::uint8_t>(good[i]), expected[i]) << i;
   auto check = [&](std::size_t at, std::uint8_t value, const std::string& what, Errc code = Errc::bad_compact) {
@@ -264,8 +266,8 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
     EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
     EXPECT_TRUE(out.empty());
   };
-  check(4, 4, "at byte 4: format version 4 (this reader knows 1 to 3)");
-  check(4, 0, "at byte 4: format version 0 (this reader knows 1 to 3)");
+  check(4, 5, "at byte 4: format version 5 (this reader knows 1 to 4)");
+  check(4, 0, "at byte 4: format version 0 (this reader knows 1 to 4)");
   check(6, 9, "at byte 6: event 0: bad token 9");
   check(6, 0x11, "bad token 17");   // old_addr flag on a Malloc
   check(6, 0x21, "bad token 33");   // a release mode on an event without a release address
@@ -273,23 +275,201 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   check(6, 0xC1, "bad token 193");  // "the event's old_addr" without one
   check(8, 3, "at byte 8: a dictionary of 3 threads for 2 events");
   check(12, 1, "event 1: thread 1 of 1");
-  check(20, 1, "at byte 20: event 1: names its thread's live allocation 1, which it does not have");
-  check(6, 0x41, "at byte 22: the content ends inside an address column", Errc::truncated);  // class, empty
-  check(23, 3, "an address column of 3 bytes in 2", Errc::truncated);
+  check(15, 2, "at byte 15: timestamp group 2: mode 2 (0 or 1)");
+  // An escaped short gap needs an escaped low byte and a high part, which the content does not have.
+  check(22, 0xFF, "the content ends inside", Errc::truncated);
+  check(27, 1, "at byte 27: event 1: names its thread's live allocation 1, which it does not have");
+  check(27, 0xFF, "the content ends inside an address column", Errc::truncated);             // a byte value's escape
+  check(6, 0x41, "at byte 29: the content ends inside an address column", Errc::truncated);  // class, empty
+  check(30, 3, "an address column of 3 bytes in 2", Errc::truncated);
   auto longer = good;
   longer.push_back(std::byte{0});
   std::vector<Event> out;
-  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 26: 1 bytes after the last column"), std::string::npos);
+  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 33: 1 bytes after the last column"), std::string::npos);
   auto unread = good;  // a live column of two ranks for one release
-  unread[19] = std::byte{2};
-  unread.insert(unread.begin() + 21, std::byte{0});
-  EXPECT_NE(decode_bytes(unread, out).message().find("at byte 21: 1 bytes after the last value of address column 0"),
+  unread[26] = std::byte{2};
+  unread.insert(unread.begin() + 28, std::byte{0});
+  EXPECT_NE(decode_bytes(unread, out).message().find("at byte 28: 1 bytes after the last value of address column 0"),
             std::string::npos)
       << decode_bytes(unread, out).message();
   auto many = good;
   many[5] = std::byte{0x81};  // 129 events, in a varint of 2 bytes: more than the bytes left
   many.insert(many.begin() + 6, std::byte{0x01});
   EXPECT_EQ(decode_bytes(many, out).code(), Errc::truncated);
+}
+
+// The byte offset of a content's 9 timestamp modes (version 4): after the magic, version, N, the tokens,
+// a one-entry dictionary (a pid and tid below 64) and N one-byte thread indices.
+std::size_t modes_at(std::size_t n) { return 5 + (n < 128 ? 1 : n < 16384 ? 2 : 3) + n + 1 + 2 + n; }
+
+TEST(CompactFrame, ShortGapGroupsEscapeTheirLongGapsAndLongGapGroupsStaySplit) {
+  // Malloc/Free pairs of one thread: every Free after a Malloc (group 3 * 0 + 2), every Malloc after a Free
+  // (group 3 * 2 + 0, the first one too). The Frees' gaps are mostly below 255 (short gaps), with escapes at
+  // 255, 256, 2^63 and a step back (modulo 2^64); the Mallocs' gaps are all 1000 or more (split).
+  const std::uint64_t escaped[] = {255, 256, 1ull << 63, UINT64_MAX - 4};  // UINT64_MAX - 4: 5 back
+  std::vector<Event> events;
+  std::vector<std::uint64_t> free_gaps;
+  for (int i = 0; i < 40; ++i) free_gaps.push_back(static_cast<std::uint64_t>(i % 5 == 0 ? 254 : i % 7));
+  for (std::size_t j = 0; j < std::size(escaped); ++j) free_gaps[3 + 9 * j] = escaped[j];
+  std::uint64_t ts = 0;
+  for (std::size_t i = 0; i < free_gaps.size(); ++i) {
+    const std::uint64_t addr = 0x10000 + i * 0x100;
+    events.push_back(make_event(EventKind::Malloc, 1, 2, ts += 1000 + i * 977, addr, 16 + i));
+    events.push_back(make_event(EventKind::Free, 1, 2, ts += free_gaps[i], addr));
+  }
+  EXPECT_EQ(through_compact(events), events);
+  expect_lossless(events);
+
+  const auto content = content_of(events);
+  const std::size_t m = modes_at(events.size());
+  ASSERT_EQ(static_cast<std::uint8_t>(content[4]), 4);
+  for (unsigned g = 0; g < 9; ++g) {
+    EXPECT_EQ(static_cast<std::uint8_t>(content[m + g]), g == 2 ? 1 : 0) << "group " << g;
+  }
+  // Group 2's first bytes come first (groups 0 and 1 are empty): the Frees' gaps, 255 for the escaped ones.
+  const std::byte* const first = content.data() + m + 9;
+  std::size_t escapes = 0;
+  for (std::size_t i = 0; i < free_gaps.size(); ++i) {
+    const std::uint64_t gap = events[2 * i + 1].timestamp - events[2 * i].timestamp;
+    const auto b = static_cast<std::uint8_t>(first[i]);
+    if (gap < 255) {
+      EXPECT_EQ(b, gap) << "free " << i;
+    } else {
+      EXPECT_EQ(b, 255) << "free " << i;
+      ++escapes;
+    }
+  }
+  EXPECT_EQ(escapes, std::size(escaped));
+  // Then group 6's: the Mallocs' low bytes of zigzag64(gap), split.
+  for (std::size_t i = 1; i < free_gaps.size(); ++i) {
+    const std::uint64_t gap = events[2 * i].timestamp - events[2 * i - 1].timestamp;
+    EXPECT_EQ(static_cast<std::uint8_t>(first[free_gaps.size() + i]), static_cast<std::uint8_t>(gap << 1)) << i;
+  }
+  // The writer's threshold (docs/FORMAT.md): a group of 40 gaps holds short gaps from 13 below 255 on
+  // (16 * 13 >= 5 * 40), split values below that.
+  for (const std::size_t short_ones : {13u, 12u}) {
+    std::vector<Event> mixed;
+    ts = 0;
+    for (std::size_t i = 0; i < 40; ++i) {
+      mixed.push_back(make_event(EventKind::Malloc, 1, 2, ts += 1000, 0x10000 + i * 0x100, 16));
+      mixed.push_back(make_event(EventKind::Free, 1, 2, ts += i < short_ones ? 7 : 300, 0x10000 + i * 0x100));
+    }
+    EXPECT_EQ(through_compact(mixed), mixed);
+    const auto c = content_of(mixed);
+    EXPECT_EQ(static_cast<std::uint8_t>(c[m + 2]), short_ones == 13 ? 1 : 0) << short_ones;
+    EXPECT_EQ(static_cast<std::uint8_t>(c[m + 6]), 0) << short_ones;
+  }
+}
+
+TEST(CompactFrame, HostileTimestampsRoundTripInShortGapGroups) {
+  // Every group short (3 gaps in 4 below 255), the fourth gap hostile: the extremes of u64, steps back, the
+  // wrap through 2^64. Kinds of all three classes, so that all 9 groups are used.
+  const std::uint64_t hostile[] = {UINT64_MAX, 0,    1ull << 63,       (1ull << 63) - 1, (1ull << 63) + 1,
+                                   255,        256,  UINT64_MAX - 254, 1ull << 56,       (1ull << 56) - 1,
+                                   65535,      65536};
+  const EventKind kinds[] = {EventKind::Malloc, EventKind::Free, EventKind::Realloc};
+  std::vector<Event> events;
+  std::uint64_t ts = UINT64_MAX - 100;
+  std::size_t h = 0;
+  for (int round = 0; round < 60; ++round) {
+    for (const EventKind a : kinds) {
+      for (const EventKind b : kinds) {
+        const std::uint64_t gap = round % 4 == 3 ? hostile[h++ % std::size(hostile)] : (round * 37) % 255;
+        const std::uint64_t addr = 0x7000 + static_cast<std::uint64_t>(round) * 64;
+        events.push_back(make_event(a, 3, 4, ts += gap, addr, a == EventKind::Free ? 0 : 8));
+        events.push_back(make_event(b, 3, 4, ts += (round + 1) % 255, addr + 32, b == EventKind::Free ? 0 : 8));
+      }
+    }
+  }
+  EXPECT_EQ(through_compact(events), events);
+  expect_lossless(events);
+  const auto content = content_of(events);
+  std::size_t short_groups = 0;
+  const std::size_t m = modes_at(events.size());
+  for (unsigned g = 0; g < 9; ++g) short_groups += static_cast<std::uint8_t>(content[m + g]);
+  EXPECT_EQ(short_groups, 9u);
+}
+
+// The bytes of the live (0) or class (1) column of the last encode(), its length varint first: the block ends
+// after the sizes' high parts are the live, class and release columns' ends.
+std::vector<std::uint8_t> address_column(const CompactFrameEncoder& encoder, std::span<const std::byte> content,
+                                         std::size_t column) {
+  const auto ends = encoder.block_ends();
+  EXPECT_GE(ends.size(), 4u);
+  const std::size_t from = ends[ends.size() - 4 + column], to = ends[ends.size() - 3 + column];
+  std::vector<std::uint8_t> out;
+  for (std::size_t i = from; i < to; ++i) out.push_back(static_cast<std::uint8_t>(content[i]));
+  return out;
+}
+
+TEST(CompactFrame, LiveRanksAndClassRanksAreBytesBelow255AndEscapedFrom255) {
+  // 300 live allocations of one thread, then frees of the ones with 256, 255, 254 and 0 live allocations
+  // after them: the live column holds FF 01, FF 00, FE, 00.
+  std::vector<Event> live;
+  std::uint64_t ts = 100;
+  for (std::uint64_t i = 0; i < 300; ++i)
+    live.push_back(make_event(EventKind::Malloc, 1, 2, ts++, 0x10000 + i * 0x100, 16));
+  for (const std::uint64_t i : {43, 44, 45, 299})
+    live.push_back(make_event(EventKind::Free, 1, 2, ts++, 0x10000 + i * 0x100));
+  CompactFrameEncoder encoder(live.size());
+  auto content = encoder.encode(live);
+  EXPECT_EQ(address_column(encoder, content, 0), (std::vector<std::uint8_t>{6, 0xFF, 0x01, 0xFF, 0x00, 0xFE, 0x00}));
+  EXPECT_EQ(through_compact(live), live);
+
+  // 256 blocks of class 32 freed (each by its live rank: 255 for the first, then 254, ...), then allocated
+  // again in the order they were freed: the first is the 256th free block of its class in the window (class
+  // rank 255: FF 00), the second rank 254 (FE), the third 253 (FD).
+  std::vector<Event> reused;
+  for (std::uint64_t i = 0; i < 256; ++i)
+    reused.push_back(make_event(EventKind::Malloc, 1, 2, ts++, 0x10000 + i * 0x100, 16));
+  for (std::uint64_t i = 0; i < 256; ++i)
+    reused.push_back(make_event(EventKind::Free, 1, 2, ts++, 0x10000 + i * 0x100));
+  for (std::uint64_t i = 0; i < 3; ++i)
+    reused.push_back(make_event(EventKind::Malloc, 1, 2, ts++, 0x10000 + i * 0x100, 24));
+  CompactFrameEncoder reuse_encoder(reused.size());
+  content = reuse_encoder.encode(reused);
+  const auto live_ranks = address_column(reuse_encoder, content, 0);
+  ASSERT_GE(live_ranks.size(), 5u);
+  EXPECT_EQ(std::vector<std::uint8_t>(live_ranks.begin(), live_ranks.begin() + 5),
+            (std::vector<std::uint8_t>{0x81, 0x02, 0xFF, 0x00, 0xFE}));  // 257 bytes: 255 as FF 00, then 254 ...
+  EXPECT_EQ(address_column(reuse_encoder, content, 1), (std::vector<std::uint8_t>{4, 0xFF, 0x00, 0xFE, 0xFD}));
+  EXPECT_EQ(through_compact(reused), reused);
+  expect_lossless(reused);
+}
+
+TEST(CompactFrame, ByteValuesUpTo64BitsAreReadAndAboveAreRefused) {
+  // The two-event content of NamedDamageIsRefusedWithItsOffset (its live column: length 1 at byte 26, rank 0),
+  // its live rank replaced by a byte value: 254, 255 (FF 00), 256 (FF 01), 2^64 - 1 (FF, varint 2^64 - 256),
+  // all but 0 ranks the thread does not have; FF then varint(2^64 - 1) is above 64 bits.
+  const std::vector<Event> events = {make_event(EventKind::Malloc, 1, 2, 10, 0x1000, 16),
+                                     make_event(EventKind::Free, 1, 2, 11, 0x1000)};
+  const auto good = content_of(events);
+  ASSERT_EQ(static_cast<std::uint8_t>(good[26]), 1);
+  auto with_rank = [&](std::vector<std::uint8_t> value) {
+    auto b = good;
+    b[26] = static_cast<std::byte>(value.size());
+    b.erase(b.begin() + 27);
+    for (std::size_t i = 0; i < value.size(); ++i)
+      b.insert(b.begin() + 27 + static_cast<std::ptrdiff_t>(i), std::byte{value[i]});
+    std::vector<Event> out;
+    const Status s = decode_bytes(b, out);
+    EXPECT_TRUE(out.empty());
+    return s.message();
+  };
+  auto expect_in = [](const std::string& message, const std::string& what) {
+    EXPECT_NE(message.find(what), std::string::npos) << message;
+  };
+  expect_in(with_rank({0xFE}), "at byte 27: event 1: names its thread's live allocation 254, which it does not have");
+  expect_in(with_rank({0xFF, 0x00}), "names its thread's live allocation 255,");
+  expect_in(with_rank({0xFF, 0x01}), "names its thread's live allocation 256,");
+  // 2^64 - 256 = 0xFFFFFFFFFFFFFF00: varint 80 FE FF FF FF FF FF FF FF 01.
+  expect_in(with_rank({0xFF, 0x80, 0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}),
+            "names its thread's live allocation 18446744073709551615,");
+  expect_in(with_rank({0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}),
+            "at byte 27: an address column: a value above 64 bits");
+  expect_in(with_rank({0xFF, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02}),
+            "an address column does not fit 64 bits");
+  expect_in(with_rank({0xFF}), "the content ends inside an address column");
 }
 
 TEST(CompactFrame, AllocationsNameFreeBlocksOfTheirClassAndReallocsInPlace) {
@@ -309,14 +489,14 @@ TEST(CompactFrame, AllocationsNameFreeBlocksOfTheirClassAndReallocsInPlace) {
   EXPECT_EQ(through_compact(events), events);
 }
 
-TEST(CompactFrame, Version1And2ArtifactsStayReadable) {
-  // Written by the version 1 and version 2 encoders: tests/data/events.raw, and the first 10,000 events of
+TEST(CompactFrame, OlderVersionArtifactsStayReadable) {
+  // Written by the version 1, 2, 3 and 4 encoders: tests/data/events.raw, and the first 10,000 events of
   // realistic-140k.raw (each one frame).
   const std::tuple<const char*, const char*, int> fixtures[] = {
-      {"events.compact-v1.zst", "events.raw", 1},
-      {"realistic-10k.compact-v1.zst", "realistic-140k.raw", 1},
-      {"events.compact-v2.zst", "events.raw", 2},
-      {"realistic-10k.compact-v2.zst", "realistic-140k.raw", 2}};
+      {"events.compact-v1.zst", "events.raw", 1}, {"realistic-10k.compact-v1.zst", "realistic-140k.raw", 1},
+      {"events.compact-v2.zst", "events.raw", 2}, {"realistic-10k.compact-v2.zst", "realistic-140k.raw", 2},
+      {"events.compact-v3.zst", "events.raw", 3}, {"realistic-10k.compact-v3.zst", "realistic-140k.raw", 3},
+      {"events.compact-v4.zst", "events.raw", 4}, {"realistic-10k.compact-v4.zst", "realistic-140k.raw", 4}};
   for (const auto& [artifact, raw, version] : fixtures) {
     const auto bytes = testing::read_file(testing::data_path(artifact));
     auto expected = testing::read_raw_events(testing::data_path(raw));

@@ -3,7 +3,7 @@
 // CompactFrameEncoder -> CompactFrameDecoder gives exactly what the msgpack encoding of them gives back.
 //
 // The input's first byte picks the mode. Even: the rest is the content after the magic and version (so the
-// fuzzer is in the columns from its first mutation), version 1 + (mode >> 1) % 3 (1 to 3). Odd: the rest is a recipe of
+// fuzzer is in the columns from its first mutation), version 1 + (mode >> 1) % 4 (1 to 4). Odd: the rest is a recipe of
 // events (as in frame_round_trip_fuzz), round-tripped, then the encoded content damaged at input-chosen bytes and
 // decoded.
 #include <string>
@@ -82,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if ((mode & 1) == 0) {
     std::vector<std::byte> content(std::begin(memtrack::codec::kCompactMagic),
                                    std::end(memtrack::codec::kCompactMagic));
-    content.push_back(std::byte{static_cast<std::uint8_t>(1 + (mode >> 1) % 3)});
+    content.push_back(std::byte{static_cast<std::uint8_t>(1 + (mode >> 1) % 4)});
     const auto rest = memtrack::fuzz::as_bytes(data, size).subspan(size == 0 ? 0 : 1);
     content.insert(content.end(), rest.begin(), rest.end());
     decode_checked(content);
@@ -104,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Damage: (offset, byte) pairs from what is left of the input, or a cut.
   const std::uint8_t damage = static_cast<std::uint8_t>(mode >> 1);
   if (damage % 4 == 1) content.resize(content.size() * in.byte() / 256);
-  for (unsigned i = 0; i < damage % 8; ++i) {
+  for (unsigned i = 0; i < damage % 8 && content.size() > 5; ++i) {  // a cut may leave less than the header
     const std::size_t at = 5 + ((std::size_t{in.byte()} << 8) | in.byte()) % (content.size() - 5 + 1);
     if (at < content.size()) content[at] = static_cast<std::byte>(in.byte());
   }

@@ -174,10 +174,18 @@ every_kind = [(1, 1, 2, 10, 0x1000, 16, None), (3, 1, 2, 11, 0x2000, 32, None), 
 write(T, "content_every_kind", b"\x00" + compact(every_kind)[5:])
 # Malloc then a Free naming it (an allocation reference), as the encoder writes it (tests/codec/compact_test.cpp).
 write(T, "content_reference", bytes.fromhex("00" "02" "0102" "01" "0204" "0000" "1402" "818002" "04" "10"))
-# The same two events in version 3 (mode 4: (4 >> 1) % 3 + 1), as the encoder writes them: tokens by delta
+# The same two events in version 3 (mode 4: (4 >> 1) % 4 + 1), as the encoder writes them: tokens by delta
 # and live rank, the timestamps grouped (the Free's before the Malloc's), the columns of docs/FORMAT.md.
 write(T, "content_v3_reference",
       bytes.fromhex("04" "02" "0122" "01" "0204" "0000" "0214" "0000" "10" "00" "0100" "00" "00" "028040"))
+# Version 4 (mode 6: (6 >> 1) % 4 + 1): the same two events as the encoder writes them (docs/FORMAT.md's
+# example: the 9 timestamp modes, groups 2 and 6 short gaps), then the Free at 311, its gap 301 escaped in a
+# short-gap group (255, then the low byte 5a and the high part 02 of zigzag64(301)).
+write(T, "content_v4_reference",
+      bytes.fromhex("06" "02" "0122" "01" "0204" "0000" "000001000000010000" "010a" "10" "00" "0100" "00" "00" "028040"))
+write(T, "content_v4_escape",
+      bytes.fromhex("06" "02" "0122" "01" "0204" "0000" "000001000000010000" "ff0a" "5a02" "10" "00" "0100" "00" "00"
+                    "028040"))
 write(T, "recipe_few_threads", b"\x01\x04" + raw[: 20 * R])
 write(T, "recipe_damaged", b"\x0f\x02" + raw[20 * R: 40 * R])
 write(T, "recipe_cut", b"\x03\x01" + raw[: 10 * R] + b"\x80")

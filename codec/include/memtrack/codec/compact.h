@@ -1,5 +1,5 @@
-// The compact data-frame content (docs/FORMAT.md, "Compact data frames"; the encoder writes version 3, the
-// decoder reads versions 1 to 3): the same events as the CodSpeed-compatible msgpack content, stored as
+// The compact data-frame content (docs/FORMAT.md, "Compact data frames"; the encoder writes version 4, the
+// decoder reads versions 1 to 4): the same events as the CodSpeed-compatible msgpack content, stored as
 // columns (kinds with address modes, a per-frame (pid, tid) dictionary, delta-coded timestamps grouped by the
 // kinds of the event and its predecessor, sizes,
 // addresses as references to the thread's live blocks or free blocks of the size's class, or as deltas) in
@@ -28,18 +28,19 @@ namespace memtrack::codec {
 
 // The content's first 4 bytes, then the version byte.
 inline constexpr std::byte kCompactMagic[4] = {std::byte{0xC1}, std::byte{'m'}, std::byte{'t'}, std::byte{'c'}};
-inline constexpr std::uint8_t kCompactVersion = 3;
+inline constexpr std::uint8_t kCompactVersion = 4;
 // A compact frame holds at most this many events (so its content never reaches the readers' 16 MiB limit on
 // a frame they hold whole: at most kMaxCompactEventBytes per event).
 inline constexpr std::size_t kMaxCompactFrameEvents = 65536;
-// No event takes more than this in the columns (token 1, thread 3, timestamp 1 + 9, size 1 + 9, two addresses
-// 2 x 10, a new dictionary entry 2 x 5); the header (magic, version, N, D and the four address columns'
-// lengths) takes at most kCompactHeaderBytes.
-inline constexpr std::size_t kMaxCompactEventBytes = 54;
-inline constexpr std::size_t kCompactHeaderBytes = 4 + 1 + 3 + 3 + 4 * 3;
-// Column ends in one content (CompactFrameEncoder::block_ends): tokens, dictionary, threads, 9 timestamp
-// groups' low bytes and 9 their high parts, sizes' low bytes and high parts, three address columns.
-inline constexpr std::size_t kMaxCompactBlockEnds = 3 + 2 * 9 + 2 + 3;
+// No event takes more than this in the columns (token 1, thread 3, timestamp 1 + 1 + 9 (an escaped short
+// gap), size 1 + 9, two addresses 2 x 10, a new dictionary entry 2 x 5); the header (magic, version, N, D,
+// the 9 timestamp modes and the four address columns' lengths) takes at most kCompactHeaderBytes.
+inline constexpr std::size_t kMaxCompactEventBytes = 55;
+inline constexpr std::size_t kCompactHeaderBytes = 4 + 1 + 3 + 3 + 9 + 4 * 3;
+// Column ends in one content (CompactFrameEncoder::block_ends): tokens, dictionary, threads and timestamp
+// modes, 9 timestamp groups' first bytes, 9 their escaped low bytes and 9 their high parts, sizes' low bytes
+// and high parts, three address columns.
+inline constexpr std::size_t kMaxCompactBlockEnds = 3 + 3 * 9 + 2 + 3;
 // The zstd level of `encode --compact` and `record --compact` without --level. Compact columns are mostly
 // incompressible bytes that only zstd's entropy coding of literals (levels >= 1) shrinks: on churn events
 // (version 2), level 1 writes 3.55 bytes per event where -2 writes 4.06, for about the same encode CPU.
@@ -72,7 +73,7 @@ class CompactFrameEncoder {
   [[nodiscard]] std::span<const std::size_t> block_ends() const;
   [[nodiscard]] std::size_t max_events() const;
   // What an encoder for `max_events` allocates: its output buffer, per event a dictionary index, 24 bytes of
-  // per-address state and 46 bytes of column buffers, and its address table (4 bytes per slot, at least 4
+  // per-address state and 48 bytes of column buffers, and its address table (4 bytes per slot, at least 4
   // slots per event, and a 32-byte entry per address, 2 per event: 5 MiB at 65,536 events).
   [[nodiscard]] static std::size_t memory_bytes(std::size_t max_events);
   // The largest content encode() can return for `events` events.
