@@ -26,7 +26,9 @@
 #              bench/resident_accuracy.sh (peak resident against the kernel's VmHWM and GNU time's max RSS:
 #              resident.c's programs, python3, g++ and sqlite3; about a minute) and bench/record_cost.sh (the
 #              recording cost per process, per thread at 1/2/4/8 threads and of the transport alone, 3 rounds;
-#              about a minute)
+#              about a minute) and bench/python_cost.sh (Python frames against native-only stacks and
+#              --python-malloc, on a JSON/regex script and `python3 -m pytest` of a small suite, Debian's
+#              /usr/bin/python3 with python3-pytest, 5 rounds; about two minutes)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
@@ -136,7 +138,8 @@ else
   rm -f "$out/encode_rss.tsv"
 fi
 rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt" \
-  "$out/diff_cost.tsv" "$out/resident_cost.tsv" "$out/resident_accuracy.tsv" "$out/record_cost.tsv"
+  "$out/diff_cost.tsv" "$out/resident_cost.tsv" "$out/resident_accuracy.tsv" "$out/record_cost.tsv" \
+  "$out/python_cost.tsv"
 if ((record)); then
   # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
   # per event without the fixed cost of starting a recording. Smoke: a few thousand operations, once.
@@ -157,6 +160,10 @@ if ((record)); then
   # Issue 26: per process (a git loop), per thread (churn at 1/2/4/8 threads) and the transport alone (smoke:
   # one round at the script's smoke sizes).
   bench_script "$out/record_cost.txt" bench/record_cost.sh "$build" "$out/record_cost.tsv" "$rounds"
+  # Issue 28: Python frames against native-only stacks and --python-malloc (smoke: one round, a smaller
+  # JSON script).
+  if ((smoke)); then rounds=1; else rounds=5; fi
+  bench_script "$out/python_cost.txt" bench/python_cost.sh "$build" "$out/python_cost.tsv" "$rounds"
   part record
 fi
 if ((report)); then
