@@ -510,29 +510,43 @@ void python_attach() {
   }
 }
 
-size_t python_splice(uintptr_t* raw, size_t n, size_t cap, bool cut, bool may_note) {
+size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut, bool may_note) {
   if (!g_frames.on) return n;
   const auto ts = reinterpret_cast<uintptr_t>(g_frames.this_tstate());
   if (ts == 0) return n;
   const uintptr_t cframe = load<uintptr_t>(ts + py311::kTstateCframe);
   if (cframe == 0 || (cframe & 7) != 0) return n;
+  // When the native stack was cut, only the evaluation loops among its frames get their Python frames: the
+  // chain is read as far as their entry frames and no further.
+  size_t loops = kMaxPythonFrames;
+  if (cut) {
+    loops = 0;
+    for (size_t i = 0; i < n; ++i) loops += raw[i] >= g_frames.eval_start && raw[i] < g_frames.eval_end;
+  }
   uintptr_t f = load<uintptr_t>(cframe + py311::kCframeCurrent);
-  uint64_t py[kMaxPythonFrames];
+  // Each frame's code and instruction only: the code's prefix (a table lookup) is computed below, for the
+  // frames the stack keeps.
+  uintptr_t codes[kMaxPythonFrames];
+  uint64_t at[kMaxPythonFrames];
   bool entry[kMaxPythonFrames];
-  size_t np = 0;
-  for (; f != 0 && (f & 7) == 0 && np < kMaxPythonFrames; f = load<uintptr_t>(f + py311::kFramePrevious)) {
+  size_t np = 0, entries = 0;
+  for (; f != 0 && (f & 7) == 0 && np < kMaxPythonFrames && entries < loops;
+       f = load<uintptr_t>(f + py311::kFramePrevious)) {
     const uintptr_t code = load<uintptr_t>(f + py311::kFrameCode);
     if (code == 0 || (code & 7) != 0 || load<uintptr_t>(code + py311::kObType) != g_frames.code_type) break;
     const auto instr = static_cast<intptr_t>(load<uintptr_t>(f + py311::kFramePrevInstr));
     const intptr_t index = (instr - static_cast<intptr_t>(code + py311::kCodeAdaptive)) / 2;
-    const uint64_t at = index < 0                                       ? 0
-                        : static_cast<uint64_t>(index) + 1 > kIndexMask ? kIndexMask
-                                                                        : static_cast<uint64_t>(index) + 1;
-    py[np] = code_prefix(code, may_note) | at;
+    at[np] = index < 0                                       ? 0
+             : static_cast<uint64_t>(index) + 1 > kIndexMask ? kIndexMask
+                                                             : static_cast<uint64_t>(index) + 1;
+    codes[np] = code;
     entry[np] = load<bool>(f + py311::kFrameIsEntry);
+    entries += entry[np];
     ++np;
   }
   if (np == 0) return n;
+  // Placed first as kPythonAddressTag | index into codes[]: is_python_address holds for them, as for the
+  // pseudo-addresses they become.
   uintptr_t out[kMaxStackDepth + 8];
   if (cap > sizeof out / sizeof out[0]) cap = sizeof out / sizeof out[0];
   size_t o = 0, p = 0, after_last = 0;
@@ -541,7 +555,7 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, bool cut, bool may_no
       // This evaluation loop's frames: from the innermost not placed yet to its entry frame.
       while (p < np && o < cap) {
         const bool last = entry[p];
-        out[o++] = py[p++];
+        out[o++] = kPythonAddressTag | p++;
         if (last) break;
       }
       after_last = o;
@@ -553,11 +567,11 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, bool cut, bool may_no
   // function the compiler split off): after the last placed group, or outermost when none was placed. Not
   // when the native stack was cut (their loops are among the frames not captured).
   if (p < np && !cut) {
-    const size_t at = after_last != 0 ? after_last : o;
+    const size_t at_ = after_last != 0 ? after_last : o;
     size_t extra = np - p;
     if (o + extra > cap) extra = cap - o;
-    memmove(out + at + extra, out + at, (o - at) * sizeof out[0]);
-    for (size_t k = 0; k < extra; ++k) out[at + k] = py[p + k];
+    memmove(out + at_ + extra, out + at_, (o - at_) * sizeof out[0]);
+    for (size_t k = 0; k < extra; ++k) out[at_ + k] = kPythonAddressTag | (p + k);
     o += extra;
   }
   // Between two Python frames, the interpreter's own native frames are the machinery of calls
@@ -571,9 +585,21 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, bool cut, bool may_no
     }
   size_t kept = 0;
   for (size_t k = 0; k < o; ++k) {
-    const bool interior = k > first && k < last && !is_python_address(out[k]) && out[k] >= g_frames.text_start &&
-                          out[k] < g_frames.text_end;
-    if (!interior) raw[kept++] = out[k];
+    const uintptr_t a = out[k];
+    if (k > first && k < last && !is_python_address(a) && a >= g_frames.text_start && a < g_frames.text_end)
+      continue;
+    // The caller keeps the innermost `keep` frames (and knows the stack was cut when there are more): the
+    // frames past those are not needed, so their codes are not looked up.
+    if (kept == keep) {
+      raw[kept] = a;  // one more, so the caller sees the cut (a placeholder if Python: never interned)
+      return kept + 1;
+    }
+    if (is_python_address(a)) {
+      const size_t q = a & ~kPythonAddressTag;
+      raw[kept++] = code_prefix(codes[q], may_note) | at[q];
+    } else {
+      raw[kept++] = a;
+    }
   }
   return kept;
 }
