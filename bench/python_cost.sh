@@ -10,7 +10,8 @@
 # (MEMTRACK_PYTHON_FRAMES=0 in the environment, the preload's knob for this measurement); under `memtrack
 # record` (Python frames in stacks, the default); and under `memtrack record --python-malloc` (Python frames,
 # the objects from malloc). Wall and CPU time are GNU time's, of the whole command (the recorder and the
-# program); events and stack nodes come from record's summary line.
+# program); events and stack nodes come from record's summary line, and `full` (1 in any round) from the
+# preload's line saying the trace tree filled up.
 #
 # usage: bench/python_cost.sh [BUILD_DIR] [TSV_OUT] [ROUNDS]
 #   BUILD_DIR default build/dev (needs bin/memtrack and the preload library; /usr/bin/python3 with pytest)
@@ -67,6 +68,8 @@ one() {
     [[ -n $ev && -n $nodes ]] || { echo "python_cost.sh: no summary from $name:" >&2; cat "$work/$name.err" >&2; exit 1; }
     echo "$ev" >> "$work/$name.events"
     echo "$nodes" >> "$work/$name.nodes"
+    # The preload says when the trace tree filled up (stacks past it cut to their longest known prefix).
+    if grep -q 'the trace tree is full' "$work/$name.err"; then echo 1; else echo 0; fi >> "$work/$name.full"
   fi
 }
 
@@ -95,6 +98,7 @@ for w in "${workloads[@]}"; do
     if [[ $m != native ]]; then
       emit "${w}_${m}_events" "$(median < "$work/${w}_$m.events")"
       emit "${w}_${m}_nodes" "$(median < "$work/${w}_$m.nodes")"
+      emit "${w}_${m}_full" "$(sort -n "$work/${w}_$m.full" | tail -n1)"
     fi
   done
 done

@@ -612,7 +612,7 @@ def render_python_cost(c, alone=None):
       "under `memtrack record --python-malloc` (Python frames, the objects from malloc). Wall and CPU time of "
       "the whole command (recorder and program); events and stack nodes from record's summary (the trace "
       "tree holds at most 1,048,575 nodes: past that a stack is cut to its longest known prefix, docs/"
-      "RUNTIME.md).")
+      "RUNTIME.md; \"(full)\": the preload said so in a round).")
     if alone:
         w("")
         w(alone)
@@ -626,7 +626,8 @@ def render_python_cost(c, alone=None):
             wall, cpu = c[f"{wl}_{m}_wall"], c[f"{wl}_{m}_cpu"]
             rows_.append([label, f"{wall:.2f} s", f"{cpu:.2f} s", xr(wall, n_wall), xr(cpu, n_cpu),
                           "" if m == "native" else f"{int(c[f'{wl}_{m}_events']):,}",
-                          "" if m == "native" else f"{int(c[f'{wl}_{m}_nodes']):,}"])
+                          "" if m == "native" else f"{int(c[f'{wl}_{m}_nodes']):,}"
+                          + (" (full)" if c.get(f"{wl}_{m}_full", 0) else "")])
         w(f"{title}:")
         w("")
         w(table(["run", "wall", "CPU", "wall / native", "CPU / native", "events", "stack nodes"], rows_))

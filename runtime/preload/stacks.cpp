@@ -27,6 +27,7 @@ namespace {
 
 // 1M nodes: 12 MiB of node arrays and 8 MiB + 64 KiB of hash slots, mapped once per image, touched as used.
 constexpr uint32_t kMaxNodes = 1u << 20;
+constexpr const char* kMaxNodesText = "1,048,575";  // kMaxNodes - 1: id 0 is the empty stack
 constexpr uint32_t kHashSlots = 2 * kMaxNodes;  // load factor <= 0.5
 constexpr uint64_t kTruncatedAddress = 1;       // the pseudo-node above a stack cut at the depth cap
 
@@ -179,7 +180,10 @@ uint32_t intern_from(const uint64_t* frames, uint32_t* ids, uint32_t from, uint3
   if (may_add && g_tree.next_id.load(std::memory_order_relaxed) <= kMaxNodes - missing)
     first = g_tree.next_id.fetch_add(missing, std::memory_order_relaxed);
   if (first > kMaxNodes - missing) {
-    if (may_add) g_tree.overflowed.fetch_add(1, std::memory_order_relaxed);
+    // The first stack cut by the bound says so in record's summary (once: a fork child inherits the count).
+    if (may_add && g_tree.overflowed.fetch_add(1, std::memory_order_relaxed) == 0)
+      say("the trace tree is full (", kMaxNodesText,
+          " nodes): from here on a stack with frames not in it is cut to its longest known prefix");
     valid = i;  // ids[i..n) are stale: the thread's record keeps only [0, i)
     return parent;
   }
