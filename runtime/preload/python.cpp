@@ -550,14 +550,17 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut
   uintptr_t out[kMaxStackDepth + 8];
   if (cap > sizeof out / sizeof out[0]) cap = sizeof out / sizeof out[0];
   size_t o = 0, p = 0, after_last = 0;
+  size_t first = cap, last = 0;  // where the first and the last Python frame went
   for (size_t i = 0; i < n && o < cap; ++i) {
     if (raw[i] >= g_frames.eval_start && raw[i] < g_frames.eval_end && p < np) {
       // This evaluation loop's frames: from the innermost not placed yet to its entry frame.
+      if (first == cap) first = o;
       while (p < np && o < cap) {
-        const bool last = entry[p];
+        const bool is_last = entry[p];
         out[o++] = kPythonAddressTag | p++;
-        if (last) break;
+        if (is_last) break;
       }
+      last = o - 1;
       after_last = o;
       continue;
     }
@@ -573,16 +576,17 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut
     memmove(out + at_ + extra, out + at_, (o - at_) * sizeof out[0]);
     for (size_t k = 0; k < extra; ++k) out[at_ + k] = kPythonAddressTag | (p + k);
     o += extra;
+    // The frames moved: find the first and the last Python frame again.
+    first = cap;
+    for (size_t k = 0; k < o; ++k)
+      if (is_python_address(out[k])) {
+        if (first == cap) first = k;
+        last = k;
+      }
   }
   // Between two Python frames, the interpreter's own native frames are the machinery of calls
   // (_PyObject_MakeTpCall, _PyFunction_Vectorcall, a builtin's C code): left out, so deep Python stacks fit
   // the depth cap and share their prefixes. Frames of other modules (C extensions) stay.
-  size_t first = o, last = 0;
-  for (size_t k = 0; k < o; ++k)
-    if (is_python_address(out[k])) {
-      if (first == o) first = k;
-      last = k;
-    }
   size_t kept = 0;
   for (size_t k = 0; k < o; ++k) {
     const uintptr_t a = out[k];
