@@ -7,19 +7,19 @@ record_overhead.*.tsv and record_stacks.tsv from the recording scripts, report_s
 bench/report_size.sh, symbolize.txt from bench/symbolize_throughput.sh, diff_cost.tsv from
 bench/diff_cost.sh, compact.tsv from bench/compact_vs_heaptrack.sh, resident_cost.tsv from bench/resident_cost.sh,
 resident_accuracy.tsv from bench/resident_accuracy.sh, record_cost.tsv from bench/record_cost.sh, attach_cost.tsv
-from bench/attach_cost.sh, real_programs.tsv from bench/real_programs.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
+from bench/attach_cost.sh, real_programs.tsv from bench/real_programs.sh, python_cost.tsv from bench/python_cost.sh); every sentence comes from this template. Prose that explains a number is printed only when the numbers of the run support it. The one
 exception is the comparison section, which quotes the published figures of CodSpeed's pull request as
 constants below, marked as taken on another machine.
 
 usage: bench/render_performance.py --results DIR --out FILE
        bench/render_performance.py --results DIR --out FILE
-           --section diff|compact|resident|resident-accuracy|record-cost|attach-cost|real-programs
+           --section diff|compact|resident|resident-accuracy|record-cost|attach-cost|real-programs|python-cost
            [--build BUILD]
            (only the `memtrack diff` section of FILE, from DIR/diff_cost.tsv, the compact artifacts section,
            from DIR/compact.tsv, the resident sampling section, from DIR/resident_cost.tsv, or the peak resident
            section, from DIR/resident_accuracy.tsv, or the recording cost section, from DIR/record_cost.tsv, or
            the attach section, from DIR/attach_cost.tsv, or the real programs' section, from
-           DIR/real_programs.tsv:
+           DIR/real_programs.tsv, or the Python programs section, from DIR/python_cost.tsv:
            for a machine too slow or too busy for the whole suite; the section says it was run alone)
 Exits 1, writing nothing, if a benchmark row the document needs is missing from the JSON or a result file
 cannot be read.
@@ -75,6 +75,8 @@ REAL_PROGRAMS_SECTION = "## Recording programs nobody here wrote"
 # multi-process workloads stacks at most 1.2x the --no-stacks time
 REAL_PROGRAMS_NATIVE_GOALS = {"sqlite3": 2.0, "python3 --python-malloc": 1.5, "perl": 1.5}
 REAL_PROGRAMS_MULTI = ["git loop", "git commit", "make -j2"]
+PYTHON_COST_SECTION = "## Python programs"
+PYTHON_FRAMES_GOAL = 1.3  # issue 28: Python frames at most 1.3x the time of native-only stacks
 # issue 25: compact artifacts. Churn with stacks at most heaptrack's bytes per event; the programs at most 4x
 # heaptrack's file; realistic events at most half the compatible encoding's size at the same level; encode CPU
 # at most 0.6x the compatible encoding's at the same level; stats of a compact artifact no slower.
@@ -732,6 +734,65 @@ def render_real_programs(runs, alone=None):
     return out
 
 
+def render_python_cost(c, alone=None):
+    """The Python programs section (bench/python_cost.sh's `key value` figures) as template lines. `alone`: as
+    in render_diff."""
+    out = []
+    w = out.append
+    w(PYTHON_COST_SECTION)
+    w("")
+    w(f"bench/python_cost.sh, {int(c['rounds'])} interleaved rounds, medians, on Debian's /usr/bin/python3. "
+      f"Two workloads: bench/python/json_regex.py ({int(c['json_records']):,} records through json.dumps/loads, "
+      f"re.findall and re.sub, {int(c['json_rounds'])} rounds) and `python3 -m pytest -q -p no:cacheprovider` "
+      "of bench/python/pytest_suite (10 small tests; PYTHONDONTWRITEBYTECODE=1, so every run compiles alike). "
+      "Each natively, under `memtrack record` with native-only stacks (`MEMTRACK_PYTHON_FRAMES=0`), under "
+      "`memtrack record` (Python frames in stacks, pymalloc's allocations through the allocator domains) and "
+      "under `memtrack record --python-malloc` (Python frames, the objects from malloc). Wall and CPU time of "
+      "the whole command (recorder and program); events and stack nodes from record's summary (the trace "
+      "tree holds at most 1,048,575 nodes: past that a stack is cut to its longest known prefix, docs/"
+      "RUNTIME.md; \"(full)\": the preload said so in a round).")
+    if alone:
+        w("")
+        w(alone)
+    w("")
+    labels = (("native", "native"), ("nopy", "`record`, native-only stacks"), ("py", "`record`, Python frames"),
+              ("pymalloc", "`record --python-malloc`, Python frames"))
+    for wl, title in (("json", "JSON/regex script"), ("pytest", "`python3 -m pytest`")):
+        n_wall, n_cpu = c[f"{wl}_native_wall"], c[f"{wl}_native_cpu"]
+        rows_ = []
+        for m, label in labels:
+            wall, cpu = c[f"{wl}_{m}_wall"], c[f"{wl}_{m}_cpu"]
+            rows_.append([label, f"{wall:.2f} s", f"{cpu:.2f} s", xr(wall, n_wall), xr(cpu, n_cpu),
+                          "" if m == "native" else f"{int(c[f'{wl}_{m}_events']):,}",
+                          "" if m == "native" else f"{int(c[f'{wl}_{m}_nodes']):,}"
+                          + (" (full)" if c.get(f"{wl}_{m}_full", 0) else "")])
+        w(f"{title}:")
+        w("")
+        w(table(["run", "wall", "CPU", "wall / native", "CPU / native", "events", "stack nodes"], rows_))
+        w("")
+    goals = []
+    ok_all = True
+    for wl, name in (("json", "the JSON/regex script"), ("pytest", "pytest")):
+        cpu_r = c[f"{wl}_py_cpu"] / c[f"{wl}_nopy_cpu"] if c[f"{wl}_nopy_cpu"] > 0 else 0
+        wall_r = c[f"{wl}_py_wall"] / c[f"{wl}_nopy_wall"] if c[f"{wl}_nopy_wall"] > 0 else 0
+        ok = cpu_r <= PYTHON_FRAMES_GOAL and wall_r <= PYTHON_FRAMES_GOAL
+        ok_all = ok_all and ok
+        goals.append(f"{x(cpu_r)} the CPU and {x(wall_r)} the wall time on {name}")
+    w(f"Goal (issue 28): Python frames at most {PYTHON_FRAMES_GOAL}x the time of native-only stacks: "
+      f"{'; '.join(goals)}, {verdict(ok_all)}.")
+    w("")
+    mal = []
+    ok_all = True
+    for wl, name in (("json", "the JSON/regex script"), ("pytest", "pytest")):
+        cpu_r = c[f"{wl}_py_cpu"] / c[f"{wl}_pymalloc_cpu"] if c[f"{wl}_pymalloc_cpu"] > 0 else 0
+        ok_all = ok_all and cpu_r <= 1.0
+        mal.append(f"{x(cpu_r)} on {name}")
+    w("Goal (issue 28): recording without `--python-malloc` no slower than with it (CPU time, without / with): "
+      f"{'; '.join(mal)}, {verdict(ok_all)}.")
+    w("")
+    return out
+
+
 def load_resident_accuracy(path):
     """bench/resident_accuracy.sh's TSV (a header line, then one line per workload), or None."""
     if not os.path.exists(path):
@@ -920,7 +981,8 @@ def unwind_name(variant, sites, threads):
 
 
 def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, commands, diffs=None, compacts=None,
-           resident=None, resident_accuracy=None, record_cost=None, attach_cost=None, real_programs=None):
+           resident=None, resident_accuracy=None, record_cost=None, attach_cost=None, real_programs=None,
+           python_cost=None):
     b = rows
     nproc = int(meta["nproc"])
     frame_events = int(ctx["memtrack_frame_events"])
@@ -1459,6 +1521,9 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
     if real_programs:
         for line in render_real_programs(real_programs):
             w(line)
+    if python_cost:
+        for line in render_python_cost(python_cost):
+            w(line)
 
     # ---------------------------------------------------------------------------------------------- comparison
     c = CODSPEED
@@ -1564,6 +1629,8 @@ SECTIONS = {
                     render_attach_cost),
     "real-programs": ("real_programs.tsv", "bench/real_programs.sh", REAL_PROGRAMS_SECTION, load_real_programs,
                       render_real_programs),
+    "python-cost": ("python_cost.tsv", "bench/python_cost.sh", PYTHON_COST_SECTION, load_tsv_keys,
+                    render_python_cost),
 }
 
 
@@ -1611,10 +1678,11 @@ def main():
     ap.add_argument("--out", required=True, help="the Markdown file to write")
     ap.add_argument("--section", choices=list(SECTIONS),
                     help="replace only this section of --out (from --results' report_size.tsv, diff_cost.tsv, "
-                         "compact.tsv, resident_cost.tsv, resident_accuracy.tsv, record_cost.tsv or attach_cost.tsv and "
-                         "load.txt, as written by bench/report_size.sh, bench/diff_cost.sh, bench/compact_vs_heaptrack.sh, "
-                         "bench/resident_cost.sh, bench/resident_accuracy.sh, bench/record_cost.sh or "
-                         "bench/attach_cost.sh and "
+                         "compact.tsv, resident_cost.tsv, resident_accuracy.tsv, record_cost.tsv, attach_cost.tsv, "
+                         "real_programs.tsv or python_cost.tsv and load.txt, as written by bench/report_size.sh, "
+                         "bench/diff_cost.sh, bench/compact_vs_heaptrack.sh, bench/resident_cost.sh, "
+                         "bench/resident_accuracy.sh, bench/record_cost.sh, bench/attach_cost.sh, "
+                         "bench/real_programs.sh or bench/python_cost.sh and "
                          "around "
                          "it), the rest of the document as it is")
     ap.add_argument("--build", help="with --section: the build tree of that run (its CMAKE_BUILD_TYPE is named)")
@@ -1644,6 +1712,7 @@ def main():
         record_cost = load_tsv_keys(os.path.join(args.results, "record_cost.tsv"))
         attach_cost = load_tsv_keys(os.path.join(args.results, "attach_cost.tsv"))
         real_programs = load_real_programs(os.path.join(args.results, "real_programs.tsv"))
+        python_cost = load_tsv_keys(os.path.join(args.results, "python_cost.tsv"))
     except ValueError as e:
         print(f"render_performance.py: {e}", file=sys.stderr)
         return 1
@@ -1656,7 +1725,7 @@ def main():
                   load_loads(os.path.join(args.results, "load.txt")),
                   load_rss(os.path.join(args.results, "encode_rss.tsv")),
                   load_records(args.results), stacks, reports, symbols, commands, diffs, compacts, resident,
-                  resident_accuracy, record_cost, attach_cost, real_programs)
+                  resident_accuracy, record_cost, attach_cost, real_programs, python_cost)
     with open(args.out, "w") as f:
         f.write(text)
     return 0

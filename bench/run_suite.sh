@@ -30,13 +30,16 @@
 #              --no-stacks` and the pause while attaching and detaching, 5 rounds of 1 thread x 3M iterations;
 #              under a minute; skipped, and said so, where ptrace of a sibling process is not permitted) and
 #              bench/real_programs.sh (sqlite3, perl, jq, python3, git, make and g++ natively, with and
-#              without stacks and under heaptrack, 3 rounds; about two minutes)
+#              without stacks and under heaptrack, 3 rounds; about two minutes) and bench/python_cost.sh
+#              (Python frames against native-only stacks and --python-malloc, on a JSON/regex script and
+#              `python3 -m pytest` of a small suite, Debian's /usr/bin/python3 with python3-pytest, 5 rounds;
+#              about three minutes)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
 #
 # The full run (`bench/run_suite.sh --with-record --build build/release`, the command docs/PERFORMANCE.md
-# names) takes about seven minutes on 2 cores. Run it on a quiet machine: the document records the load
+# names) takes about ten minutes on 2 cores. Run it on a quiet machine: the document records the load
 # average sampled during the run, so a contended run is visible as such.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -141,7 +144,7 @@ else
 fi
 rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt" \
   "$out/diff_cost.tsv" "$out/resident_cost.tsv" "$out/resident_accuracy.tsv" "$out/record_cost.tsv" \
-  "$out/attach_cost.tsv" "$out/real_programs.tsv"
+  "$out/attach_cost.tsv" "$out/real_programs.tsv" "$out/python_cost.tsv"
 if ((record)); then
   # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
   # per event without the fixed cost of starting a recording. Smoke: a few thousand operations, once.
@@ -179,6 +182,15 @@ if ((record)); then
     bench_script "$out/real_programs.txt" bench/real_programs.sh "$build" 1 "$out/real_programs.tsv" quick
   else
     bench_script "$out/real_programs.txt" bench/real_programs.sh "$build" 3 "$out/real_programs.tsv"
+  fi
+  # Issue 28: Python frames against native-only stacks and --python-malloc (smoke: one round, a smaller
+  # JSON script).
+  # Smoke without Debian's python3 and pytest: skipped (the section is then left out); a full run fails.
+  if ((smoke)); then rounds=1; else rounds=5; fi
+  if ((!smoke)) || /usr/bin/python3 -m pytest --version > /dev/null 2>&1; then
+    bench_script "$out/python_cost.txt" bench/python_cost.sh "$build" "$out/python_cost.tsv" "$rounds"
+  else
+    echo "run_suite.sh: smoke: no /usr/bin/python3 with pytest, bench/python_cost.sh skipped" >&2
   fi
   part record
 fi

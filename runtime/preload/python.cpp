@@ -510,40 +510,57 @@ void python_attach() {
   }
 }
 
-size_t python_splice(uintptr_t* raw, size_t n, size_t cap, bool cut, bool may_note) {
+size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut, bool may_note) {
   if (!g_frames.on) return n;
   const auto ts = reinterpret_cast<uintptr_t>(g_frames.this_tstate());
   if (ts == 0) return n;
   const uintptr_t cframe = load<uintptr_t>(ts + py311::kTstateCframe);
   if (cframe == 0 || (cframe & 7) != 0) return n;
+  // When the native stack was cut, only the evaluation loops among its frames get their Python frames: the
+  // chain is read as far as their entry frames and no further.
+  size_t loops = kMaxPythonFrames;
+  if (cut) {
+    loops = 0;
+    for (size_t i = 0; i < n; ++i) loops += raw[i] >= g_frames.eval_start && raw[i] < g_frames.eval_end;
+  }
   uintptr_t f = load<uintptr_t>(cframe + py311::kCframeCurrent);
-  uint64_t py[kMaxPythonFrames];
+  // Each frame's code and instruction only: the code's prefix (a table lookup) is computed below, for the
+  // frames the stack keeps.
+  uintptr_t codes[kMaxPythonFrames];
+  uint64_t at[kMaxPythonFrames];
   bool entry[kMaxPythonFrames];
-  size_t np = 0;
-  for (; f != 0 && (f & 7) == 0 && np < kMaxPythonFrames; f = load<uintptr_t>(f + py311::kFramePrevious)) {
+  size_t np = 0, entries = 0;
+  for (; f != 0 && (f & 7) == 0 && np < kMaxPythonFrames && entries < loops;
+       f = load<uintptr_t>(f + py311::kFramePrevious)) {
     const uintptr_t code = load<uintptr_t>(f + py311::kFrameCode);
     if (code == 0 || (code & 7) != 0 || load<uintptr_t>(code + py311::kObType) != g_frames.code_type) break;
     const auto instr = static_cast<intptr_t>(load<uintptr_t>(f + py311::kFramePrevInstr));
     const intptr_t index = (instr - static_cast<intptr_t>(code + py311::kCodeAdaptive)) / 2;
-    const uint64_t at = index < 0                                       ? 0
-                        : static_cast<uint64_t>(index) + 1 > kIndexMask ? kIndexMask
-                                                                        : static_cast<uint64_t>(index) + 1;
-    py[np] = code_prefix(code, may_note) | at;
+    at[np] = index < 0                                       ? 0
+             : static_cast<uint64_t>(index) + 1 > kIndexMask ? kIndexMask
+                                                             : static_cast<uint64_t>(index) + 1;
+    codes[np] = code;
     entry[np] = load<bool>(f + py311::kFrameIsEntry);
+    entries += entry[np];
     ++np;
   }
   if (np == 0) return n;
+  // Placed first as kPythonAddressTag | index into codes[]: is_python_address holds for them, as for the
+  // pseudo-addresses they become.
   uintptr_t out[kMaxStackDepth + 8];
   if (cap > sizeof out / sizeof out[0]) cap = sizeof out / sizeof out[0];
   size_t o = 0, p = 0, after_last = 0;
+  size_t first = cap, last = 0;  // where the first and the last Python frame went
   for (size_t i = 0; i < n && o < cap; ++i) {
     if (raw[i] >= g_frames.eval_start && raw[i] < g_frames.eval_end && p < np) {
       // This evaluation loop's frames: from the innermost not placed yet to its entry frame.
+      if (first == cap) first = o;
       while (p < np && o < cap) {
-        const bool last = entry[p];
-        out[o++] = py[p++];
-        if (last) break;
+        const bool is_last = entry[p];
+        out[o++] = kPythonAddressTag | p++;
+        if (is_last) break;
       }
+      last = o - 1;
       after_last = o;
       continue;
     }
@@ -553,27 +570,40 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, bool cut, bool may_no
   // function the compiler split off): after the last placed group, or outermost when none was placed. Not
   // when the native stack was cut (their loops are among the frames not captured).
   if (p < np && !cut) {
-    const size_t at = after_last != 0 ? after_last : o;
+    const size_t at_ = after_last != 0 ? after_last : o;
     size_t extra = np - p;
     if (o + extra > cap) extra = cap - o;
-    memmove(out + at + extra, out + at, (o - at) * sizeof out[0]);
-    for (size_t k = 0; k < extra; ++k) out[at + k] = py[p + k];
+    memmove(out + at_ + extra, out + at_, (o - at_) * sizeof out[0]);
+    for (size_t k = 0; k < extra; ++k) out[at_ + k] = kPythonAddressTag | (p + k);
     o += extra;
+    // The frames moved: find the first and the last Python frame again.
+    first = cap;
+    for (size_t k = 0; k < o; ++k)
+      if (is_python_address(out[k])) {
+        if (first == cap) first = k;
+        last = k;
+      }
   }
   // Between two Python frames, the interpreter's own native frames are the machinery of calls
   // (_PyObject_MakeTpCall, _PyFunction_Vectorcall, a builtin's C code): left out, so deep Python stacks fit
   // the depth cap and share their prefixes. Frames of other modules (C extensions) stay.
-  size_t first = o, last = 0;
-  for (size_t k = 0; k < o; ++k)
-    if (is_python_address(out[k])) {
-      if (first == o) first = k;
-      last = k;
-    }
   size_t kept = 0;
   for (size_t k = 0; k < o; ++k) {
-    const bool interior = k > first && k < last && !is_python_address(out[k]) && out[k] >= g_frames.text_start &&
-                          out[k] < g_frames.text_end;
-    if (!interior) raw[kept++] = out[k];
+    const uintptr_t a = out[k];
+    if (k > first && k < last && !is_python_address(a) && a >= g_frames.text_start && a < g_frames.text_end)
+      continue;
+    // The caller keeps the innermost `keep` frames (and knows the stack was cut when there are more): the
+    // frames past those are not needed, so their codes are not looked up.
+    if (kept == keep) {
+      raw[kept] = a;  // one more, so the caller sees the cut (a placeholder if Python: never interned)
+      return kept + 1;
+    }
+    if (is_python_address(a)) {
+      const size_t q = a & ~kPythonAddressTag;
+      raw[kept++] = code_prefix(codes[q], may_note) | at[q];
+    } else {
+      raw[kept++] = a;
+    }
   }
   return kept;
 }

@@ -31,10 +31,12 @@ inline bool is_python_address(uint64_t a) { return (a >> 48) == 0x7079; }
 
 // Puts the calling thread's Python frames (its thread state's frame chain) into raw[0..n) (return
 // addresses, innermost first) in place of the _PyEval_EvalFrameDefault frames that evaluate them; returns
-// the new count (<= cap). `may_note`: new code objects may be noted (this thread holds no unfilled ticket);
+// the new count (<= cap). Only the innermost `keep` frames are wanted (< cap): past them one more frame is
+// returned, unconverted, to say there are more, and the chain is read no further than the evaluation loops
+// of a stack cut by the unwinder (`cut`) need. `may_note`: new code objects may be noted (this thread holds no unfilled ticket);
 // else they show as an unknown Python frame. Returns n unchanged when frames are off (not 3.11, no
 // interpreter, no thread state on this thread).
-size_t python_splice(uintptr_t* raw, size_t n, size_t cap, bool cut, bool may_note);
+size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut, bool may_note);
 
 }  // namespace memtrack::preload
 

@@ -1,9 +1,10 @@
 // ImageTables::module_of (runtime/recorder/src/stack_tables.h): the last noted module with a path over an
-// address, as a reverse scan of the modules in note order would find it.
+// address, as a reverse scan of the modules in note order would find it; NodeAddresses; python_line.
 #include "stack_tables.h"
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -58,6 +59,43 @@ TEST(ImageTables, AgreesWithAReverseScan) {
 // CPython 3.11's location table (co_linetable) decoded as the interpreter does: a function whose table uses
 // the short, one-line, no-column and long forms (with negative line deltas), compiled by Debian's python3
 // 3.11.2; the expected line of each code unit is what its code object's co_lines() says.
+// NodeAddresses: ids below kDense in a vector, past it in a map; address 0 is no node. Checked against a
+// std::map fed the same sets.
+TEST(NodeAddresses, AgreesWithAMapAndKeepsIdsPastTheDenseRange) {
+  NodeAddresses a;
+  std::map<std::uint32_t, std::uint64_t> want;
+  auto set = [&](std::uint32_t id, std::uint64_t address) {
+    a.set(id, address);
+    if (address != 0 || id >= NodeAddresses::kDense)
+      want[id] = address;
+    else
+      want.erase(id);
+  };
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) set(static_cast<std::uint32_t>(rng() % 50000), 1 + rng() % 1000);
+  set(3, 0x1234);
+  set(3, 0x5678);  // overwritten: one node
+  set(5, 0x99);
+  set(5, 0);  // cleared: no node
+  set(NodeAddresses::kDense + 10, 0x42);
+  set(0xffffffffu, 0x43);
+  EXPECT_EQ(a.size(), want.size());
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> seen;
+  a.for_each([&](std::uint32_t id, std::uint64_t address) { seen.emplace_back(id, address); });
+  EXPECT_EQ(seen, (std::vector<std::pair<std::uint32_t, std::uint64_t>>(want.begin(), want.end())));
+  ASSERT_NE(a.find(3), nullptr);
+  EXPECT_EQ(*a.find(3), 0x5678u);
+  EXPECT_EQ(a.find(5), nullptr);
+  EXPECT_EQ(a.find(60000), nullptr);  // past the vector
+  EXPECT_EQ(a.find(NodeAddresses::kDense + 11), nullptr);
+  ASSERT_NE(a.find(0xffffffffu), nullptr);
+  EXPECT_EQ(*a.find(0xffffffffu), 0x43u);
+  for (const auto& [id, address] : want) {
+    ASSERT_NE(a.find(id), nullptr) << id;
+    EXPECT_EQ(*a.find(id), address) << id;
+  }
+}
+
 TEST(PythonLine, DecodesA311LocationTable) {
   // def f(a):                    line 1
   //     x = [a] * 3              2

@@ -250,15 +250,15 @@ std::string LiveBooks::frame_of(std::int32_t pid, std::uint32_t stack) const {
   if (stack == 0) return "(no stack)";
   const ImageTables* image = stacks_ != nullptr ? stacks_->current_of(pid) : nullptr;
   if (image == nullptr) return "stack " + std::to_string(stack);
-  const auto it = image->addresses.find(stack);
-  if (it == image->addresses.end()) return "stack " + std::to_string(stack);
+  const std::uint64_t* address = image->addresses.find(stack);
+  if (address == nullptr) return "stack " + std::to_string(stack);
   char buf[64];
-  const ModuleEntry* m = image->module_of(it->second);
+  const ModuleEntry* m = image->module_of(*address);
   if (m == nullptr) {
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(it->second));
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(*address));
     return buf;
   }
-  std::snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(it->second - m->bias));
+  std::snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(*address - m->bias));
   const auto slash = m->path.find_last_of('/');
   return (slash == std::string::npos ? m->path : m->path.substr(slash + 1)) + buf;
 }

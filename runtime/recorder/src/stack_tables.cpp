@@ -147,7 +147,7 @@ void StackTables::finish_note() {
       r.parents.push_back(load_le<std::uint32_t>(p.data() + 12 * i));
       r.addresses.push_back(load_le<std::uint64_t>(p.data() + 12 * i + 4));
       const std::uint64_t address = r.addresses.back();
-      image.addresses[r.first_id + static_cast<std::uint32_t>(i)] = address;
+      image.addresses.set(r.first_id + static_cast<std::uint32_t>(i), address);
       if (on_new_addresses_ && address != codec::kTruncatedStackAddress)
         if (const ModuleEntry* m = image.module_of(address); m != nullptr && !is_python_module(*m))
           new_addresses_.push_back({m, address - m->bias});
@@ -208,8 +208,7 @@ StackSummary StackTables::summary() const {
   s.modules = modules_;
   s.images = images_.size();
   for (const ImageTables& image : images_) {
-    // A std::map node: key, value and about 32 bytes of links and colour.
-    s.table_bytes += image.addresses.size() * (4 + 8 + 32);
+    s.table_bytes += image.addresses.bytes();
     for (const ModuleEntry& m : image.modules) s.table_bytes += sizeof m + m.path.size() + m.build_id.size();
   }
   return s;

@@ -145,15 +145,15 @@ SymbolsSummary SymbolsWriter::write(const StackTables& tables, pipeline::Context
   SymbolsSummary summary;
   std::map<ModuleKey, std::vector<std::uint64_t>> by_module;  // module-relative addresses
   for (const ImageTables& image : tables.images()) {
-    for (const auto& [id, address] : image.addresses) {
-      if (address == codec::kTruncatedStackAddress) continue;
+    image.addresses.for_each([&](std::uint32_t, std::uint64_t address) {
+      if (address == codec::kTruncatedStackAddress) return;
       const ModuleEntry* m = image.module_of(address);
       if (m == nullptr) {
         ++summary.outside;
-        continue;
+        return;
       }
       by_module[{m->path, m->build_id}].push_back(address - m->bias);
-    }
+    });
   }
   std::size_t total = 0, missing = 0;
   for (auto& [key, addresses] : by_module) {
