@@ -741,9 +741,11 @@ def render_python_cost(c, alone=None):
     w = out.append
     w(PYTHON_COST_SECTION)
     w("")
-    w(f"bench/python_cost.sh, {int(c['rounds'])} interleaved rounds, medians, on Debian's /usr/bin/python3. "
+    rounds = int(c["rounds"])
+    w(f"bench/python_cost.sh, {'1 round' if rounds == 1 else f'{rounds} interleaved rounds, medians'}, on Debian's "
+      "/usr/bin/python3. "
       f"Two workloads: bench/python/json_regex.py ({int(c['json_records']):,} records through json.dumps/loads, "
-      f"re.findall and re.sub, {int(c['json_rounds'])} rounds) and `python3 -m pytest -q -p no:cacheprovider` "
+      f"re.findall and re.sub, {int(c['json_rounds'])} round{'s' if int(c['json_rounds']) != 1 else ''}) and `python3 -m pytest -q -p no:cacheprovider` "
       "of bench/python/pytest_suite (10 small tests; PYTHONDONTWRITEBYTECODE=1, so every run compiles alike). "
       "Each natively, under `memtrack record` with native-only stacks (`MEMTRACK_PYTHON_FRAMES=0`), under "
       "`memtrack record` (Python frames in stacks, pymalloc's allocations through the allocator domains) and "
