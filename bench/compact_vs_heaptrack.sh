@@ -5,6 +5,7 @@
 # - the recording's events (`decode --format raw`) encoded by one worker at level 1 in each encoding: the
 #   CPU (user + system) of serialize + compress, with the records read from a file (cat of them: ~1% of it);
 # - `memtrack stats` CPU of each recording (decode and heap accounting, compatible vs compact).
+# The encode and stats CPU figures are medians of 3 runs, compatible and compact interleaved.
 # Workloads: churn (tests/integration/programs/churn.c) 2 threads x 2M and x 5M operations, sqlite3, perl, jq and
 # python3 --python-malloc when installed (a fixed script each, below), and N realistic events from
 # memtrack-gen-events (encode only: no program, no heaptrack).
@@ -31,10 +32,23 @@ make_churn_work
 cpu_of() { timed "$@" > /dev/null 2> "$work/cpu.err" || { cat "$work/cpu.err" >&2; exit 1; }; echo "$cpu"; }
 events_of() { "$memtrack" stats --json "$1" | grep -o '"events":[0-9]*' | head -1 | cut -d: -f2; }
 
-# encode_cpu RAW: "compatible compact" encode CPU of RAW's records at level 1, one worker.
+# pair_cpu "CMD_A" "CMD_B": "A B", the medians of their CPU over 3 interleaved runs (A B A B A B); each
+# command a string split as words (no quoting inside).
+pair_cpu() {
+  local a=() b=() i
+  for i in 1 2 3; do
+    # shellcheck disable=SC2086 # split on purpose
+    a+=("$(cpu_of $1)")
+    # shellcheck disable=SC2086
+    b+=("$(cpu_of $2)")
+  done
+  echo "$(printf '%s\n' "${a[@]}" | median)" "$(printf '%s\n' "${b[@]}" | median)"
+}
+
+# encode_cpu RAW: "compatible compact" encode CPU of RAW's records at level 1, one worker (medians of 3).
 encode_cpu() {
-  echo "$(cpu_of "$memtrack" encode --workers 1 --level 1 -i "$1" -o "$work/e.compatible")" \
-       "$(cpu_of "$memtrack" encode --workers 1 --compact --level 1 -i "$1" -o "$work/e.compact")"
+  pair_cpu "$memtrack encode --workers 1 --level 1 -i $1 -o $work/e.compatible" \
+    "$memtrack encode --workers 1 --compact --level 1 -i $1 -o $work/e.compact"
 }
 
 emit() {
@@ -58,12 +72,12 @@ workload() {
   ht=$(ls "$work"/ht*.zst 2> /dev/null | head -1 || true)
   [[ -n $ht ]] || { echo "compact_vs_heaptrack.sh: heaptrack wrote no .zst for $name" >&2; exit 1; }
   "$memtrack" decode --format raw "$work/w.compatible" -o "$work/w.raw"
-  local enc
+  local enc st
   enc=$(encode_cpu "$work/w.raw")
+  st=$(pair_cpu "$memtrack stats $work/w.compatible" "$memtrack stats $work/w.compact")
   emit "$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$name" "$(events_of "$work/w.compatible")" \
     "$(stat -c %s "$work/w.compatible")" "$(stat -c %s "$work/w.compact")" "$(stat -c %s "$ht")" \
-    ${enc% *} ${enc#* } "$(cpu_of "$memtrack" stats "$work/w.compatible")" \
-    "$(cpu_of "$memtrack" stats "$work/w.compact")")"
+    ${enc% *} ${enc#* } ${st% *} ${st#* })"
 }
 
 if [[ -n $tsv ]]; then : > "$tsv"; fi

@@ -258,7 +258,7 @@ def render_compact(runs, alone=None):
       "`heaptrack -o` (its .zst file), stacks on in all three; then the recording's events encoded by one worker "
       "at level 1 in each encoding (serialize + compress CPU, user + system), and `memtrack stats` of each "
       "recording. The realistic events (memtrack-gen-events) are encoded only: no program, no heaptrack. One "
-      "run each. Every compact artifact keeps every field of every event (nanosecond timestamps, every address, "
+      "recording each; the encode and stats CPU are medians of 3 runs, the two encodings interleaved. Every compact artifact keeps every field of every event (nanosecond timestamps, every address, "
       "size, pid and tid); heaptrack keeps a timestamp every few milliseconds and an index of a deduplicated "
       "(size, trace) pair per allocation.")
     if alone:
@@ -300,7 +300,7 @@ def render_compact(runs, alone=None):
     if timed:
         worst = max(r["encode_compact_cpu_s"] / r["encode_compatible_cpu_s"] for r in timed)
         w(f"Goal: encode CPU at most {COMPACT_CPU_GOAL:.1f}x the compatible encoding's at the same level (rows "
-          f"with at least 0.5 s of compatible encoding, where one run's timer resolution does not decide): at "
+          f"with at least 0.5 s of compatible encoding, where the timer's resolution does not decide): at "
           f"most {worst:.2f}x, {verdict(worst <= COMPACT_CPU_GOAL)}.")
     stats = [r for r in runs if r["stats_compatible_cpu_s"] >= 0.5]
     if stats:
