@@ -23,8 +23,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/bench/record_common.sh"
 use_build "${1:-}"
-tsv=${2:-}
-if [[ $tsv == - ]]; then tsv=""; fi
+use_tsv "${2:-}"
 realistic=${3:-2000000}
 require_installed heaptrack
 make_churn_work
@@ -35,8 +34,8 @@ events_of() { "$memtrack" stats --json "$1" | grep -o '"events":[0-9]*' | head -
 # pair_cpu "CMD_A" "CMD_B": "A B", the medians of their CPU over 3 interleaved runs (A B A B A B); each
 # command a string split as words (no quoting inside).
 pair_cpu() {
-  local a=() b=() i
-  for i in 1 2 3; do
+  local a=() b=() _
+  for _ in 1 2 3; do
     # shellcheck disable=SC2086 # split on purpose
     a+=("$(cpu_of $1)")
     # shellcheck disable=SC2086
@@ -49,11 +48,6 @@ pair_cpu() {
 encode_cpu() {
   pair_cpu "$memtrack encode --workers 1 --level 1 -i $1 -o $work/e.compatible" \
     "$memtrack encode --workers 1 --compact --level 1 -i $1 -o $work/e.compact"
-}
-
-emit() {
-  printf '%s\n' "$1"
-  if [[ -n $tsv ]]; then printf '%s\n' "$1" >> "$tsv"; fi
 }
 
 # workload NAME ENV CMD...: one line for CMD run with environment assignment ENV (or "" for none).

@@ -24,15 +24,13 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/record_common.sh
 source "$here/bench/record_common.sh"
 use_build "${1:-}"
-tsv=${2:-}
-if [[ $tsv == - ]]; then tsv=""; fi
+use_tsv "${2:-}"
 rounds=${3:-5}
 python=/usr/bin/python3
 [[ -x $python ]] || { echo "python_cost.sh: no $python" >&2; exit 2; }
 "$python" -m pytest --version > /dev/null 2>&1 ||
   { echo "python_cost.sh: $python has no pytest (apt-get install python3-pytest)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+make_work
 cp -r "$here/bench/python/pytest_suite" "$work/suite"
 export PYTHONDONTWRITEBYTECODE=1
 
@@ -73,10 +71,6 @@ one() {
   fi
 }
 
-emit() {
-  printf '%s\t%s\n' "$1" "$2"
-  if [[ -n $tsv ]]; then printf '%s\t%s\n' "$1" "$2" >> "$tsv"; fi
-}
 if [[ -n $tsv ]]; then : > "$tsv"; fi
 emit rounds "$rounds"
 emit json_records "${json_args[0]}"

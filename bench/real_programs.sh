@@ -28,21 +28,14 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/bench/record_common.sh"
 use_build "${1:-}"
 rounds=${2:-3}
-tsv=${3:-}
-if [[ $tsv == - ]]; then tsv=""; fi
+use_tsv "${3:-}"
 quick=0
 [[ ${4:-} != quick ]] || quick=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+make_work
 have_heaptrack=0
 command -v heaptrack > /dev/null && have_heaptrack=1
 # Debian's interpreter, not a wrapper script (a pyenv shim) that heaptrack would record instead.
 py=/usr/bin/python3
-
-emit() {
-  printf '%s\n' "$1"
-  if [[ -n $tsv ]]; then printf '%s\n' "$1" >> "$tsv"; fi
-}
 
 # The workloads' inputs.
 cat > "$work/load.sql" << 'EOF'
@@ -99,25 +92,27 @@ setup_git() {
 export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@localhost GIT_COMMITTER_NAME=bench \
   GIT_COMMITTER_EMAIL=bench@localhost GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z'
 
+# key_of NAME: the prefix of workload NAME's files in $work.
+key_of() { echo "$work/$(echo "$1" | tr ' /' '__')"; }
+
 # One timed run of mode MODE (native, nostacks, stacks, heaptrack) of workload NAME: appends its wall time to
-# $work/NAME.MODE.times; its stdout to $work/NAME.MODE.out (the last round's), record's stderr to .err.
+# $(key_of NAME).MODE.times; its stdout to .out (the last round's), its stderr to .err.
 one_run() {
   local name=$1 mode=$2 pymalloc=$3 setup=$4
   shift 4
   [[ -z $setup ]] || "$setup"
-  local -a flag=()
-  [[ $pymalloc == 0 ]] || flag=(--python-malloc)
-  local key="$work/$(echo "$name" | tr ' /' '__').$mode"
+  # --python-malloc for record; the same environment for the native run and heaptrack.
+  local -a flag=() pre=()
+  [[ $pymalloc == 0 ]] || { flag=(--python-malloc); pre=(env PYTHONMALLOC=malloc); }
+  local key
+  key="$(key_of "$name").$mode"
   case $mode in
-    native)
-      if [[ $pymalloc == 0 ]]; then timed "$@" > "$key.out" 2> "$key.err"
-      else timed env PYTHONMALLOC=malloc "$@" > "$key.out" 2> "$key.err"; fi ;;
+    native) timed "${pre[@]}" "$@" > "$key.out" 2> "$key.err" ;;
     nostacks) timed "$memtrack" record --no-stacks "${flag[@]}" -o "$work/a.nostacks" -- "$@" > "$key.out" 2> "$key.err" ;;
     stacks) timed "$memtrack" record "${flag[@]}" -o "$work/a.stacks" -- "$@" > "$key.out" 2> "$key.err" ;;
     heaptrack)
       rm -f "$work"/ht.*
-      if [[ $pymalloc == 0 ]]; then timed heaptrack -o "$work/ht" "$@" > "$key.out" 2> "$key.err"
-      else timed env PYTHONMALLOC=malloc heaptrack -o "$work/ht" "$@" > "$key.out" 2> "$key.err"; fi ;;
+      timed "${pre[@]}" heaptrack -o "$work/ht" "$@" > "$key.out" 2> "$key.err" ;;
   esac
   echo "$wall" >> "$key.times"
 }
@@ -140,7 +135,7 @@ workload() {
     for mode in "${modes[@]}"; do one_run "$name" "$mode" "$pymalloc" "$setup" "$@"; done
   done
   local key
-  key="$work/$(echo "$name" | tr ' /' '__')"
+  key=$(key_of "$name")
   local summary events processes nodes same=yes
   summary=$(grep -h 'memtrack record:.*events from' "$key.stacks.err" | tail -1)
   [[ -n $summary ]] || { echo "real_programs.sh: no summary from record of '$name':" >&2; cat "$key.stacks.err" >&2; exit 1; }
@@ -153,9 +148,8 @@ workload() {
   done
   local htm=0
   [[ ! -f $key.heaptrack.times ]] || htm=$(median < "$key.heaptrack.times")
-  emit "$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$name" "$events" "$processes" "${nodes:-0}" \
-    "$(median < "$key.native.times")" "$(median < "$key.nostacks.times")" "$(median < "$key.stacks.times")" \
-    "$htm" "$same")"
+  emit "$name" "$events" "$processes" "${nodes:-0}" "$(median < "$key.native.times")" \
+    "$(median < "$key.nostacks.times")" "$(median < "$key.stacks.times")" "$htm" "$same"
 }
 
 if [[ -n $tsv ]]; then : > "$tsv"; fi

@@ -35,12 +35,30 @@ require_installed() {
   command -v "$1" > /dev/null || { echo "$(basename "$0"): $1 is not installed" >&2; exit 2; }
 }
 
-# make_churn_work: sets work to a new temporary directory, removed when the script exits, and builds the
-# churn program in it ($work/churn).
-make_churn_work() {
+# make_work: sets work to a new temporary directory, removed when the script exits.
+make_work() {
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
+}
+
+# make_churn_work: make_work, then builds the churn program in it ($work/churn).
+make_churn_work() {
+  make_work
   build_churn "$work"
+}
+
+# use_tsv ARG: sets tsv, the script's TSV output, to ARG, or to "" (none) when ARG is "" or -.
+use_tsv() {
+  tsv=$1
+  [[ $tsv != - ]] || tsv=""
+}
+
+# emit FIELD...: one line, the fields joined by tabs, on stdout and appended to $tsv when that is set.
+emit() {
+  local line
+  line=$(IFS=$'\t'; echo "$*")
+  printf '%s\n' "$line"
+  [[ -z $tsv ]] || printf '%s\n' "$line" >> "$tsv"
 }
 
 # timed CMD...: runs CMD and sets wall to its wall time and cpu to its CPU time (user + system, all its

@@ -24,8 +24,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/record_common.sh
 source "$here/bench/record_common.sh"
 use_build "${1:-}"
-tsv=${2:-}
-if [[ $tsv == - ]]; then tsv=""; fi
+use_tsv "${2:-}"
 rounds=${3:-3}
 require_installed heaptrack
 require_installed git
@@ -56,10 +55,6 @@ faulted() {
 # recorded_events ERR: the event count of record's summary in ERR.
 recorded_events() { sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$1"; }
 
-emit() {
-  printf '%s\t%s\n' "$1" "$2"
-  if [[ -n $tsv ]]; then printf '%s\t%s\n' "$1" "$2" >> "$tsv"; fi
-}
 if [[ -n $tsv ]]; then : > "$tsv"; fi
 emit rounds "$rounds"
 

@@ -19,8 +19,7 @@ require_installed heaptrack
 base=${BASE_BUILD:+$(cd "$BASE_BUILD" && pwd)}
 [[ -z $base ]] || require_memtrack "$base"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+make_work
 cc -O2 -fomit-frame-pointer -pthread "$here/bench/churn_deep.c" -o "$work/churn_deep"
 prog=("$work/churn_deep" "$threads" "$ops" "$depth")
 

@@ -534,7 +534,7 @@ def render_record_cost(c, alone=None):
     w(RECORD_COST_SECTION)
     w("")
     procs = int(c["proc_git_processes"])
-    w(f"bench/record_cost.sh, {int(c['rounds'])} interleaved rounds, medians. Per process: `sh -c 'for i in "
+    w(f"bench/record_cost.sh, {rounds_phrase(int(c['rounds']))}. Per process: `sh -c 'for i in "
       f"$(seq {procs}); do git --version >/dev/null; done'` ({int(c['proc_processes'])} processes) natively, "
       "under `memtrack record --no-stacks` and under `memtrack record` (stacks, the default); minor page faults "
       "are GNU time's %R, of the command and every process it waited for (the recorder's own included).")
@@ -619,7 +619,7 @@ def render_attach_cost(c, alone=None, skipped=None):
         return out
     threads, iters = int(c["threads"]), int(c["iters"])
     rounds = int(c["rounds"])
-    w(f"bench/attach_cost.sh, {'1 round' if rounds == 1 else f'{rounds} interleaved rounds, medians'}: "
+    w(f"bench/attach_cost.sh, {rounds_phrase(rounds)}: "
       "tests/integration/programs/"
       f"attach_loop.cpp ({threads} thread{'s' if threads != 1 else ''} x {iters:,} iterations of malloc, calloc, "
       "realloc, free and new[]/delete[]) natively, under `memtrack record --no-stacks` and under `memtrack attach "
@@ -741,8 +741,7 @@ def render_python_cost(c, alone=None):
     w = out.append
     w(PYTHON_COST_SECTION)
     w("")
-    rounds = int(c["rounds"])
-    w(f"bench/python_cost.sh, {'1 round' if rounds == 1 else f'{rounds} interleaved rounds, medians'}, on Debian's "
+    w(f"bench/python_cost.sh, {rounds_phrase(int(c['rounds']))}, on Debian's "
       "/usr/bin/python3. "
       f"Two workloads: bench/python/json_regex.py ({int(c['json_records']):,} records through json.dumps/loads, "
       f"re.findall and re.sub, {int(c['json_rounds'])} round{'s' if int(c['json_rounds']) != 1 else ''}) and `python3 -m pytest -q -p no:cacheprovider` "
@@ -945,6 +944,11 @@ def short(ns):
 
 def x(v):
     return f"{v:.2f}x"
+
+
+def rounds_phrase(rounds):
+    """'1 round', or 'N interleaved rounds, medians'."""
+    return "1 round" if rounds == 1 else f"{rounds} interleaved rounds, medians"
 
 
 def xr(num, den):

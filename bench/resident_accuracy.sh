@@ -24,8 +24,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/record_common.sh
 source "$here/bench/record_common.sh"
 use_build "${1:-}"
-tsv=${2:-}
-if [[ $tsv == - ]]; then tsv=""; fi
+use_tsv "${2:-}"
 make_churn_work
 cc -O2 "$here/tests/integration/programs/resident.c" -o "$work/resident"
 python=/usr/bin/python3

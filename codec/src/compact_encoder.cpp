@@ -63,7 +63,7 @@ class AddressTable {
   }
 
   // Starts loading the slot where the probe for `key` begins (the address pass asks a few events ahead:
-  // the slots of a frame's addresses are spread over 1 MiB, and the load was the pass's largest stall).
+  // the slots of a frame's addresses are spread over 1 MiB; BM_EncodeCompact_Frame measures the pass).
   void prefetch(std::uint64_t key) const {
     __builtin_prefetch(&slots_[static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & mask_]);
   }

@@ -75,9 +75,9 @@ inline unsigned timestamp_class(std::uint8_t kind) {
 enum TimestampMode : unsigned { kTimestampSplit = 0, kTimestampShort = 1 };
 inline constexpr std::uint8_t kShortEscape = 255;
 // The writer gives a group short gaps when at least kShortShare / 16 of its gaps are below kShortEscape
-// (with fewer, its escapes cost more than the short gaps save). Of 0, 2, 4, 5, 6, 8, 12, 14 and 16, 5 came
-// closest to each workload's best (churn, sqlite3, perl, jq, python3, realistic events: within 0.8% of the
-// smallest file any threshold wrote of the same events; 12 was within 6.7%, 16 within 18%).
+// (with fewer, its escapes cost more than the short gaps save). 5 was chosen by one sweep of thresholds over
+// bench/compact_vs_heaptrack.sh's workloads' events (commit c0d755f's message has its figures); no benchmark
+// here sweeps it again: change it with memtrack-compact-breakdown's bytes per column before and after.
 inline constexpr unsigned kShortShare = 5;
 
 // Version 4's live and class columns: a value below 255 is one byte, any other the byte 255 then
