@@ -68,7 +68,9 @@ Slot* g_cache = g_static_cache;
 
 std::atomic<std::uint32_t> g_generation{1};
 std::atomic<std::uint64_t> g_dl_adds{0}, g_dl_subs{0};
-std::atomic<std::uint64_t> g_misses{0}, g_fallback_steps{0}, g_invalidations{0};
+std::atomic<std::uint64_t> g_misses{0}, g_fallback_steps{0}, g_invalidations{0}, g_fallback_unavailable{0};
+// Called once, at the first step that needed libunwind while it was not loaded (unwind.h).
+std::atomic<void (*)(void)> g_unavailable_hook{nullptr};
 #ifdef MEMTRACK_UNWIND_TEST_HOOKS
 std::atomic<bool> g_force_fallback{false};
 inline bool forced_fallback() { return g_force_fallback.load(std::memory_order_relaxed); }
@@ -76,7 +78,8 @@ inline bool forced_fallback() { return g_force_fallback.load(std::memory_order_r
 constexpr bool forced_fallback() { return false; }
 #endif
 
-// libunwind, loaded by memtrack_unwind_init with RTLD_LOCAL. Its local-only entry points (_UL prefix):
+// libunwind, loaded by memtrack_unwind_init with RTLD_LOCAL (when the caller chooses: the preload loads it
+// only at the program's first dlopen, docs/RUNTIME.md "Call stacks"). Its local-only entry points (_UL prefix):
 // the types come from its header, the functions through these pointers only.
 struct Libunwind {
   int (*init_local2)(void* cursor, void* context, int flags);
@@ -284,7 +287,14 @@ __thread bool t_in_fallback __attribute__((tls_model("initial-exec"))) = false;
 
 __attribute__((noinline)) bool fallback_step(Regs* regs) {
   const Libunwind* lib = g_libunwind.load(std::memory_order_acquire);
-  if (lib == nullptr || t_in_fallback) return false;
+  if (t_in_fallback) return false;
+  if (lib == nullptr) {
+    // Not loaded (yet): the stack ends at this frame, counted, and the first time said through the hook.
+    if (g_fallback_unavailable.fetch_add(1, std::memory_order_relaxed) == 0) {
+      if (void (*hook)(void) = g_unavailable_hook.load(std::memory_order_acquire)) hook();
+    }
+    return false;
+  }
   struct InFallback {
     InFallback() { t_in_fallback = true; }
     ~InFallback() { t_in_fallback = false; }
@@ -672,7 +682,12 @@ extern "C" bool memtrack_unwind_init(void* (*open)(const char*, int), void* (*sy
 
 extern "C" memtrack_unwind_stats memtrack_unwind_get_stats(void) {
   return {g_misses.load(std::memory_order_relaxed), g_fallback_steps.load(std::memory_order_relaxed),
-          g_invalidations.load(std::memory_order_relaxed), sizeof(g_static_cache)};
+          g_invalidations.load(std::memory_order_relaxed), sizeof(g_static_cache),
+          g_fallback_unavailable.load(std::memory_order_relaxed)};
+}
+
+extern "C" void memtrack_unwind_on_fallback_unavailable(void (*hook)(void)) {
+  g_unavailable_hook.store(hook, std::memory_order_release);
 }
 
 extern "C" std::size_t memtrack_unwind_cache_bytes(void) { return sizeof(g_static_cache); }
