@@ -744,7 +744,8 @@ extern "C" bool memtrack_unwind_init(void* (*open)(const char*, int), void* (*sy
 extern "C" memtrack_unwind_stats memtrack_unwind_get_stats(void) {
   return {g_misses.load(std::memory_order_relaxed), g_fallback_steps.load(std::memory_order_relaxed),
           g_invalidations.load(std::memory_order_relaxed), sizeof(g_static_cache),
-          g_fallback_unavailable.load(std::memory_order_relaxed)};
+          g_fallback_unavailable.load(std::memory_order_relaxed),
+          g_cache_state.tier1.load(std::memory_order_relaxed) ? 1u : 0u};
 }
 
 extern "C" void memtrack_unwind_on_fallback_unavailable(void (*hook)(void)) {

@@ -59,11 +59,12 @@ struct memtrack_unwind_stats {
   std::uint64_t invalidations;   // generation bumps (explicit or seen through dl_iterate_phdr)
   std::uint64_t cache_bytes;     // size of the rule cache
   std::uint64_t fallback_unavailable;  // steps that needed libunwind before it was loaded: the stack ended there
+  std::uint64_t cache_tier;            // 0: the small first table, 1: the big one (after 512 rules computed)
 };
 memtrack_unwind_stats memtrack_unwind_get_stats(void);
 
 // The rule cache lives in this library's .bss unless this moves it: `memory` is memtrack_unwind_cache_bytes()
-// zeroed bytes, 16-aligned, that stay mapped for the rest of the process. Call it before the first capture and
+// zeroed bytes, 16-aligned (page-aligned keeps each set of the small table in one page), that stay mapped for the rest of the process. Call it before the first capture and
 // never concurrently with one (the preload calls it at attach, to keep the cache in memory it names: its
 // pages are memtrack's, not the program's, docs/RUNTIME.md "Resident memory"). Rules cached before are lost.
 std::size_t memtrack_unwind_cache_bytes(void);
