@@ -367,8 +367,9 @@ constinit std::atomic<bool> g_fallback_requested{false};
 
 // memtrack_unwind_on_fallback_unavailable's hook: inside a capture, so say() (raw system calls) only.
 void say_fallback_unavailable() {
-  say("a frame without a compact unwind rule ends this stack: libunwind, the fallback for such frames, is "
-      "loaded only at the program's first dlopen (docs/RUNTIME.md, \"Call stacks\")");
+  say("a frame without a compact unwind rule ends this stack: libunwind, the fallback for such frames, is not "
+      "loaded (under record it is loaded at the program's first dlopen, if installed: docs/RUNTIME.md, \"Call "
+      "stacks\")");
 }
 }  // namespace
 
