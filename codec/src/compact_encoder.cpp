@@ -1,8 +1,9 @@
-// The compact encoder (version 4): a pre-pass assigns dictionary indices and counts each thread's addresses,
+// The compact encoder (version 5): a pre-pass assigns dictionary indices and counts each thread's addresses,
 // the address pass writes the tokens and the address columns, then the other columns follow in order
 // (docs/FORMAT.md, "Compact data frames"). Address references come from an open-addressing table (address
 // -> the threads that allocated and released it, and their counts at the time) cleared per frame by an epoch,
 // so a frame costs no clearing.
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -104,6 +105,9 @@ struct ThreadState {
   std::uint32_t release_first = 0, release_count = 0;
   std::uint32_t allocations = 0, releases = 0;  // so far
 };
+
+// Version 5's stack dictionary, at most one id per event: a hash node and an ordering entry.
+constexpr std::size_t kStackBytesPerEvent = 48;
 
 // Release keys (compact_internal.h, kNotFree) are kept apart from the addresses so that a class rank is a
 // count over 8-byte keys the compiler vectorizes: scanning 24-byte entries took 40% of the encoder's CPU.
@@ -263,7 +267,44 @@ struct CompactFrameEncoder::Impl {
     block_end[block_ends++] = at;
   }
 
-  std::span<const std::byte> encode(std::span<const Event> events) {
+  // Version 5's stack section (docs/FORMAT.md, "Version 5"): per thread and kind the stack of the thread's
+  // latest event of that kind in the frame (0 before the first) predicts the next one's; the ids that miss
+  // go into a dictionary, most used first, and each event's code names its prediction (0) or an entry.
+  std::vector<std::uint32_t> stack_prediction;                  // per thread, 9 kinds (0 unused)
+  std::unordered_map<std::uint32_t, std::uint32_t> stack_uses;  // id -> misses, then id -> code
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> stack_order;
+  static constexpr std::size_t kStackKinds = 9;
+
+  std::byte* put_stacks(std::byte* p, std::span<const Event> events, std::uint64_t first_event) {
+    const std::size_t n = events.size();
+    *p++ = std::byte{1};
+    p = put_varint(p, first_event);
+    stack_prediction.assign(threads.size() * kStackKinds, 0);
+    stack_uses.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t& predicted = stack_prediction[thread_of[i] * kStackKinds + static_cast<unsigned>(events[i].kind)];
+      if (events[i].stack != predicted) ++stack_uses[events[i].stack];
+      predicted = events[i].stack;
+    }
+    stack_order.assign(stack_uses.begin(), stack_uses.end());
+    std::sort(stack_order.begin(), stack_order.end(),
+              [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+    p = put_varint(p, stack_order.size());
+    for (std::size_t k = 0; k < stack_order.size(); ++k) {
+      p = put_varint(p, stack_order[k].first);
+      stack_uses[stack_order[k].first] = static_cast<std::uint32_t>(k + 1);
+    }
+    end_block(p);
+    stack_prediction.assign(threads.size() * kStackKinds, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t& predicted = stack_prediction[thread_of[i] * kStackKinds + static_cast<unsigned>(events[i].kind)];
+      p = put_byte_value(p, events[i].stack == predicted ? 0 : stack_uses.find(events[i].stack)->second);
+      predicted = events[i].stack;
+    }
+    return p;
+  }
+
+  std::span<const std::byte> encode(std::span<const Event> events, bool with_stacks, std::uint64_t first_event) {
     const std::size_t n = events.size();
     block_ends = 0;
     if (n == 0) return {};
@@ -432,6 +473,12 @@ struct CompactFrameEncoder::Impl {
     p = put_column(p, release_column.get(), release_end);
     end_block(p);
     p = put_column(p, delta_column.get(), delta_end);
+    end_block(p);
+    if (with_stacks) {
+      p = put_stacks(p, events, first_event);
+    } else {
+      *p++ = std::byte{0};
+    }
     // The content's end is not a block end: the frame ends there.
     const auto size = static_cast<std::size_t>(p - buffer.get());
     if (block_ends != 0 && block_end[block_ends - 1] == size) --block_ends;
@@ -450,13 +497,18 @@ CompactFrameEncoder::~CompactFrameEncoder() = default;
 CompactFrameEncoder::CompactFrameEncoder(CompactFrameEncoder&&) noexcept = default;
 CompactFrameEncoder& CompactFrameEncoder::operator=(CompactFrameEncoder&&) noexcept = default;
 
-std::span<const std::byte> CompactFrameEncoder::encode(std::span<const Event> events) { return impl_->encode(events); }
+std::span<const std::byte> CompactFrameEncoder::encode(std::span<const Event> events) {
+  return impl_->encode(events, false, 0);
+}
+std::span<const std::byte> CompactFrameEncoder::encode(std::span<const Event> events, std::uint64_t stacks_first_event) {
+  return impl_->encode(events, true, stacks_first_event);
+}
 std::span<const std::size_t> CompactFrameEncoder::block_ends() const { return {impl_->block_end, impl_->block_ends}; }
 std::size_t CompactFrameEncoder::max_events() const { return impl_->max_events; }
 std::size_t CompactFrameEncoder::memory_bytes(std::size_t max_events) {
   // Two addresses per event at most (a Realloc's old_addr and addr).
   return output_bound(max_events) + max_events * Impl::kPerEventBytes + (max_events / 64 + 1) * 8 +
-         AddressTable::memory_bytes(2 * max_events);
+         AddressTable::memory_bytes(2 * max_events) + max_events * kStackBytesPerEvent;
 }
 
 }  // namespace memtrack::codec
