@@ -27,6 +27,7 @@
 
 #include "memtrack/codec/artifact_decoder.h"  // DecoderLimits
 #include "memtrack/codec/byte_source.h"
+#include "memtrack/codec/compact.h"  // FrameStacks
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/foreign_event.h"
 #include "memtrack/codec/status.h"
