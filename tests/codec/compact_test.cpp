@@ -277,7 +277,7 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   check(12, 1, "event 1: thread 1 of 1");
   check(15, 2, "at byte 15: timestamp group 2: mode 2 (0 or 1)");
   // An escaped short gap needs an escaped low byte and a high part, which the content does not have.
-  check(22, 0xFF, "the content ends inside", Errc::truncated);
+  check(22, 0xFF, "the content ends", Errc::truncated);
   check(27, 1, "at byte 27: event 1: names its thread's live allocation 1, which it does not have");
   check(27, 0xFF, "the content ends inside an address column", Errc::truncated);             // a byte value's escape
   check(6, 0x41, "at byte 29: the content ends inside an address column", Errc::truncated);  // class, empty
@@ -534,7 +534,8 @@ TEST(CompactFrame, StacksAreCarriedAsTheDocumentsExampleSays) {
                                make_event(EventKind::Free, 1, 2, 11, 0x1000)};
   events[0].stack = 7;
   CompactFrameEncoder encoder(2);
-  const auto bytes = encoder.encode(events, 100);
+  const auto encoded = encoder.encode(events, 100);
+  const std::vector<std::byte> bytes(encoded.begin(), encoded.end());
   // docs/FORMAT.md, "Version 5": version 4's example with the version 5, then the stacks flag 1, the first
   // event 100, a dictionary of one id (7), and the codes: the Malloc's entry 1, the Free's prediction (0).
   const std::vector<std::uint8_t> expected = {
@@ -556,7 +557,7 @@ TEST(CompactFrame, StacksAreCarriedAsTheDocumentsExampleSays) {
   EXPECT_FALSE(none.present);
   EXPECT_TRUE(none.ids.empty());
 
-  std::vector<std::byte> good(bytes.begin(), bytes.end());
+  const std::vector<std::byte>& good = bytes;
   auto check = [&](std::size_t at, std::uint8_t value, const std::string& what, Errc code = Errc::bad_compact) {
     auto b = good;
     b[at] = std::byte{value};
@@ -577,7 +578,7 @@ TEST(CompactFrame, StacksAreCarriedAsTheDocumentsExampleSays) {
   EXPECT_NE(decoder.decode(longer, o).message().find("at byte 39: 1 bytes after the stack codes"), std::string::npos);
   auto wide = good;  // id 2^32 in the dictionary
   wide.erase(wide.begin() + 36);
-  for (const std::uint8_t b : {0x80, 0x80, 0x80, 0x80, 0x10}) wide.insert(wide.end() - 2, std::byte{b});
+  for (const int b : {0x80, 0x80, 0x80, 0x80, 0x10}) wide.insert(wide.end() - 2, static_cast<std::byte>(b));
   EXPECT_NE(decoder.decode(wide, o).message().find("at byte 36: a stack id above 32 bits"), std::string::npos)
       << decoder.decode(wide, o).message();
   for (std::size_t cut = 0; cut < good.size(); ++cut) {
@@ -686,9 +687,8 @@ TEST(CompactArtifact, DamagedContentIsOneErrorNamingFileFrameAndOffsets) {
   const auto events = every_kind();
   const auto first = build_artifact(events, 64, false, -2, true);
   auto content = content_of(events);
-  content.pop_back();                              // version 5's stacks flag
-  content[content.size() - 1] |= std::byte{0x80};  // the last delta never ends
-  std::size_t last = content.size() - 1;           // where that varint starts
+  content[content.size() - 2] |= std::byte{0x80};  // the last delta never ends (the stacks flag after it)
+  std::size_t last = content.size() - 2;           // where that varint starts
   while (last > 0 && (content[last - 1] & std::byte{0x80}) != std::byte{0}) --last;
   auto bytes = first.bytes;
   const std::size_t second_at = bytes.size();
