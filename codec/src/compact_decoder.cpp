@@ -134,7 +134,8 @@ struct CompactFrameDecoder::Impl {
     const std::byte* p;
     const std::byte* end;
   };
-  Column address_columns[4] = {};
+  Column address_columns[5] = {};  // live, class, release, deltas, version 5's remainders
+  bool aligned_deltas = false;     // version 5
 
   bool column_varint(Column& c, std::uint64_t& out, const char* what) {
     if (c.p != c.end && (static_cast<std::uint8_t>(*c.p) & 0x80) == 0) {  // most values: one byte
@@ -232,7 +233,18 @@ struct CompactFrameDecoder::Impl {
       return false;
     }
     std::uint64_t key = kNotFree;
-    if (column == 3) {
+    if (column == 3 && aligned_deltas) {
+      std::uint64_t remainder = 0;
+      if ((value & 1) != 0) {
+        Column& r = address_columns[4];
+        if (r.p == r.end) return fail(Errc::truncated, r.p, name("the content ends inside the deltas' remainders"));
+        remainder = static_cast<std::uint8_t>(*r.p);
+        if (remainder == 0 || remainder >= kDeltaUnit)
+          return fail(Errc::bad_compact, r.p, name("a delta's remainder of ") + std::to_string(remainder) + " (1 to 15)");
+        ++r.p;
+      }
+      out = (release ? previous[t] : allocation_end[t]) + aligned_delta(value, remainder);
+    } else if (column == 3) {
       out = (release ? previous[t] : allocation_end[t]) + unzigzag64(value);
     } else if (column == 4) {
       out = e.old_addr;
@@ -397,7 +409,10 @@ struct CompactFrameDecoder::Impl {
     size_high.p = p;
     if (!skip(sized, "the sizes")) return false;
     size_high.end = p;
-    for (Column& c : address_columns) {
+    aligned_deltas = version >= 5;
+    address_columns[4] = {};
+    for (std::size_t ci = 0; ci < (aligned_deltas ? 5u : 4u); ++ci) {
+      Column& c = address_columns[ci];
       std::uint64_t length = 0;
       at = p;
       if (!varint(length, "an address column's length")) return false;
@@ -505,7 +520,7 @@ struct CompactFrameDecoder::Impl {
         return false;
       }
     }
-    for (std::size_t c = 0; c < 4; ++c) {
+    for (std::size_t c = 0; c < 5; ++c) {
       if (address_columns[c].p != address_columns[c].end) {
         return fail(Errc::bad_compact, address_columns[c].p,
                     std::to_string(address_columns[c].end - address_columns[c].p) +

@@ -126,6 +126,7 @@ struct CompactFrameEncoder::Impl {
         class_column(std::make_unique_for_overwrite<std::byte[]>(kClassBytes * max)),
         release_column(std::make_unique_for_overwrite<std::byte[]>(kReleaseBytes * max)),
         delta_column(std::make_unique_for_overwrite<std::byte[]>(kDeltaBytes * max)),
+        remainder_column(std::make_unique_for_overwrite<std::byte[]>(kRemainderBytes * max)),
         timestamp_column(std::make_unique_for_overwrite<std::byte[]>(kTimestampBytes * max)),
         size_column(std::make_unique_for_overwrite<std::byte[]>(kSplitBytes * max)),
         table(2 * max) {
@@ -136,10 +137,11 @@ struct CompactFrameEncoder::Impl {
   // Bytes a value of each address column takes at most, per event: a live rank and a release reference are
   // below 65,536 (1 + 3 bytes), a class rank below kClassWindow (2), and an event has two deltas of 10 at most.
   // A split value (a size) takes 1 + 8; a timestamp a first byte, and an escaped low byte and high part.
-  static constexpr std::size_t kLiveBytes = 4, kClassBytes = 2, kReleaseBytes = 3, kDeltaBytes = 20, kSplitBytes = 9,
+  static constexpr std::size_t kLiveBytes = 4, kClassBytes = 2, kReleaseBytes = 3, kDeltaBytes = 20, kRemainderBytes = 2,
+                               kSplitBytes = 9,
                                kTimestampBytes = 10;
   static constexpr std::size_t kPerEventBytes = sizeof(std::uint32_t) + 3 * sizeof(std::uint64_t) + kLiveBytes +
-                                                kClassBytes + kReleaseBytes + kDeltaBytes + kSplitBytes +
+                                                kClassBytes + kReleaseBytes + kDeltaBytes + kRemainderBytes + kSplitBytes +
                                                 kTimestampBytes;
   // Live masks: a thread's allocations in words of 64 flags, its first word of its own (so at most one word
   // per event and thread more than a whole number of words).
@@ -156,7 +158,7 @@ struct CompactFrameEncoder::Impl {
   std::unique_ptr<std::uint64_t[]> allocation_class;
   std::unique_ptr<std::uint64_t[]> live;
   std::unique_ptr<std::uint64_t[]> release_key;  // per release address, in each thread's segment
-  std::unique_ptr<std::byte[]> live_column, class_column, release_column, delta_column;
+  std::unique_ptr<std::byte[]> live_column, class_column, release_column, delta_column, remainder_column;
   std::unique_ptr<std::byte[]> timestamp_column, size_column;  // low bytes, then high parts
   // Where the last content's columns (and timestamp groups) end, as offsets in it: see block_ends().
   std::size_t block_end[kMaxCompactBlockEnds];
@@ -165,6 +167,16 @@ struct CompactFrameEncoder::Impl {
   std::byte* class_end = nullptr;
   std::byte* release_end = nullptr;
   std::byte* delta_end = nullptr;
+  std::byte* remainder_end = nullptr;
+
+  // Version 5's delta: the difference in units of 16 bytes (zigzag64 of d >> 4, arithmetic), shifted left
+  // once, its low bit set when d is not a multiple of 16, whose remainder d & 15 then goes to the
+  // remainders column (compact_internal.h, kDeltaUnit).
+  void put_delta(std::uint64_t d) {
+    const std::uint64_t remainder = d & (kDeltaUnit - 1);
+    delta_end = put_varint(delta_end, aligned_delta_value(d));
+    if (remainder != 0) *remainder_end++ = static_cast<std::byte>(remainder);
+  }
   std::unordered_map<std::uint64_t, std::uint32_t> dictionary;
   std::vector<std::uint64_t> pairs;  // the dictionary in index order: pid << 32 | tid
   std::vector<ThreadState> threads;
@@ -194,7 +206,7 @@ struct CompactFrameEncoder::Impl {
       key = allocation_class[ts.allocation_first + index];
       mode = kReleaseLive;
     } else {
-      delta_end = put_varint(delta_end, zigzag64(address - ts.previous));
+      put_delta(address - ts.previous);
     }
     entry.thread[1] = t;
     entry.number[1] = ts.releases++;
@@ -228,7 +240,7 @@ struct CompactFrameEncoder::Impl {
         }
       }
     }
-    if (mode == kAllocationDelta) delta_end = put_varint(delta_end, zigzag64(address - ts.allocation_end));
+    if (mode == kAllocationDelta) put_delta(address - ts.allocation_end);
     const std::uint32_t index = ts.allocations++;
     allocation_class[ts.allocation_first + index] = size_class;
     live[ts.live_first + index / 64] |= std::uint64_t{1} << (index % 64);
@@ -362,6 +374,7 @@ struct CompactFrameEncoder::Impl {
     class_end = class_column.get();
     release_end = release_column.get();
     delta_end = delta_column.get();
+    remainder_end = remainder_column.get();
     table.clear();
 
     // One pass over the events writes the tokens in place and every other per-event column to its own
@@ -473,6 +486,8 @@ struct CompactFrameEncoder::Impl {
     p = put_column(p, release_column.get(), release_end);
     end_block(p);
     p = put_column(p, delta_column.get(), delta_end);
+    end_block(p);
+    p = put_column(p, remainder_column.get(), remainder_end);
     end_block(p);
     if (with_stacks) {
       p = put_stacks(p, events, first_event);

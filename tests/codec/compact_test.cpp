@@ -248,13 +248,14 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   // magic 0-3, version 4, n 5, tokens 6-7 (a Malloc by delta, a Free by live rank), d 8, pid tid 9-10,
   // threads 11-12, the 9 timestamp groups' modes 13-21, the timestamps 22-23, the size's low byte 24 and high
   // part 25, the live column (length 26, rank 0 at 27), the class and release columns (lengths 28, 29: empty),
-  // the deltas (length 30, zigzag64(0x1000) at 31-32), version 5's stacks flag 33 (0: no stacks).
+  // the deltas (length 30, version 5's delta of 0x1000 at 31-32: zigzag64(0x100) << 1 = 0x400), version 5's
+  // remainders (length 33: empty) and stacks flag 34 (0: no stacks).
   // The timestamps are grouped (version 3 on): the Free's (group 3 * 0 + 2, after an allocation) before the
   // Malloc's (group 3 * 2 + 0, the first event); both groups hold short gaps (version 4: mode 1), the gap
   // itself in one byte (10 from 0, then 1).
   const std::vector<std::uint8_t> expected = {0xc1, 0x6d, 0x74, 0x63, 5, 2, 0x01, 0x22, 1, 2,    4,
                                               0,    0,    0,    0,    1, 0, 0,    0,    1, 0,    0,  // modes
-                                              0x01, 0x0a, 0x10, 0,    1, 0, 0,    0,    2, 0x80, 0x40, 0};
+                                              0x01, 0x0a, 0x10, 0,    1, 0, 0,    0,    2, 0x80, 0x08, 0, 0};
   ASSERT_EQ(good.size(), expected.size());
   for (std::size_t i = 0; i < good.size(); ++i) EXPECT_EQ(static_cast<std::uint8_t>(good[i]), expected[i]) << i;
   auto check = [&](std::size_t at, std::uint8_t value, const std::string& what, Errc code = Errc::bad_compact) {
@@ -281,13 +282,14 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   check(27, 1, "at byte 27: event 1: names its thread's live allocation 1, which it does not have");
   check(27, 0xFF, "the content ends inside an address column", Errc::truncated);             // a byte value's escape
   check(6, 0x41, "at byte 29: the content ends inside an address column", Errc::truncated);  // class, empty
-  check(30, 4, "an address column of 4 bytes in 3", Errc::truncated);
-  check(33, 2, "at byte 33: stacks flag 2 (0 or 1)");
-  check(33, 1, "the content ends inside the stacks' first event", Errc::truncated);
+  check(30, 5, "an address column of 5 bytes in 4", Errc::truncated);
+  check(31, 0x81, "at byte 34: event 0: the content ends inside the deltas' remainders", Errc::truncated);
+  check(34, 2, "at byte 34: stacks flag 2 (0 or 1)");
+  check(34, 1, "the content ends inside the stacks' first event", Errc::truncated);
   auto longer = good;
   longer.push_back(std::byte{0});
   std::vector<Event> out;
-  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 34: 1 bytes after the last column"), std::string::npos);
+  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 35: 1 bytes after the last column"), std::string::npos);
   auto unread = good;  // a live column of two ranks for one release
   unread[26] = std::byte{2};
   unread.insert(unread.begin() + 28, std::byte{0});
@@ -393,13 +395,13 @@ TEST(CompactFrame, HostileTimestampsRoundTripInShortGapGroups) {
 }
 
 // The bytes of the live (0) or class (1) column of the last encode(), its length varint first: the block ends
-// after the sizes' high parts are the live, class, release and delta columns' ends (version 5: the content
-// without stacks ends with the stacks flag after the delta column).
+// after the sizes' high parts are the live, class, release, delta and remainder columns' ends (version 5: the
+// content without stacks ends with the stacks flag after them).
 std::vector<std::uint8_t> address_column(const CompactFrameEncoder& encoder, std::span<const std::byte> content,
                                          std::size_t column) {
   const auto ends = encoder.block_ends();
-  EXPECT_GE(ends.size(), 5u);
-  const std::size_t from = ends[ends.size() - 5 + column], to = ends[ends.size() - 4 + column];
+  EXPECT_GE(ends.size(), 6u);
+  const std::size_t from = ends[ends.size() - 6 + column], to = ends[ends.size() - 5 + column];
   std::vector<std::uint8_t> out;
   for (std::size_t i = from; i < to; ++i) out.push_back(static_cast<std::uint8_t>(content[i]));
   return out;
@@ -539,8 +541,8 @@ TEST(CompactFrame, StacksAreCarriedAsTheDocumentsExampleSays) {
   // docs/FORMAT.md, "Version 5": version 4's example with the version 5, then the stacks flag 1, the first
   // event 100, a dictionary of one id (7), and the codes: the Malloc's entry 1, the Free's prediction (0).
   const std::vector<std::uint8_t> expected = {
-      0xc1, 0x6d, 0x74, 0x63, 5, 2, 0x01, 0x22, 1, 2, 4, 0, 0, 0,    0,    1,    0, 0, 0, 1, 0,
-      0,    0x01, 0x0a, 0x10, 0, 1, 0,    0,    0, 2, 0x80, 0x40, 1, 0x64, 0x01, 0x07, 1, 0};
+      0xc1, 0x6d, 0x74, 0x63, 5, 2, 0x01, 0x22, 1, 2, 4, 0, 0, 0,    0,    1,    0,    0, 0, 1, 0,
+      0,    0x01, 0x0a, 0x10, 0, 1, 0,    0,    0, 2, 0x80, 0x08, 0, 1, 0x64, 0x01, 0x07, 1, 0};
   ASSERT_EQ(bytes.size(), expected.size());
   for (std::size_t i = 0; i < bytes.size(); ++i) EXPECT_EQ(static_cast<std::uint8_t>(bytes[i]), expected[i]) << i;
   std::vector<Event> out;
@@ -569,17 +571,17 @@ TEST(CompactFrame, StacksAreCarriedAsTheDocumentsExampleSays) {
     EXPECT_TRUE(o.empty());
     EXPECT_FALSE(st.present);
   };
-  check(35, 3, "at byte 35: a stack dictionary of 3 ids for 2 events");
-  check(37, 2, "at byte 37: event 0: stack code 2 of a dictionary of 1");
-  check(38, 0xFF, "the content ends inside the stack codes", Errc::truncated);
+  check(36, 3, "at byte 36: a stack dictionary of 3 ids for 2 events");
+  check(38, 2, "at byte 38: event 0: stack code 2 of a dictionary of 1");
+  check(39, 0xFF, "the content ends inside the stack codes", Errc::truncated);
   auto longer = good;
   longer.push_back(std::byte{0});
   std::vector<Event> o;
-  EXPECT_NE(decoder.decode(longer, o).message().find("at byte 39: 1 bytes after the stack codes"), std::string::npos);
+  EXPECT_NE(decoder.decode(longer, o).message().find("at byte 40: 1 bytes after the stack codes"), std::string::npos);
   auto wide = good;  // id 2^32 in the dictionary
-  wide.erase(wide.begin() + 36);
+  wide.erase(wide.begin() + 37);
   for (const int b : {0x80, 0x80, 0x80, 0x80, 0x10}) wide.insert(wide.end() - 2, static_cast<std::byte>(b));
-  EXPECT_NE(decoder.decode(wide, o).message().find("at byte 36: a stack id above 32 bits"), std::string::npos)
+  EXPECT_NE(decoder.decode(wide, o).message().find("at byte 37: a stack id above 32 bits"), std::string::npos)
       << decoder.decode(wide, o).message();
   for (std::size_t cut = 0; cut < good.size(); ++cut) {
     std::vector<std::byte> b(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut));
@@ -686,9 +688,14 @@ std::vector<std::byte> one_frame(std::span<const std::byte> content, bool with_s
 TEST(CompactArtifact, DamagedContentIsOneErrorNamingFileFrameAndOffsets) {
   const auto events = every_kind();
   const auto first = build_artifact(events, 64, false, -2, true);
-  auto content = content_of(events);
-  content[content.size() - 2] |= std::byte{0x80};  // the last delta never ends (the stacks flag after it)
-  std::size_t last = content.size() - 2;           // where that varint starts
+  CompactFrameEncoder encoder(events.size());
+  const auto encoded = encoder.encode(events);
+  std::vector<std::byte> content(encoded.begin(), encoded.end());
+  // The deltas end at the last block end but one (the remainders, then the stacks flag, after them).
+  const auto ends = encoder.block_ends();
+  ASSERT_GE(ends.size(), 2u);
+  std::size_t last = ends[ends.size() - 2] - 1;
+  content[last] |= std::byte{0x80};  // the last delta never ends
   while (last > 0 && (content[last - 1] & std::byte{0x80}) != std::byte{0}) --last;
   auto bytes = first.bytes;
   const std::size_t second_at = bytes.size();

@@ -34,16 +34,16 @@ inline constexpr std::uint8_t kCompactVersion = 5;
 // a frame they hold whole: at most kMaxCompactEventBytes per event).
 inline constexpr std::size_t kMaxCompactFrameEvents = 65536;
 // No event takes more than this in the columns (token 1, thread 3, timestamp 1 + 1 + 9 (an escaped short
-// gap), size 1 + 9, two addresses 2 x 10, a new dictionary entry 2 x 5, version 5's stack code 1 + 3 and
-// stack dictionary entry 5); the header (magic, version, N, D, the 9 timestamp modes, the four address
-// columns' lengths, version 5's stacks flag, first event, stack dictionary size) takes at most
-// kCompactHeaderBytes.
-inline constexpr std::size_t kMaxCompactEventBytes = 64;
-inline constexpr std::size_t kCompactHeaderBytes = 4 + 1 + 3 + 3 + 9 + 4 * 3 + 1 + 10 + 3;
+// gap), size 1 + 9, two addresses 2 x 10 and version 5's 2 remainders, a new dictionary entry 2 x 5, version
+// 5's stack code 1 + 3 and stack dictionary entry 5); the header (magic, version, N, D, the 9 timestamp
+// modes, the five address columns' lengths, version 5's stacks flag, first event, stack dictionary size)
+// takes at most kCompactHeaderBytes.
+inline constexpr std::size_t kMaxCompactEventBytes = 66;
+inline constexpr std::size_t kCompactHeaderBytes = 4 + 1 + 3 + 3 + 9 + 5 * 3 + 1 + 10 + 3;
 // Column ends in one content (CompactFrameEncoder::block_ends): tokens, dictionary, threads and timestamp
 // modes, 9 timestamp groups' first bytes, 9 their escaped low bytes and 9 their high parts, sizes' low bytes
-// and high parts, four address columns, version 5's stack dictionary.
-inline constexpr std::size_t kMaxCompactBlockEnds = 3 + 3 * 9 + 2 + 4 + 1;
+// and high parts, five address columns (version 5: the deltas' remainders too), version 5's stack dictionary.
+inline constexpr std::size_t kMaxCompactBlockEnds = 3 + 3 * 9 + 2 + 5 + 1;
 // The zstd level of `encode --compact` and `record --compact` without --level. Compact columns are mostly
 // incompressible bytes that only zstd's entropy coding of literals (levels >= 1) shrinks: on churn events
 // (version 2), level 1 writes 3.55 bytes per event where -2 writes 4.06, for about the same encode CPU.
