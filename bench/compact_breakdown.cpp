@@ -185,7 +185,8 @@ std::size_t split_compact(const Bytes& c, int level) {
   cut("sizes, low bytes");
   r.varints(n - frees);
   cut("sizes, high parts");
-  for (const char* name : {"live ranks", "class references", "release references", "deltas"}) {
+  for (const char* name : {"live ranks", "class references", "release references", "deltas", "delta remainders"}) {
+    if (version < 5 && name[0] == 'd' && name[6] == 'r') break;  // the remainders: version 5 on
     const std::size_t l = r.varint();
     r.skip(l);
     cut(name);

@@ -63,15 +63,16 @@ class Converter {
     events_.reserve(kMaxOutputFrameEvents);
   }
 
-  // Adds events of the current input frame, writing a frame whenever kMaxOutputFrameEvents are pending.
+  // Adds events of the current input frame, writing a frame whenever more than kMaxOutputFrameEvents are
+  // pending (a whole frame of exactly that many waits for end_frame, which may give it its stacks).
   codec::Status add(std::span<const codec::Event> events) {
     while (!events.empty()) {
-      const std::size_t n = std::min(events.size(), kMaxOutputFrameEvents - events_.size());
-      events_.insert(events_.end(), events.begin(), events.begin() + static_cast<std::ptrdiff_t>(n));
-      events = events.subspan(n);
       if (events_.size() == kMaxOutputFrameEvents) {
         if (codec::Status s = flush(); !s.is_ok()) return s;
       }
+      const std::size_t n = std::min(events.size(), kMaxOutputFrameEvents - events_.size());
+      events_.insert(events_.end(), events.begin(), events.begin() + static_cast<std::ptrdiff_t>(n));
+      events = events.subspan(n);
     }
     return {};
   }
