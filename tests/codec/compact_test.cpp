@@ -495,13 +495,14 @@ TEST(CompactFrame, AllocationsNameFreeBlocksOfTheirClassAndReallocsInPlace) {
 }
 
 TEST(CompactFrame, OlderVersionArtifactsStayReadable) {
-  // Written by the version 1, 2, 3 and 4 encoders: tests/data/events.raw, and the first 10,000 events of
-  // realistic-140k.raw (each one frame).
+  // Written by the version 1, 2, 3, 4 and 5 encoders: tests/data/events.raw, and the first 10,000 events of
+  // realistic-140k.raw (each one frame; version 5's without stacks: encode has none).
   const std::tuple<const char*, const char*, int> fixtures[] = {
       {"events.compact-v1.zst", "events.raw", 1}, {"realistic-10k.compact-v1.zst", "realistic-140k.raw", 1},
       {"events.compact-v2.zst", "events.raw", 2}, {"realistic-10k.compact-v2.zst", "realistic-140k.raw", 2},
       {"events.compact-v3.zst", "events.raw", 3}, {"realistic-10k.compact-v3.zst", "realistic-140k.raw", 3},
-      {"events.compact-v4.zst", "events.raw", 4}, {"realistic-10k.compact-v4.zst", "realistic-140k.raw", 4}};
+      {"events.compact-v4.zst", "events.raw", 4}, {"realistic-10k.compact-v4.zst", "realistic-140k.raw", 4},
+      {"events.compact-v5.zst", "events.raw", 5}, {"realistic-10k.compact-v5.zst", "realistic-140k.raw", 5}};
   for (const auto& [artifact, raw, version] : fixtures) {
     const auto bytes = testing::read_file(testing::data_path(artifact));
     auto expected = testing::read_raw_events(testing::data_path(raw));
