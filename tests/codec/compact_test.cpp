@@ -245,7 +245,7 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   const std::vector<Event> events = {make_event(EventKind::Malloc, 1, 2, 10, 0x1000, 16),
                                      make_event(EventKind::Free, 1, 2, 11, 0x1000)};
   const auto good = content_of(events);
-  // magic 0-3, version 4, n 5, tokens 6-7 (a Malloc by delta, a Free by live rank), d 8, pid tid 9-10,
+  // magic 0-3, version 5 (byte 4), n 5, tokens 6-7 (a Malloc by delta, a Free by live rank), d 8, pid tid 9-10,
   // threads 11-12, the 9 timestamp groups' modes 13-21, the timestamps 22-23, the size's low byte 24 and high
   // part 25, the live column (length 26, rank 0 at 27), the class and release columns (lengths 28, 29: empty),
   // the deltas (length 30, version 5's delta of 0x1000 at 31-32: zigzag64(0x100) << 1 = 0x400), version 5's
