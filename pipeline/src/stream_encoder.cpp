@@ -342,7 +342,8 @@ class Engine {
       slot.compressed_size =
           slot.compressor.compress(msgpack, block_ends, {slot.compressed.get(), slot.compressed_capacity}, status);
       slot.context_frame.clear();
-      if (status.is_ok() && frame_context_) status = build_frame_context(slot);
+      // compact_stacks: the frame holds its stacks, but an empty one (compact content is then empty).
+      if (status.is_ok() && frame_context_ && !(compact_stacks_ && slot.count != 0)) status = build_frame_context(slot);
     }
     slot.status = std::move(status);
     // Notify under the lock: once the writer sees Encoded, the engine may be destroyed, and this task must not

@@ -118,6 +118,20 @@ TEST(CompactCli, ConvertMovesTheStacksOfEveryFrameIntoItAndBack) {
   EXPECT_EQ(std::stoul(stacks.out), plain.first);
 }
 
+TEST(CompactCli, AnEmptyRecordingKeepsItsEmptyStacksRecordInBothEncodings) {
+  // Paused from the start, /bin/true records no event: one empty frame, whose compact content is empty.
+  must(mt() + " record -q --paused -o " + tmp("empty.plain") + " -- /bin/true");
+  must(mt() + " record -q --paused --compact -o " + tmp("empty.compact") + " -- /bin/true");
+  must(mt() + " convert --to compact " + tmp("empty.plain") + " -o " + tmp("empty.converted"));
+  const std::string grep = " | grep -c '\"context\":\"EventStacks\",\"first_event\":0,\"ids\":\\[\\]'";
+  for (const std::string file : {"empty.plain", "empty.compact", "empty.converted"}) {
+    SCOPED_TRACE(file);
+    EXPECT_EQ(run(mt() + " stats --json " + tmp(file) + " | grep -o '\"events\":[0-9]*' | head -1").out,
+              "\"events\":0\n");
+    EXPECT_EQ(run(mt() + " decode --context-only " + tmp(file) + grep).out, "1\n");
+  }
+}
+
 TEST(CompactCli, DamageInACompactFrameIsNamedAndSalvagedOver) {
   must(mt() + " encode --compact --frame-events 1000 -i " + data_path("realistic-140k.raw") + " -o " + tmp("d.zst"));
   // Frame 3, a few bytes into its first block: the frame fails its checksum or its columns.

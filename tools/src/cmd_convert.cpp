@@ -144,6 +144,7 @@ class Converter {
   // covering its events from their first, nothing else): its ids go into the held events.
   bool absorb_stacks(std::span<const std::byte> skippable) {
     records_.clear();
+    if (events_.empty()) return false;  // an empty frame's compact content is empty: its stacks stay a record
     if (!codec::decode_context_frame(skippable, 0, records_).is_ok() || records_.size() != 1) return false;
     const auto* es = std::get_if<codec::EventStacks>(&records_[0]);
     if (es == nullptr || es->first_event != first_event_ || es->ids.size() != events_.size()) return false;
