@@ -1,7 +1,7 @@
 // memtrack-compact-breakdown: where an artifact's bytes go (issue 25). A bench tool, not part of the product:
 // it walks the file's frames itself (docs/FORMAT.md, "Layers", "Context section: frame layout") and prints
 //   - the bytes on file of the data frames, the context frames and the frame index, per event;
-//   - for compact data frames (version 2 or 3), every column of every frame compressed alone at LEVEL (one
+//   - for compact data frames (version 2 to 5), every column of every frame compressed alone at LEVEL (one
 //     zstd frame per column per data frame, as a frame's columns would be if each were its own stream);
 //   - for context frames, the records of each `type` of each context frame compressed alone at LEVEL.
 // The per-column and per-type figures are attributions (compressing a column alone loses the matches zstd
@@ -125,7 +125,7 @@ std::size_t split_compact(const Bytes& c, int level) {
   r.skip(4);
   const unsigned version = c.at(4);
   r.at = 5;
-  if (version < 2 || version > 4) throw std::runtime_error("compact version " + std::to_string(version));
+  if (version < 2 || version > 5) throw std::runtime_error("compact version " + std::to_string(version));
   const std::size_t n = r.varint();
   std::size_t mark = r.at;
   std::vector<std::size_t> cuts;
@@ -185,10 +185,21 @@ std::size_t split_compact(const Bytes& c, int level) {
   cut("sizes, low bytes");
   r.varints(n - frees);
   cut("sizes, high parts");
-  for (const char* name : {"live ranks", "class references", "release references", "deltas"}) {
+  for (const char* name : {"live ranks", "class references", "release references", "deltas", "delta remainders"}) {
+    if (version < 5 && name[0] == 'd' && name[6] == 'r') break;  // the remainders: version 5 on
     const std::size_t l = r.varint();
     r.skip(l);
     cut(name);
+  }
+  if (version >= 5 && c.at(r.at++) == 1) {  // the stack section: flag, first event, dictionary, codes
+    r.varint();
+    const std::size_t s = r.varint();
+    r.varints(s);
+    cut("stacks, flag and dictionary");
+    r.at = c.size();
+    cut("stacks, codes");
+  } else if (version >= 5) {
+    cut("stacks, flag");
   }
   if (r.at != c.size()) throw std::runtime_error("bytes after the last column");
   std::sort(cuts.begin(), cuts.end());

@@ -254,7 +254,7 @@ def render_compact(runs, alone=None):
     w("## Compact artifacts against heaptrack")
     w("")
     w("bench/compact_vs_heaptrack.sh: each program recorded by `memtrack record` (the compatible encoding, zstd "
-      "-2), `memtrack record --compact` (compact version 4, zstd 1; docs/FORMAT.md, \"Compact data frames\") and "
+      "-2), `memtrack record --compact` (compact version 5, zstd 1; docs/FORMAT.md, \"Compact data frames\") and "
       "`heaptrack -o` (its .zst file), stacks on in all three; then the recording's events encoded by one worker "
       "at level 1 in each encoding (serialize + compress CPU, user + system), and `memtrack stats` of each "
       "recording. The realistic events (memtrack-gen-events) are encoded only: no program, no heaptrack. One "

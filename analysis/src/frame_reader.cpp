@@ -82,6 +82,7 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
     std::vector<std::byte> compressed;
     std::vector<codec::Event> events;
     codec::ForeignEvents foreign;
+    codec::FrameStacks stacks;
     codec::Status status;
     std::size_t decompressed = 0;
     DecodedFrame frame;
@@ -142,7 +143,7 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
               }) & tbb::make_filter<Slot*, Slot*>(tbb::filter_mode::parallel, [&](Slot* s) {
                 s->events.clear();
                 if (!s->status.is_ok()) return s;
-                const codec::Status st = s->decoder.decode(s->compressed, s->events, &s->decompressed, &s->foreign);
+                const codec::Status st = s->decoder.decode(s->compressed, s->events, &s->decompressed, &s->foreign, &s->stacks);
                 if (!st.is_ok()) {
                   s->status = frame_error(s->frame.index, st.code(), st.message());
                   return s;
@@ -152,6 +153,9 @@ codec::Status IndexedFrameReader::run(const ParallelFn& parallel, const InOrderF
                 s->frame.compressed_bytes = s->compressed.size();
                 s->frame.msgpack_bytes = s->decompressed;
                 s->records.clear();
+                // A compact frame's own stacks (version 5): its EventStacks record, first after it.
+                if (s->stacks.present)
+                  s->records.emplace_back(codec::EventStacks{s->stacks.first_event, std::move(s->stacks.ids)});
                 for (std::size_t c = context_begin_[s->frame.index], at = 0;
                      at < s->context_bytes.size() && s->context_status.is_ok(); ++c) {
                   const auto& f = index_.frames[context_[c]];

@@ -21,6 +21,10 @@ struct StreamFrameReader::Impl {
   DecodedFrame held;                                   // what is known of the held frame
   std::span<const codec::Event> held_events;           // the walker's, valid until it decodes the next data frame
   const codec::ForeignEvents* held_foreign = nullptr;  // the same
+  // A compact frame's own stacks (version 5): its EventStacks record, first among the records after it, as
+  // the recorder writes it into the first context frame after a compatible frame.
+  codec::EventStacks held_stacks;
+  bool held_has_stacks = false;
   bool holding = false;
 
   Impl(codec::ByteSource& s, std::string n)
@@ -31,6 +35,7 @@ struct StreamFrameReader::Impl {
     DecodedFrame f = held;
     f.events = events;
     f.foreign = foreign;
+    if (held_has_stacks) records.insert(records.begin(), codec::ContextRecord{std::move(held_stacks)});
     f.context = records;
     const codec::Status s = in_order(f);
     progress.events += events.size();
@@ -38,6 +43,8 @@ struct StreamFrameReader::Impl {
     held = {};
     held_events = {};
     held_foreign = nullptr;
+    held_stacks = {};
+    held_has_stacks = false;
     holding = false;
     return s;
   }
@@ -95,6 +102,11 @@ struct StreamFrameReader::Impl {
       held.msgpack_bytes = walker.frame_content_bytes();
       held_events = walker.events();
       held_foreign = &walker.foreign();
+      if (const codec::FrameStacks& st = walker.stacks(); st.present) {
+        held_stacks.first_event = st.first_event;
+        held_stacks.ids = st.ids;
+        held_has_stacks = true;
+      }
       holding = true;
     }
     // Everything valid before the end or the damage: the held frame and the records read after it (or,

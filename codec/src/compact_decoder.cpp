@@ -83,6 +83,11 @@ struct CompactFrameDecoder::Impl {
     return true;
   }
 
+  FrameStacks* stacks_out = nullptr;
+  std::vector<std::uint32_t> stack_dictionary;
+  std::vector<std::uint32_t> stack_prediction;  // per thread, 9 kinds
+  std::vector<std::uint32_t> stack_ids;
+
   bool decode(std::span<const std::byte> content, std::vector<Event>& out) {
     base = content.data();
     p = base;
@@ -91,8 +96,8 @@ struct CompactFrameDecoder::Impl {
     p += sizeof kCompactMagic;
     if (p == end) return fail(Errc::truncated, p, "the content ends before the version");
     const auto version = static_cast<std::uint8_t>(*p);
-    if (version < 1 || version > 4) {
-      return fail(Errc::bad_compact, p, "format version " + std::to_string(version) + " (this reader knows 1 to 4)");
+    if (version < 1 || version > 5) {
+      return fail(Errc::bad_compact, p, "format version " + std::to_string(version) + " (this reader knows 1 to 5)");
     }
     ++p;
     std::uint64_t n = 0;
@@ -129,7 +134,8 @@ struct CompactFrameDecoder::Impl {
     const std::byte* p;
     const std::byte* end;
   };
-  Column address_columns[4] = {};
+  Column address_columns[5] = {};  // live, class, release, deltas, version 5's remainders
+  bool aligned_deltas = false;     // version 5
 
   bool column_varint(Column& c, std::uint64_t& out, const char* what) {
     if (c.p != c.end && (static_cast<std::uint8_t>(*c.p) & 0x80) == 0) {  // most values: one byte
@@ -227,7 +233,18 @@ struct CompactFrameDecoder::Impl {
       return false;
     }
     std::uint64_t key = kNotFree;
-    if (column == 3) {
+    if (column == 3 && aligned_deltas) {
+      std::uint64_t remainder = 0;
+      if ((value & 1) != 0) {
+        Column& r = address_columns[4];
+        if (r.p == r.end) return fail(Errc::truncated, r.p, name("the content ends inside the deltas' remainders"));
+        remainder = static_cast<std::uint8_t>(*r.p);
+        if (remainder == 0 || remainder >= kDeltaUnit)
+          return fail(Errc::bad_compact, r.p, name("a delta's remainder of ") + std::to_string(remainder) + " (1 to 15)");
+        ++r.p;
+      }
+      out = (release ? previous[t] : allocation_end[t]) + aligned_delta(value, remainder);
+    } else if (column == 3) {
       out = (release ? previous[t] : allocation_end[t]) + unzigzag64(value);
     } else if (column == 4) {
       out = e.old_addr;
@@ -392,7 +409,10 @@ struct CompactFrameDecoder::Impl {
     size_high.p = p;
     if (!skip(sized, "the sizes")) return false;
     size_high.end = p;
-    for (Column& c : address_columns) {
+    aligned_deltas = version >= 5;
+    address_columns[4] = {};
+    for (std::size_t ci = 0; ci < (aligned_deltas ? 5u : 4u); ++ci) {
+      Column& c = address_columns[ci];
       std::uint64_t length = 0;
       at = p;
       if (!varint(length, "an address column's length")) return false;
@@ -402,6 +422,37 @@ struct CompactFrameDecoder::Impl {
       }
       c = {p, p + length};
       p += length;
+    }
+    const std::byte* stack_codes = nullptr;
+    std::uint64_t first_stack_event = 0;
+    if (version >= 5) {
+      if (p == end) return fail(Errc::truncated, p, "the content ends before the stacks flag");
+      const auto flag = static_cast<std::uint8_t>(*p);
+      if (flag > 1) return fail(Errc::bad_compact, p, "stacks flag " + std::to_string(flag) + " (0 or 1)");
+      ++p;
+      if (flag == 1) {
+        if (!varint(first_stack_event, "the stacks' first event")) return false;
+        std::uint64_t entries = 0;
+        at = p;
+        if (!varint(entries, "the stack dictionary's size")) return false;
+        if (entries > n || entries > static_cast<std::uint64_t>(end - p)) {
+          return fail(Errc::bad_compact, at,
+                      "a stack dictionary of " + std::to_string(entries) + " ids for " + std::to_string(n) +
+                          " events in " + std::to_string(end - p) + " bytes");
+        }
+        stack_dictionary.resize(entries);
+        for (std::uint32_t& id : stack_dictionary) {
+          std::uint64_t v = 0;
+          at = p;
+          if (!varint(v, "the stack dictionary")) return false;
+          if (v > UINT32_MAX) return fail(Errc::bad_compact, at, "a stack id above 32 bits");
+          id = static_cast<std::uint32_t>(v);
+        }
+        if (n > static_cast<std::size_t>(end - p))
+          return fail(Errc::truncated, p, "the content ends inside the stack codes");
+        stack_codes = p;
+        p = end;  // read after the events, to the end
+      }
     }
     if (p != end) return fail(Errc::bad_compact, p, std::to_string(end - p) + " bytes after the last column");
 
@@ -469,7 +520,7 @@ struct CompactFrameDecoder::Impl {
         return false;
       }
     }
-    for (std::size_t c = 0; c < 4; ++c) {
+    for (std::size_t c = 0; c < 5; ++c) {
       if (address_columns[c].p != address_columns[c].end) {
         return fail(Errc::bad_compact, address_columns[c].p,
                     std::to_string(address_columns[c].end - address_columns[c].p) +
@@ -477,6 +528,36 @@ struct CompactFrameDecoder::Impl {
                         "address column " +
                         std::to_string(c));
       }
+    }
+    if (stack_codes != nullptr && !stacks(events, n, d, first_stack_event, stack_codes)) return false;
+    return true;
+  }
+
+  // Version 5's stack codes, from `codes` to the content's end: each event's code 0 its prediction (the stack
+  // of its thread's latest event of its kind in the frame, 0 before the first), k an entry of the dictionary.
+  bool stacks(const Event* events, std::size_t n, std::uint64_t d, std::uint64_t first_event, const std::byte* codes) {
+    constexpr std::size_t kinds = 9;
+    stack_prediction.assign(d * kinds, 0);
+    stack_ids.resize(n);
+    Column c{codes, end};
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t& predicted = stack_prediction[thread_of[i] * kinds + static_cast<unsigned>(events[i].kind)];
+      std::uint64_t code = 0;
+      const std::byte* const at = c.p;
+      if (!column_byte_value(c, code, "the stack codes")) return false;
+      if (code > stack_dictionary.size()) {
+        return fail(Errc::bad_compact, at,
+                    "event " + std::to_string(i) + ": stack code " + std::to_string(code) + " of a dictionary of " +
+                        std::to_string(stack_dictionary.size()));
+      }
+      if (code != 0) predicted = stack_dictionary[code - 1];
+      stack_ids[i] = predicted;
+    }
+    if (c.p != end) return fail(Errc::bad_compact, c.p, std::to_string(end - c.p) + " bytes after the stack codes");
+    if (stacks_out != nullptr) {
+      stacks_out->present = true;
+      stacks_out->first_event = first_event;
+      stacks_out->ids.swap(stack_ids);
     }
     return true;
   }
@@ -546,9 +627,20 @@ struct CompactFrameDecoder::Impl {
 CompactFrameDecoder::CompactFrameDecoder() : impl_(std::make_unique<Impl>()) {}
 CompactFrameDecoder::~CompactFrameDecoder() = default;
 
-Status CompactFrameDecoder::decode(std::span<const std::byte> content, std::vector<Event>& out) {
+Status CompactFrameDecoder::decode(std::span<const std::byte> content, std::vector<Event>& out, FrameStacks* stacks) {
   impl_->status = Status::ok();
+  if (stacks != nullptr) {
+    stacks->present = false;
+    stacks->first_event = 0;
+    stacks->ids.clear();
+  }
+  impl_->stacks_out = stacks;
   impl_->decode(content, out);
+  impl_->stacks_out = nullptr;
+  if (!impl_->status.is_ok() && stacks != nullptr) {
+    stacks->present = false;
+    stacks->ids.clear();
+  }
   return impl_->status;
 }
 

@@ -1,8 +1,9 @@
-// The compact encoder (version 4): a pre-pass assigns dictionary indices and counts each thread's addresses,
+// The compact encoder (version 5): a pre-pass assigns dictionary indices and counts each thread's addresses,
 // the address pass writes the tokens and the address columns, then the other columns follow in order
 // (docs/FORMAT.md, "Compact data frames"). Address references come from an open-addressing table (address
 // -> the threads that allocated and released it, and their counts at the time) cleared per frame by an epoch,
 // so a frame costs no clearing.
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -105,6 +106,9 @@ struct ThreadState {
   std::uint32_t allocations = 0, releases = 0;  // so far
 };
 
+// Version 5's stack dictionary, at most one id per event: a hash node and an ordering entry.
+constexpr std::size_t kStackBytesPerEvent = 48;
+
 // Release keys (compact_internal.h, kNotFree) are kept apart from the addresses so that a class rank is a
 // count over 8-byte keys the compiler vectorizes: scanning 24-byte entries took 40% of the encoder's CPU.
 
@@ -122,6 +126,7 @@ struct CompactFrameEncoder::Impl {
         class_column(std::make_unique_for_overwrite<std::byte[]>(kClassBytes * max)),
         release_column(std::make_unique_for_overwrite<std::byte[]>(kReleaseBytes * max)),
         delta_column(std::make_unique_for_overwrite<std::byte[]>(kDeltaBytes * max)),
+        remainder_column(std::make_unique_for_overwrite<std::byte[]>(kRemainderBytes * max)),
         timestamp_column(std::make_unique_for_overwrite<std::byte[]>(kTimestampBytes * max)),
         size_column(std::make_unique_for_overwrite<std::byte[]>(kSplitBytes * max)),
         table(2 * max) {
@@ -132,10 +137,11 @@ struct CompactFrameEncoder::Impl {
   // Bytes a value of each address column takes at most, per event: a live rank and a release reference are
   // below 65,536 (1 + 3 bytes), a class rank below kClassWindow (2), and an event has two deltas of 10 at most.
   // A split value (a size) takes 1 + 8; a timestamp a first byte, and an escaped low byte and high part.
-  static constexpr std::size_t kLiveBytes = 4, kClassBytes = 2, kReleaseBytes = 3, kDeltaBytes = 20, kSplitBytes = 9,
+  static constexpr std::size_t kLiveBytes = 4, kClassBytes = 2, kReleaseBytes = 3, kDeltaBytes = 20, kRemainderBytes = 2,
+                               kSplitBytes = 9,
                                kTimestampBytes = 10;
   static constexpr std::size_t kPerEventBytes = sizeof(std::uint32_t) + 3 * sizeof(std::uint64_t) + kLiveBytes +
-                                                kClassBytes + kReleaseBytes + kDeltaBytes + kSplitBytes +
+                                                kClassBytes + kReleaseBytes + kDeltaBytes + kRemainderBytes + kSplitBytes +
                                                 kTimestampBytes;
   // Live masks: a thread's allocations in words of 64 flags, its first word of its own (so at most one word
   // per event and thread more than a whole number of words).
@@ -152,7 +158,7 @@ struct CompactFrameEncoder::Impl {
   std::unique_ptr<std::uint64_t[]> allocation_class;
   std::unique_ptr<std::uint64_t[]> live;
   std::unique_ptr<std::uint64_t[]> release_key;  // per release address, in each thread's segment
-  std::unique_ptr<std::byte[]> live_column, class_column, release_column, delta_column;
+  std::unique_ptr<std::byte[]> live_column, class_column, release_column, delta_column, remainder_column;
   std::unique_ptr<std::byte[]> timestamp_column, size_column;  // low bytes, then high parts
   // Where the last content's columns (and timestamp groups) end, as offsets in it: see block_ends().
   std::size_t block_end[kMaxCompactBlockEnds];
@@ -161,6 +167,16 @@ struct CompactFrameEncoder::Impl {
   std::byte* class_end = nullptr;
   std::byte* release_end = nullptr;
   std::byte* delta_end = nullptr;
+  std::byte* remainder_end = nullptr;
+
+  // Version 5's delta: the difference in units of 16 bytes (zigzag64 of d >> 4, arithmetic), shifted left
+  // once, its low bit set when d is not a multiple of 16, whose remainder d & 15 then goes to the
+  // remainders column (compact_internal.h, kDeltaUnit).
+  void put_delta(std::uint64_t d) {
+    const std::uint64_t remainder = d & (kDeltaUnit - 1);
+    delta_end = put_varint(delta_end, aligned_delta_value(d));
+    if (remainder != 0) *remainder_end++ = static_cast<std::byte>(remainder);
+  }
   std::unordered_map<std::uint64_t, std::uint32_t> dictionary;
   std::vector<std::uint64_t> pairs;  // the dictionary in index order: pid << 32 | tid
   std::vector<ThreadState> threads;
@@ -190,7 +206,7 @@ struct CompactFrameEncoder::Impl {
       key = allocation_class[ts.allocation_first + index];
       mode = kReleaseLive;
     } else {
-      delta_end = put_varint(delta_end, zigzag64(address - ts.previous));
+      put_delta(address - ts.previous);
     }
     entry.thread[1] = t;
     entry.number[1] = ts.releases++;
@@ -224,7 +240,7 @@ struct CompactFrameEncoder::Impl {
         }
       }
     }
-    if (mode == kAllocationDelta) delta_end = put_varint(delta_end, zigzag64(address - ts.allocation_end));
+    if (mode == kAllocationDelta) put_delta(address - ts.allocation_end);
     const std::uint32_t index = ts.allocations++;
     allocation_class[ts.allocation_first + index] = size_class;
     live[ts.live_first + index / 64] |= std::uint64_t{1} << (index % 64);
@@ -263,7 +279,44 @@ struct CompactFrameEncoder::Impl {
     block_end[block_ends++] = at;
   }
 
-  std::span<const std::byte> encode(std::span<const Event> events) {
+  // Version 5's stack section (docs/FORMAT.md, "Version 5"): per thread and kind the stack of the thread's
+  // latest event of that kind in the frame (0 before the first) predicts the next one's; the ids that miss
+  // go into a dictionary, most used first, and each event's code names its prediction (0) or an entry.
+  std::vector<std::uint32_t> stack_prediction;                  // per thread, 9 kinds (0 unused)
+  std::unordered_map<std::uint32_t, std::uint32_t> stack_uses;  // id -> misses, then id -> code
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> stack_order;
+  static constexpr std::size_t kStackKinds = 9;
+
+  std::byte* put_stacks(std::byte* p, std::span<const Event> events, std::uint64_t first_event) {
+    const std::size_t n = events.size();
+    *p++ = std::byte{1};
+    p = put_varint(p, first_event);
+    stack_prediction.assign(threads.size() * kStackKinds, 0);
+    stack_uses.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t& predicted = stack_prediction[thread_of[i] * kStackKinds + static_cast<unsigned>(events[i].kind)];
+      if (events[i].stack != predicted) ++stack_uses[events[i].stack];
+      predicted = events[i].stack;
+    }
+    stack_order.assign(stack_uses.begin(), stack_uses.end());
+    std::sort(stack_order.begin(), stack_order.end(),
+              [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+    p = put_varint(p, stack_order.size());
+    for (std::size_t k = 0; k < stack_order.size(); ++k) {
+      p = put_varint(p, stack_order[k].first);
+      stack_uses[stack_order[k].first] = static_cast<std::uint32_t>(k + 1);
+    }
+    end_block(p);
+    stack_prediction.assign(threads.size() * kStackKinds, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t& predicted = stack_prediction[thread_of[i] * kStackKinds + static_cast<unsigned>(events[i].kind)];
+      p = put_byte_value(p, events[i].stack == predicted ? 0 : stack_uses.find(events[i].stack)->second);
+      predicted = events[i].stack;
+    }
+    return p;
+  }
+
+  std::span<const std::byte> encode(std::span<const Event> events, bool with_stacks, std::uint64_t first_event) {
     const std::size_t n = events.size();
     block_ends = 0;
     if (n == 0) return {};
@@ -321,6 +374,7 @@ struct CompactFrameEncoder::Impl {
     class_end = class_column.get();
     release_end = release_column.get();
     delta_end = delta_column.get();
+    remainder_end = remainder_column.get();
     table.clear();
 
     // One pass over the events writes the tokens in place and every other per-event column to its own
@@ -432,6 +486,14 @@ struct CompactFrameEncoder::Impl {
     p = put_column(p, release_column.get(), release_end);
     end_block(p);
     p = put_column(p, delta_column.get(), delta_end);
+    end_block(p);
+    p = put_column(p, remainder_column.get(), remainder_end);
+    end_block(p);
+    if (with_stacks) {
+      p = put_stacks(p, events, first_event);
+    } else {
+      *p++ = std::byte{0};
+    }
     // The content's end is not a block end: the frame ends there.
     const auto size = static_cast<std::size_t>(p - buffer.get());
     if (block_ends != 0 && block_end[block_ends - 1] == size) --block_ends;
@@ -450,13 +512,18 @@ CompactFrameEncoder::~CompactFrameEncoder() = default;
 CompactFrameEncoder::CompactFrameEncoder(CompactFrameEncoder&&) noexcept = default;
 CompactFrameEncoder& CompactFrameEncoder::operator=(CompactFrameEncoder&&) noexcept = default;
 
-std::span<const std::byte> CompactFrameEncoder::encode(std::span<const Event> events) { return impl_->encode(events); }
+std::span<const std::byte> CompactFrameEncoder::encode(std::span<const Event> events) {
+  return impl_->encode(events, false, 0);
+}
+std::span<const std::byte> CompactFrameEncoder::encode(std::span<const Event> events, std::uint64_t stacks_first_event) {
+  return impl_->encode(events, true, stacks_first_event);
+}
 std::span<const std::size_t> CompactFrameEncoder::block_ends() const { return {impl_->block_end, impl_->block_ends}; }
 std::size_t CompactFrameEncoder::max_events() const { return impl_->max_events; }
 std::size_t CompactFrameEncoder::memory_bytes(std::size_t max_events) {
   // Two addresses per event at most (a Realloc's old_addr and addr).
   return output_bound(max_events) + max_events * Impl::kPerEventBytes + (max_events / 64 + 1) * 8 +
-         AddressTable::memory_bytes(2 * max_events);
+         AddressTable::memory_bytes(2 * max_events) + max_events * kStackBytesPerEvent;
 }
 
 }  // namespace memtrack::codec

@@ -117,6 +117,19 @@ inline std::uint32_t zigzag32(std::int32_t v) {
 }
 inline std::int32_t unzigzag32(std::uint32_t z) { return static_cast<std::int32_t>((z >> 1) ^ (~(z & 1) + 1)); }
 
+// Version 5's deltas (docs/FORMAT.md, "Version 5"): heap addresses are 16-byte aligned, so a delta d is
+// stored as zigzag64 of d >> 4 (arithmetic: below 2^61) shifted left once, bit 0 set when d & 15 (its
+// remainder, then a byte of the remainders column) is not 0.
+inline constexpr std::uint64_t kDeltaUnit = 16;
+inline std::uint64_t aligned_delta_value(std::uint64_t d) {
+  const auto units = static_cast<std::uint64_t>(static_cast<std::int64_t>(d) >> 4);
+  return zigzag64(units) << 1 | ((d & (kDeltaUnit - 1)) != 0 ? 1u : 0u);
+}
+// The delta of value v and remainder r (0 when v's bit 0 is clear), modulo 2^64.
+inline std::uint64_t aligned_delta(std::uint64_t v, std::uint64_t remainder) {
+  return unzigzag64(v >> 1) << 4 | remainder;
+}
+
 inline std::byte* put_varint(std::byte* p, std::uint64_t v) {
   while (v >= 0x80) {
     *p++ = static_cast<std::byte>(v | 0x80);

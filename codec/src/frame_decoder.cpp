@@ -22,8 +22,12 @@ FrameDecoder::~FrameDecoder() { ZSTD_freeDCtx(dctx_); }
 std::size_t FrameDecoder::max_frame_bytes() const { return ZSTD_compressBound(limits_.max_buffered_frame_bytes); }
 
 Status FrameDecoder::decode(std::span<const std::byte> frame, std::vector<Event>& out, std::size_t* decompressed_bytes,
-                            ForeignEvents* foreign) {
+                            ForeignEvents* foreign, FrameStacks* stacks) {
   if (foreign != nullptr) foreign->clear();
+  if (stacks != nullptr) {
+    stacks->present = false;
+    stacks->ids.clear();
+  }
   ZSTD_DCtx_reset(dctx_, ZSTD_reset_session_only);
   if (buffer_.empty()) buffer_.resize(std::min<std::size_t>(1u << 20, limits_.max_buffered_frame_bytes));
   ZSTD_inBuffer input{frame.data(), frame.size(), 0};
@@ -56,7 +60,7 @@ Status FrameDecoder::decode(std::span<const std::byte> frame, std::vector<Event>
   }
   if (decompressed_bytes != nullptr) *decompressed_bytes = produced;
 
-  if (is_compact_content({buffer_.data(), produced})) return compact_.decode({buffer_.data(), produced}, out);
+  if (is_compact_content({buffer_.data(), produced})) return compact_.decode({buffer_.data(), produced}, out, stacks);
   const std::size_t first = out.size();
   std::string error;
   std::size_t pos = 0;

@@ -38,6 +38,7 @@ struct FrameWalker::Impl {
   std::size_t carried = 0;
   std::vector<Event> events;  // the last events item's; cleared when the next one is parsed
   ForeignEvents foreign;      // the foreign events among them, cleared with them
+  FrameStacks stacks;         // a compact frame's stacks (version 5), cleared with them
   bool events_out = false;    // `events` went out as an item
 
   std::vector<std::byte> skippable;  // a held context frame's bytes
@@ -262,6 +263,8 @@ struct FrameWalker::Impl {
     if (events_out) {
       events.clear();
       foreign.clear();
+      stacks.present = false;
+      stacks.ids.clear();
       events_out = false;
     }
     frame_done = false;
@@ -275,7 +278,7 @@ struct FrameWalker::Impl {
       }
       const std::span<const std::byte> content{mp.data(), mp_end};
       if (carried == 0 && is_compact_content(content)) {
-        const Status s = compact.decode(content, events);
+        const Status s = compact.decode(content, events, &stacks);
         mp_end = 0;
         if (!s.is_ok()) return fail(s.code(), frame_offset, s.message());
       } else if (!parse()) {
@@ -357,6 +360,7 @@ FrameWalker::~FrameWalker() = default;
 FrameWalker::Item FrameWalker::next() { return impl_->next(); }
 std::span<const Event> FrameWalker::events() const { return impl_->events; }
 const ForeignEvents& FrameWalker::foreign() const { return impl_->foreign; }
+const FrameStacks& FrameWalker::stacks() const { return impl_->stacks; }
 bool FrameWalker::frame_done() const { return impl_->frame_done; }
 std::uint64_t FrameWalker::frame_index() const { return impl_->frame_index; }
 std::uint64_t FrameWalker::frame_offset() const { return impl_->frame_offset; }

@@ -156,7 +156,8 @@ class Engine {
         write_seek_table_(options.write_seek_table),
         context_(options.context),
         frame_context_(options.frame_context),
-        compact_(options.compact) {
+        compact_(options.compact),
+        compact_stacks_(options.compact && options.compact_stacks) {
     const std::size_t max_events = compact_ ? codec::kMaxCompactFrameEvents : kMaxFrameEvents;
     if (frame_events_ == 0 || frame_events_ > max_events) {
       throw std::runtime_error(std::string(compact_ ? "compact " : "") + "frame_events must be in 1.." +
@@ -331,7 +332,9 @@ class Engine {
       if (on_encode_) on_encode_(slot.frame);
       const std::span<const codec::Event> events{slot.events.data(), slot.count};
       const std::span<const std::byte> msgpack =
-          slot.compact ? slot.compact->encode(events) : slot.serializer->serialize(events);
+          !slot.compact  ? slot.serializer->serialize(events)
+          : compact_stacks_ ? slot.compact->encode(events, slot.frame * frame_events_)
+                            : slot.compact->encode(events);
       slot.msgpack_size = msgpack.size();
       // A compact frame ends a zstd block at each column (compact.h): the same content, fewer bytes.
       const std::span<const std::size_t> block_ends =
@@ -339,7 +342,8 @@ class Engine {
       slot.compressed_size =
           slot.compressor.compress(msgpack, block_ends, {slot.compressed.get(), slot.compressed_capacity}, status);
       slot.context_frame.clear();
-      if (status.is_ok() && frame_context_) status = build_frame_context(slot);
+      // compact_stacks: the frame holds its stacks, but an empty one (compact content is then empty).
+      if (status.is_ok() && frame_context_ && !(compact_stacks_ && slot.count != 0)) status = build_frame_context(slot);
     }
     slot.status = std::move(status);
     // Notify under the lock: once the writer sees Encoded, the engine may be destroyed, and this task must not
@@ -460,6 +464,7 @@ class Engine {
   ContextChannel* const context_;
   const FrameContextBuilder frame_context_;
   const bool compact_;
+  const bool compact_stacks_;
   std::vector<std::byte> channel_frame_;  // writer-owned, then close()'s
   codec::SeekTableBuilder index_;         // written by the writer thread, then by close() after it has joined
   std::vector<std::unique_ptr<FrameSlot>> slots_;

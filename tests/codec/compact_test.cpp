@@ -245,16 +245,17 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   const std::vector<Event> events = {make_event(EventKind::Malloc, 1, 2, 10, 0x1000, 16),
                                      make_event(EventKind::Free, 1, 2, 11, 0x1000)};
   const auto good = content_of(events);
-  // magic 0-3, version 4, n 5, tokens 6-7 (a Malloc by delta, a Free by live rank), d 8, pid tid 9-10,
+  // magic 0-3, version 5 (byte 4), n 5, tokens 6-7 (a Malloc by delta, a Free by live rank), d 8, pid tid 9-10,
   // threads 11-12, the 9 timestamp groups' modes 13-21, the timestamps 22-23, the size's low byte 24 and high
   // part 25, the live column (length 26, rank 0 at 27), the class and release columns (lengths 28, 29: empty),
-  // the deltas (length 30, zigzag64(0x1000) at 31-32).
+  // the deltas (length 30, version 5's delta of 0x1000 at 31-32: zigzag64(0x100) << 1 = 0x400), version 5's
+  // remainders (length 33: empty) and stacks flag 34 (0: no stacks).
   // The timestamps are grouped (version 3 on): the Free's (group 3 * 0 + 2, after an allocation) before the
   // Malloc's (group 3 * 2 + 0, the first event); both groups hold short gaps (version 4: mode 1), the gap
   // itself in one byte (10 from 0, then 1).
-  const std::vector<std::uint8_t> expected = {0xc1, 0x6d, 0x74, 0x63, 4, 2, 0x01, 0x22, 1, 2,    4,
+  const std::vector<std::uint8_t> expected = {0xc1, 0x6d, 0x74, 0x63, 5, 2, 0x01, 0x22, 1, 2,    4,
                                               0,    0,    0,    0,    1, 0, 0,    0,    1, 0,    0,  // modes
-                                              0x01, 0x0a, 0x10, 0,    1, 0, 0,    0,    2, 0x80, 0x40};
+                                              0x01, 0x0a, 0x10, 0,    1, 0, 0,    0,    2, 0x80, 0x08, 0, 0};
   ASSERT_EQ(good.size(), expected.size());
   for (std::size_t i = 0; i < good.size(); ++i) EXPECT_EQ(static_cast<std::uint8_t>(good[i]), expected[i]) << i;
   auto check = [&](std::size_t at, std::uint8_t value, const std::string& what, Errc code = Errc::bad_compact) {
@@ -266,8 +267,8 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
     EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
     EXPECT_TRUE(out.empty());
   };
-  check(4, 5, "at byte 4: format version 5 (this reader knows 1 to 4)");
-  check(4, 0, "at byte 4: format version 0 (this reader knows 1 to 4)");
+  check(4, 6, "at byte 4: format version 6 (this reader knows 1 to 5)");
+  check(4, 0, "at byte 4: format version 0 (this reader knows 1 to 5)");
   check(6, 9, "at byte 6: event 0: bad token 9");
   check(6, 0x11, "bad token 17");   // old_addr flag on a Malloc
   check(6, 0x21, "bad token 33");   // a release mode on an event without a release address
@@ -277,15 +278,18 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   check(12, 1, "event 1: thread 1 of 1");
   check(15, 2, "at byte 15: timestamp group 2: mode 2 (0 or 1)");
   // An escaped short gap needs an escaped low byte and a high part, which the content does not have.
-  check(22, 0xFF, "the content ends inside", Errc::truncated);
+  check(22, 0xFF, "the content ends", Errc::truncated);
   check(27, 1, "at byte 27: event 1: names its thread's live allocation 1, which it does not have");
   check(27, 0xFF, "the content ends inside an address column", Errc::truncated);             // a byte value's escape
   check(6, 0x41, "at byte 29: the content ends inside an address column", Errc::truncated);  // class, empty
-  check(30, 3, "an address column of 3 bytes in 2", Errc::truncated);
+  check(30, 5, "an address column of 5 bytes in 4", Errc::truncated);
+  check(31, 0x81, "at byte 34: event 0: the content ends inside the deltas' remainders", Errc::truncated);
+  check(34, 2, "at byte 34: stacks flag 2 (0 or 1)");
+  check(34, 1, "the content ends inside the stacks' first event", Errc::truncated);
   auto longer = good;
   longer.push_back(std::byte{0});
   std::vector<Event> out;
-  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 33: 1 bytes after the last column"), std::string::npos);
+  EXPECT_NE(decode_bytes(longer, out).message().find("at byte 35: 1 bytes after the last column"), std::string::npos);
   auto unread = good;  // a live column of two ranks for one release
   unread[26] = std::byte{2};
   unread.insert(unread.begin() + 28, std::byte{0});
@@ -298,7 +302,7 @@ TEST(CompactFrame, NamedDamageIsRefusedWithItsOffset) {
   EXPECT_EQ(decode_bytes(many, out).code(), Errc::truncated);
 }
 
-// The byte offset of a content's 9 timestamp modes (version 4): after the magic, version, N, the tokens,
+// The byte offset of a content's 9 timestamp modes (version 4 on): after the magic, version, N, the tokens,
 // a one-entry dictionary (a pid and tid below 64) and N one-byte thread indices.
 std::size_t modes_at(std::size_t n) { return 5 + (n < 128 ? 1 : n < 16384 ? 2 : 3) + n + 1 + 2 + n; }
 
@@ -322,7 +326,7 @@ TEST(CompactFrame, ShortGapGroupsEscapeTheirLongGapsAndLongGapGroupsStaySplit) {
 
   const auto content = content_of(events);
   const std::size_t m = modes_at(events.size());
-  ASSERT_EQ(static_cast<std::uint8_t>(content[4]), 4);
+  ASSERT_EQ(static_cast<std::uint8_t>(content[4]), 5);
   for (unsigned g = 0; g < 9; ++g) {
     EXPECT_EQ(static_cast<std::uint8_t>(content[m + g]), g == 2 ? 1 : 0) << "group " << g;
   }
@@ -391,12 +395,13 @@ TEST(CompactFrame, HostileTimestampsRoundTripInShortGapGroups) {
 }
 
 // The bytes of the live (0) or class (1) column of the last encode(), its length varint first: the block ends
-// after the sizes' high parts are the live, class and release columns' ends.
+// after the sizes' high parts are the live, class, release, delta and remainder columns' ends (version 5: the
+// content without stacks ends with the stacks flag after them).
 std::vector<std::uint8_t> address_column(const CompactFrameEncoder& encoder, std::span<const std::byte> content,
                                          std::size_t column) {
   const auto ends = encoder.block_ends();
-  EXPECT_GE(ends.size(), 4u);
-  const std::size_t from = ends[ends.size() - 4 + column], to = ends[ends.size() - 3 + column];
+  EXPECT_GE(ends.size(), 6u);
+  const std::size_t from = ends[ends.size() - 6 + column], to = ends[ends.size() - 5 + column];
   std::vector<std::uint8_t> out;
   for (std::size_t i = from; i < to; ++i) out.push_back(static_cast<std::uint8_t>(content[i]));
   return out;
@@ -490,13 +495,14 @@ TEST(CompactFrame, AllocationsNameFreeBlocksOfTheirClassAndReallocsInPlace) {
 }
 
 TEST(CompactFrame, OlderVersionArtifactsStayReadable) {
-  // Written by the version 1, 2, 3 and 4 encoders: tests/data/events.raw, and the first 10,000 events of
-  // realistic-140k.raw (each one frame).
+  // Written by the version 1, 2, 3, 4 and 5 encoders: tests/data/events.raw, and the first 10,000 events of
+  // realistic-140k.raw (each one frame; version 5's without stacks: encode has none).
   const std::tuple<const char*, const char*, int> fixtures[] = {
       {"events.compact-v1.zst", "events.raw", 1}, {"realistic-10k.compact-v1.zst", "realistic-140k.raw", 1},
       {"events.compact-v2.zst", "events.raw", 2}, {"realistic-10k.compact-v2.zst", "realistic-140k.raw", 2},
       {"events.compact-v3.zst", "events.raw", 3}, {"realistic-10k.compact-v3.zst", "realistic-140k.raw", 3},
-      {"events.compact-v4.zst", "events.raw", 4}, {"realistic-10k.compact-v4.zst", "realistic-140k.raw", 4}};
+      {"events.compact-v4.zst", "events.raw", 4}, {"realistic-10k.compact-v4.zst", "realistic-140k.raw", 4},
+      {"events.compact-v5.zst", "events.raw", 5}, {"realistic-10k.compact-v5.zst", "realistic-140k.raw", 5}};
   for (const auto& [artifact, raw, version] : fixtures) {
     const auto bytes = testing::read_file(testing::data_path(artifact));
     auto expected = testing::read_raw_events(testing::data_path(raw));
@@ -512,6 +518,102 @@ TEST(CompactFrame, OlderVersionArtifactsStayReadable) {
     expected.resize(got.size());
     EXPECT_EQ(got, through_msgpack(expected)) << artifact;
   }
+}
+
+// Version 5: the events' stacks in the frame, and what the decoder gives back of them.
+FrameStacks stacks_through_compact(std::span<const Event> events, std::uint64_t first_event, std::vector<Event>& out) {
+  CompactFrameEncoder encoder(std::max<std::size_t>(events.size(), 1));
+  const auto bytes = encoder.encode(events, first_event);
+  EXPECT_LE(bytes.size(), CompactFrameEncoder::output_bound(events.size()));
+  CompactFrameDecoder decoder;
+  FrameStacks stacks;
+  const Status s = decoder.decode(bytes, out, &stacks);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return stacks;
+}
+
+TEST(CompactFrame, StacksAreCarriedAsTheDocumentsExampleSays) {
+  std::vector<Event> events = {make_event(EventKind::Malloc, 1, 2, 10, 0x1000, 16),
+                               make_event(EventKind::Free, 1, 2, 11, 0x1000)};
+  events[0].stack = 7;
+  CompactFrameEncoder encoder(2);
+  const auto encoded = encoder.encode(events, 100);
+  const std::vector<std::byte> bytes(encoded.begin(), encoded.end());
+  // docs/FORMAT.md, "Version 5": version 4's example with the version 5, then the stacks flag 1, the first
+  // event 100, a dictionary of one id (7), and the codes: the Malloc's entry 1, the Free's prediction (0).
+  const std::vector<std::uint8_t> expected = {
+      0xc1, 0x6d, 0x74, 0x63, 5, 2, 0x01, 0x22, 1, 2, 4, 0, 0, 0,    0,    1,    0,    0, 0, 1, 0,
+      0,    0x01, 0x0a, 0x10, 0, 1, 0,    0,    0, 2, 0x80, 0x08, 0, 1, 0x64, 0x01, 0x07, 1, 0};
+  ASSERT_EQ(bytes.size(), expected.size());
+  for (std::size_t i = 0; i < bytes.size(); ++i) EXPECT_EQ(static_cast<std::uint8_t>(bytes[i]), expected[i]) << i;
+  std::vector<Event> out;
+  const FrameStacks stacks = stacks_through_compact(events, 100, out);
+  EXPECT_TRUE(stacks.present);
+  EXPECT_EQ(stacks.first_event, 100u);
+  EXPECT_EQ(stacks.ids, (std::vector<std::uint32_t>{7, 0}));
+  EXPECT_EQ(out, through_msgpack(events));  // Event::stack stays 0, as from msgpack
+  // Without stacks: no stack section, and nothing for `stacks`.
+  out.clear();
+  FrameStacks none{true, 5, {1}};
+  CompactFrameDecoder decoder;
+  ASSERT_TRUE(decoder.decode(encoder.encode(events), out, &none).is_ok());
+  EXPECT_FALSE(none.present);
+  EXPECT_TRUE(none.ids.empty());
+
+  const std::vector<std::byte>& good = bytes;
+  auto check = [&](std::size_t at, std::uint8_t value, const std::string& what, Errc code = Errc::bad_compact) {
+    auto b = good;
+    b[at] = std::byte{value};
+    std::vector<Event> o;
+    FrameStacks st;
+    const Status s = decoder.decode(b, o, &st);
+    EXPECT_EQ(s.code(), code) << what << ": " << s.message();
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.message();
+    EXPECT_TRUE(o.empty());
+    EXPECT_FALSE(st.present);
+  };
+  check(36, 3, "at byte 36: a stack dictionary of 3 ids for 2 events");
+  check(38, 2, "at byte 38: event 0: stack code 2 of a dictionary of 1");
+  check(39, 0xFF, "the content ends inside the stack codes", Errc::truncated);
+  auto longer = good;
+  longer.push_back(std::byte{0});
+  std::vector<Event> o;
+  EXPECT_NE(decoder.decode(longer, o).message().find("at byte 40: 1 bytes after the stack codes"), std::string::npos);
+  auto wide = good;  // id 2^32 in the dictionary
+  wide.erase(wide.begin() + 37);
+  for (const int b : {0x80, 0x80, 0x80, 0x80, 0x10}) wide.insert(wide.end() - 2, static_cast<std::byte>(b));
+  EXPECT_NE(decoder.decode(wide, o).message().find("at byte 37: a stack id above 32 bits"), std::string::npos)
+      << decoder.decode(wide, o).message();
+  for (std::size_t cut = 0; cut < good.size(); ++cut) {
+    std::vector<std::byte> b(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut));
+    FrameStacks st;
+    EXPECT_FALSE(decoder.decode(b, o, &st).is_ok()) << cut;
+    EXPECT_FALSE(st.present) << cut;
+  }
+}
+
+TEST(CompactFrame, StacksOfManyThreadsKindsAndIdsRoundTrip) {
+  // Generated events, each with a stack: the allocations from a few sites per kind, some frees with one,
+  // hostile ids (UINT32_MAX, more than 255 distinct ids: codes of 2 bytes and more).
+  auto events = generate_trace(20000, 11);
+  std::uint64_t x = 12345;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const auto r = static_cast<std::uint32_t>(x >> 33);
+    Event& e = events[i];
+    e.stack = e.kind == EventKind::Free ? (r % 50 == 0 ? r % 7 + 1 : 0)
+              : r % 10 < 7          ? static_cast<std::uint32_t>(e.kind) * 3 + (r >> 8) % 2
+              : r % 10 < 9          ? 1000 + (r >> 8) % 600
+                                    : (r % 2 == 0 ? UINT32_MAX : r);
+  }
+  std::vector<Event> out;
+  const FrameStacks stacks = stacks_through_compact(events, UINT64_MAX - 3, out);
+  ASSERT_TRUE(stacks.present);
+  EXPECT_EQ(stacks.first_event, UINT64_MAX - 3);
+  ASSERT_EQ(stacks.ids.size(), events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) ASSERT_EQ(stacks.ids[i], events[i].stack) << i;
+  for (Event& e : events) e.stack = 0;
+  EXPECT_EQ(out, through_msgpack(events));
 }
 
 TEST(CompactFrame, RandomDamageNeverCrashes) {
@@ -587,9 +689,14 @@ std::vector<std::byte> one_frame(std::span<const std::byte> content, bool with_s
 TEST(CompactArtifact, DamagedContentIsOneErrorNamingFileFrameAndOffsets) {
   const auto events = every_kind();
   const auto first = build_artifact(events, 64, false, -2, true);
-  auto content = content_of(events);
-  content[content.size() - 1] |= std::byte{0x80};  // the last delta never ends
-  std::size_t last = content.size() - 1;           // where that varint starts
+  CompactFrameEncoder encoder(events.size());
+  const auto encoded = encoder.encode(events);
+  std::vector<std::byte> content(encoded.begin(), encoded.end());
+  // The deltas end at the last block end but one (the remainders, then the stacks flag, after them).
+  const auto ends = encoder.block_ends();
+  ASSERT_GE(ends.size(), 2u);
+  std::size_t last = ends[ends.size() - 2] - 1;
+  content[last] |= std::byte{0x80};  // the last delta never ends
   while (last > 0 && (content[last - 1] & std::byte{0x80}) != std::byte{0}) --last;
   auto bytes = first.bytes;
   const std::size_t second_at = bytes.size();

@@ -3,9 +3,10 @@
 // CompactFrameEncoder -> CompactFrameDecoder gives exactly what the msgpack encoding of them gives back.
 //
 // The input's first byte picks the mode. Even: the rest is the content after the magic and version (so the
-// fuzzer is in the columns from its first mutation), version 1 + (mode >> 1) % 4 (1 to 4). Odd: the rest is a recipe of
-// events (as in frame_round_trip_fuzz), round-tripped, then the encoded content damaged at input-chosen bytes and
-// decoded.
+// fuzzer is in the columns from its first mutation), version 1 + (mode >> 1) % 5 (1 to 5). Odd: the rest is a recipe of
+// events (as in frame_round_trip_fuzz), each with a call stack id, round-tripped (with the stacks in the frame,
+// version 5's stack section, when mode bit 6 is set: the decoder must give back every id), then the encoded
+// content damaged at input-chosen bytes and decoded.
 #include <string>
 
 #include "fuzz/fuzz_common.h"
@@ -34,6 +35,9 @@ Event next_event(memtrack::fuzz::InputReader& in) {
     e.old_addr = (control & 0x08) ? in.varint() : 0x1000 + (in.byte() % 8) * 16;
     e.flags = memtrack::codec::kFlagHasOldAddr;
   }
+  // A few sites unless the input asks for any id.
+  const std::uint8_t site = in.byte();
+  e.stack = (site & 0x80) != 0 ? static_cast<std::uint32_t>(in.varint()) : site % 5;
   return e;
 }
 
@@ -56,9 +60,11 @@ std::vector<Event> through_msgpack(const std::vector<Event>& events) {
 void decode_checked(std::span<const std::byte> content) {
   CompactFrameDecoder decoder;
   std::vector<Event> out(1);  // one event already there: a failure must leave it alone
-  const memtrack::codec::Status s = decoder.decode(content, out);
+  memtrack::codec::FrameStacks stacks;
+  const memtrack::codec::Status s = decoder.decode(content, out, &stacks);
   if (!s.is_ok()) {
     FUZZ_CHECK(out.size() == 1, "a failed decode left %zu events", out.size());
+    FUZZ_CHECK(!stacks.present && stacks.ids.empty(), "a failed decode gave stacks");
     FUZZ_CHECK(s.message().rfind("compact content at byte ", 0) == 0, "message '%s'", s.message().c_str());
     return;
   }
@@ -67,11 +73,23 @@ void decode_checked(std::span<const std::byte> content) {
     const memtrack::codec::Status v = memtrack::codec::validate_record(out[i], i);
     FUZZ_CHECK(v.is_ok(), "decoded an invalid event: %s", v.message().c_str());
   }
+  for (const Event& e : out) FUZZ_CHECK(e.stack == 0, "a decoded event has a stack of its own");
+  FUZZ_CHECK(!stacks.present || stacks.ids.size() == out.size(), "%zu stack ids for %zu events", stacks.ids.size(),
+             out.size());
   if (out.empty()) return;
+  if (stacks.present)
+    for (std::size_t i = 0; i < out.size(); ++i) out[i].stack = stacks.ids[i];
   CompactFrameEncoder encoder(out.size());
   std::vector<Event> again;
-  const memtrack::codec::Status s2 = decoder.decode(encoder.encode(out), again);
+  memtrack::codec::FrameStacks stacks_again;
+  const memtrack::codec::Status s2 =
+      decoder.decode(stacks.present ? encoder.encode(out, stacks.first_event) : encoder.encode(out), again,
+                     &stacks_again);
+  for (Event& e : out) e.stack = 0;
   FUZZ_CHECK(s2.is_ok() && again == out, "re-encoded events decode differently: %s", s2.message().c_str());
+  FUZZ_CHECK(stacks_again.present == stacks.present && stacks_again.first_event == stacks.first_event &&
+                 stacks_again.ids == stacks.ids,
+             "re-encoded stacks decode differently");
 }
 
 }  // namespace
@@ -82,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if ((mode & 1) == 0) {
     std::vector<std::byte> content(std::begin(memtrack::codec::kCompactMagic),
                                    std::end(memtrack::codec::kCompactMagic));
-    content.push_back(std::byte{static_cast<std::uint8_t>(1 + (mode >> 1) % 4)});
+    content.push_back(std::byte{static_cast<std::uint8_t>(1 + (mode >> 1) % 5)});
     const auto rest = memtrack::fuzz::as_bytes(data, size).subspan(size == 0 ? 0 : 1);
     content.insert(content.end(), rest.begin(), rest.end());
     decode_checked(content);
@@ -92,14 +110,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t limit = 1 + in.byte() * 16u;
   while (!in.empty() && events.size() < limit) events.push_back(next_event(in));
   if (events.empty()) return 0;
+  const bool with_stacks = (mode & 0x40) != 0;
+  const std::uint64_t first_event = with_stacks ? in.varint() : 0;
   CompactFrameEncoder encoder(events.size());
-  const auto encoded = encoder.encode(events);
+  const auto encoded = with_stacks ? encoder.encode(events, first_event) : encoder.encode(events);
   std::vector<std::byte> content(encoded.begin(), encoded.end());
   FUZZ_CHECK(content.size() <= CompactFrameEncoder::output_bound(events.size()), "content above its bound");
   CompactFrameDecoder decoder;
   std::vector<Event> out;
-  const memtrack::codec::Status s = decoder.decode(content, out);
+  memtrack::codec::FrameStacks stacks;
+  const memtrack::codec::Status s = decoder.decode(content, out, &stacks);
   FUZZ_CHECK(s.is_ok(), "our own content fails: %s", s.message().c_str());
+  FUZZ_CHECK(stacks.present == with_stacks, "stacks %s", stacks.present ? "given without any" : "lost");
+  if (with_stacks) {
+    FUZZ_CHECK(stacks.first_event == first_event && stacks.ids.size() == events.size(), "stacks' frame differs");
+    for (std::size_t i = 0; i < events.size(); ++i)
+      FUZZ_CHECK(stacks.ids[i] == events[i].stack, "event %zu: stack %u, not %u", i, stacks.ids[i], events[i].stack);
+  }
+  for (Event& e : events) e.stack = 0;  // the msgpack map does not carry it
   FUZZ_CHECK(out == through_msgpack(events), "compact and msgpack give different events");
   // Damage: (offset, byte) pairs from what is left of the input, or a cut.
   const std::uint8_t damage = static_cast<std::uint8_t>(mode >> 1);

@@ -186,7 +186,17 @@ write(T, "content_v4_reference",
 write(T, "content_v4_escape",
       bytes.fromhex("06" "02" "0122" "01" "0204" "0000" "000001000000010000" "ff0a" "5a02" "10" "00" "0100" "00" "00"
                     "028040"))
+# Version 5 (mode 8: (8 >> 1) % 5 + 1): the same two events, their deltas in units of 16 (0x1000: 80 08), the
+# empty remainders column and no stacks (flag 00); then with stacks (docs/FORMAT.md's example: flag 01, first
+# event 100, a dictionary of one id 7, the codes 01 00).
+write(T, "content_v5_reference",
+      bytes.fromhex("08" "02" "0122" "01" "0204" "0000" "000001000000010000" "010a" "10" "00" "0100" "00" "00" "028008"
+                    "00" "00"))
+write(T, "content_v5_stacks",
+      bytes.fromhex("08" "02" "0122" "01" "0204" "0000" "000001000000010000" "010a" "10" "00" "0100" "00" "00" "028008"
+                    "00" "01" "64" "0107" "0100"))
 write(T, "recipe_few_threads", b"\x01\x04" + raw[: 20 * R])
+write(T, "recipe_stacks", b"\x41\x04" + raw[: 20 * R])
 write(T, "recipe_damaged", b"\x0f\x02" + raw[20 * R: 40 * R])
 write(T, "recipe_cut", b"\x03\x01" + raw[: 10 * R] + b"\x80")
 # A compact artifact for artifact_decode_fuzz: two compact frames.

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "common/fixtures.h"
+#include "memtrack/codec/byte_source.h"
 #include "memtrack/codec/compact.h"
+#include "memtrack/codec/frame_walker.h"
 #include "memtrack/codec/seek_table.h"
 #include "memtrack/workload/realistic_events.h"
 #include "pipeline/zstd_frames.h"
@@ -174,6 +176,35 @@ TEST(StreamEncoder, CompactFramesAreTheCodecsForEveryWorkerCountAndInFlightCap) 
   too_big.compact = true;
   too_big.frame_events = codec::kMaxCompactFrameEvents + 1;
   EXPECT_THROW(StreamEncoder(sink, too_big), std::runtime_error);
+}
+
+TEST(StreamEncoder, CompactFramesCarryTheirEventsStacksAtTheirFirstEvent) {
+  auto events = EventGenerator(13).take(5'000);
+  for (std::size_t i = 0; i < events.size(); ++i)
+    events[i].stack = events[i].kind == codec::EventKind::Free ? 0 : static_cast<std::uint32_t>(1 + i % 7);
+  for (const unsigned workers : {1u, 3u}) {
+    SCOPED_TRACE("workers " + std::to_string(workers));
+    EncoderOptions options = small_frames(256, workers, 3);
+    options.compact = true;
+    options.compact_stacks = true;
+    const auto bytes = encode_push(events, options);
+    codec::MemorySource source(bytes);
+    codec::FrameWalker walker(source, "a");
+    std::size_t seen = 0, frames = 0;
+    for (auto item = walker.next(); item != codec::FrameWalker::Item::end; item = walker.next()) {
+      if (item != codec::FrameWalker::Item::events) continue;
+      const codec::FrameStacks& st = walker.stacks();
+      ASSERT_TRUE(st.present);
+      EXPECT_EQ(st.first_event, seen);
+      ASSERT_EQ(st.ids.size(), walker.events().size());
+      for (std::size_t i = 0; i < st.ids.size(); ++i) ASSERT_EQ(st.ids[i], events[seen + i].stack) << seen + i;
+      seen += st.ids.size();
+      ++frames;
+    }
+    EXPECT_TRUE(walker.status().is_ok()) << walker.status().message();
+    EXPECT_EQ(seen, events.size());
+    EXPECT_EQ(frames, (events.size() + 255) / 256);
+  }
 }
 
 TEST(StreamEncoder, DerivedCapMatchesExplicitCapBytes) {

@@ -7,6 +7,7 @@
 
 #include "common/fixtures.h"
 #include "common/run.h"
+#include "memtrack/codec/seek_table.h"
 
 namespace memtrack::testing {
 namespace {
@@ -70,6 +71,65 @@ TEST(CompactCli, ARecordingWithStacksReadsAsItsCodspeedConversion) {
   }
   const auto d = run(mt() + " diff --json " + tmp("rec.compact") + " " + tmp("rec.msgpack"));
   EXPECT_EQ(d.status, 0) << d.err;
+}
+
+// The frame index's entries of `path`: {data frames, context frames} (a context frame's decompressed size is 0).
+std::pair<std::size_t, std::size_t> frame_kinds(const std::string& path) {
+  const std::string s = slurp(path);
+  const auto* b = reinterpret_cast<const std::byte*>(s.data());
+  codec::Status status;
+  const std::uint64_t size = codec::seek_table_size({b + s.size() - codec::kSeekTableFooterSize,
+                                                     codec::kSeekTableFooterSize}, s.size(), status);
+  EXPECT_TRUE(status.is_ok() && size != 0) << path;
+  if (size == 0) return {};
+  codec::SeekTable table;
+  EXPECT_TRUE(codec::parse_seek_table({b + s.size() - size, size}, s.size(), table).is_ok()) << path;
+  std::pair<std::size_t, std::size_t> out;
+  for (const auto& f : table.frames) (f.decompressed_size == 0 ? out.second : out.first) += 1;
+  return out;
+}
+
+TEST(CompactCli, ConvertMovesTheStacksOfEveryFrameIntoItAndBack) {
+  // A compatible recording with stacks of several full frames (a malloc per Python object).
+  must(mt() + " record -q -o " + tmp("multi.plain") +
+       " -- env PYTHONMALLOC=malloc /usr/bin/python3 -c 'x = [str(i) * 2 for i in range(60000)]'");
+  must(mt() + " convert --to compact " + tmp("multi.plain") + " -o " + tmp("multi.compact"));
+  const auto plain = frame_kinds(tmp("multi.plain")), compact = frame_kinds(tmp("multi.compact"));
+  ASSERT_GE(plain.first, 3u);
+  EXPECT_EQ(compact.first, plain.first);
+  // Each data frame's EventStacks context frame is gone into it (compact version 5).
+  EXPECT_EQ(compact.second, plain.second - plain.first);
+  // And back: a context frame of stacks after each data frame again, readers seeing the same records.
+  must(mt() + " convert --to codspeed --level -2 " + tmp("multi.compact") + " -o " + tmp("multi.back"));
+  EXPECT_EQ(frame_kinds(tmp("multi.back")), plain);
+  must(mt() + " convert --to compact " + tmp("multi.back") + " -o " + tmp("multi.again"));
+  EXPECT_EQ(slurp(tmp("multi.again")), slurp(tmp("multi.compact")));
+  for (const std::string command : {" decode --context", " decode --context --frames 1:3",
+                                    " stats --json | grep -v bytes", " top --by count", " stats --regions"}) {
+    SCOPED_TRACE(command);
+    const auto a = run(mt() + command + " " + tmp("multi.plain") + " 2>&1 | sed s/multi.plain/X/");
+    const auto b = run(mt() + command + " " + tmp("multi.compact") + " 2>&1 | sed s/multi.compact/X/");
+    const auto c = run(mt() + command + " " + tmp("multi.back") + " 2>&1 | sed s/multi.back/X/");
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_EQ(a.out, c.out);
+    EXPECT_FALSE(a.out.empty());
+  }
+  const auto stacks = run(mt() + " decode --context-only " + tmp("multi.compact") + " | grep -c EventStacks");
+  EXPECT_EQ(std::stoul(stacks.out), plain.first);
+}
+
+TEST(CompactCli, AnEmptyRecordingKeepsItsEmptyStacksRecordInBothEncodings) {
+  // Paused from the start, /bin/true records no event: one empty frame, whose compact content is empty.
+  must(mt() + " record -q --paused -o " + tmp("empty.plain") + " -- /bin/true");
+  must(mt() + " record -q --paused --compact -o " + tmp("empty.compact") + " -- /bin/true");
+  must(mt() + " convert --to compact " + tmp("empty.plain") + " -o " + tmp("empty.converted"));
+  const std::string grep = " | grep -c '\"context\":\"EventStacks\",\"first_event\":0,\"ids\":\\[\\]'";
+  for (const std::string file : {"empty.plain", "empty.compact", "empty.converted"}) {
+    SCOPED_TRACE(file);
+    EXPECT_EQ(run(mt() + " stats --json " + tmp(file) + " | grep -o '\"events\":[0-9]*' | head -1").out,
+              "\"events\":0\n");
+    EXPECT_EQ(run(mt() + " decode --context-only " + tmp(file) + grep).out, "1\n");
+  }
 }
 
 TEST(CompactCli, DamageInACompactFrameIsNamedAndSalvagedOver) {

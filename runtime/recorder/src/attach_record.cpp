@@ -290,7 +290,9 @@ AttachResult attach(const AttachOptions& given) {
       encoder.level = options.level;
       encoder.compact = options.compact;
       encoder.context = &channel;
+      // (compact: in the data frame itself, compact version 5, but for an empty stream's one empty frame).
       if (options.stack_depth != 0) encoder.frame_context = event_stacks_records;
+      encoder.compact_stacks = options.stack_depth != 0 && options.compact;
       pipeline::EncoderStats stats;
       encode_status = pipeline::encode_stream(reader, sink, encoder, &stats);
       artifact_bytes = stats.bytes_out;

@@ -73,7 +73,9 @@ ReaderOutcome read_and_encode(RingReader& reader, SharedRing& ring, int fd, cons
       encoder.compact = options.compact;
       encoder.context = context;
       // Each data frame's stacks, right after it (built in the parallel encode stage).
+      // (compact: in the data frame itself, compact version 5, but for an empty stream's one empty frame).
       if (options.stack_depth != 0) encoder.frame_context = event_stacks_records;
+      encoder.compact_stacks = options.stack_depth != 0 && options.compact;
       pipeline::EncoderStats stats;
       outcome.status = pipeline::encode_stream(reader, sink, encoder, &stats);
       outcome.artifact_bytes = stats.bytes_out;

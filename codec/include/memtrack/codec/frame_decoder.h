@@ -36,9 +36,9 @@ class FrameDecoder {
   // returns ok, or returns an error whose message says what was wrong (without file name or frame index:
   // the caller knows them) and leaves `out` as it was. `decompressed_bytes` receives the frame's content size;
   // `foreign` the frame's foreign events (positions counted among the frame's events; without it they are
-  // skipped).
+  // skipped); `stacks` a compact frame's own stacks (FrameStacks: present false for any other frame).
   Status decode(std::span<const std::byte> frame, std::vector<Event>& out, std::size_t* decompressed_bytes = nullptr,
-                ForeignEvents* foreign = nullptr);
+                ForeignEvents* foreign = nullptr, FrameStacks* stacks = nullptr);
 
   // The largest compressed frame decode() can succeed on (zstd's bound for max_buffered_frame_bytes of
   // content). Callers reading frames by an index check sizes against it before allocating.

@@ -27,6 +27,7 @@
 
 #include "memtrack/codec/artifact_decoder.h"  // DecoderLimits
 #include "memtrack/codec/byte_source.h"
+#include "memtrack/codec/compact.h"  // FrameStacks
 #include "memtrack/codec/event.h"
 #include "memtrack/codec/foreign_event.h"
 #include "memtrack/codec/status.h"
@@ -66,6 +67,9 @@ class FrameWalker {
   [[nodiscard]] std::span<const Event> events() const;
   // Item::events: the foreign events among them (positions counted in events()), with the same lifetime.
   [[nodiscard]] const ForeignEvents& foreign() const;
+  // Item::events: a compact frame's own stacks (version 5: what an EventStacks record after the frame would
+  // hold; present false for every other frame), with the same lifetime.
+  [[nodiscard]] const FrameStacks& stacks() const;
   // Item::events: true when the frame is complete and verified (its last piece, or the whole frame).
   [[nodiscard]] bool frame_done() const;
   // The number of the current data frame (while in it), or of the next one; among data frames only.

@@ -97,6 +97,11 @@ struct EncoderOptions {
   // instead of CodSpeed-compatible msgpack; frame_events is then at most codec::kMaxCompactFrameEvents. A
   // slot then holds a codec::CompactFrameEncoder instead of the FrameSerializer (slot_bytes counts it).
   bool compact = false;
+  // With compact: every data frame carries its events' Event::stack (compact version 5's stack section, for
+  // the EventStacks record at the frame's first event that readers give back with it), instead of an
+  // EventStacks record from frame_context, which is then called for an empty frame only (an empty stream's
+  // one frame, whose compact content is empty: its record stays a context record).
+  bool compact_stacks = false;
 };
 
 struct EncoderStats {
