@@ -13,19 +13,18 @@
 #            render_performance.py reads it (run_suite.sh --with-record writes attach_cost.tsv)
 set -euo pipefail
 
-build=$(cd "${1:-build/release}" && pwd)
+here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/record_common.sh
+source "$here/bench/record_common.sh"
+use_build "${1:-$here/build/release}"
 rounds=${2:-5}
 threads=${3:-1}
 iters=${4:-3000000}
-tsv=${5:-}
-if [[ $tsv == - ]]; then tsv=""; fi
-memtrack="$build/bin/memtrack"
+use_tsv "${5:-}"
 prog="$build/tests/programs/attach_loop"
-[[ -x $memtrack && -x $prog ]] || { echo "attach_cost.sh: need $memtrack and $prog (build with tests)" >&2; exit 1; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+[[ -x $prog ]] || { echo "attach_cost.sh: need $prog (build with tests)" >&2; exit 2; }
+make_work
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 events() { "$memtrack" stats "$1" | awk '$1 == "events" { print $2; exit }'; }
 
 for ((r = 1; r <= rounds; r++)); do

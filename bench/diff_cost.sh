@@ -15,45 +15,42 @@
 #             EVENTS / 4 operations per thread (a free and a malloc each), within a few events
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-build/release}
-tsv=${2:-}
-if [[ $tsv == - ]]; then tsv=""; fi
+# shellcheck source=bench/record_common.sh
+source "$here/bench/record_common.sh"
+use_build "${1:-$here/build/release}"
+use_tsv "${2:-}"
 shift $(($# > 2 ? 2 : $#))
 sizes=("$@")
 ((${#sizes[@]})) || sizes=(1000000 10000000)
-memtrack=$build/bin/memtrack
-[[ -x $memtrack ]] || { echo "diff_cost.sh: no $memtrack (build first)" >&2; exit 2; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cc -O2 -fomit-frame-pointer -pthread "$here/bench/churn_deep.c" -o "$dir/churn_deep"
+make_work
+build_churn_deep "$work"
 
-# timed NAME CMD...: runs CMD with stdout discarded, leaves "wall user system max_rss_kib" in $dir/NAME.time
-timed() {
+# measure NAME CMD...: runs CMD with stdout discarded, leaves "wall user system max_rss_kib" in $work/NAME.time
+measure() {
   local name=$1
   shift
-  /usr/bin/time -o "$dir/$name.time" -f '%e %U %S %M' "$@" > /dev/null 2> "$dir/$name.err" ||
-    { echo "diff_cost.sh: $* failed:" >&2; cat "$dir/$name.err" >&2; exit 1; }
+  /usr/bin/time -o "$work/$name.time" -f '%e %U %S %M' "$@" > /dev/null 2> "$work/$name.err" ||
+    { echo "diff_cost.sh: $* failed:" >&2; cat "$work/$name.err" >&2; exit 1; }
 }
 
 printf 'events\tartifact_bytes\tdiff_wall_s\tdiff_cpu_s\tdiff_max_rss_kib\tstats_wall_s\tstats_cpu_s\tstats_max_rss_kib\n'
-if [[ -n $tsv ]]; then : > "$tsv"; fi
+[[ -z $tsv ]] || : > "$tsv"
 for n in "${sizes[@]}"; do
   for side in base head; do
-    "$memtrack" record -o "$dir/$side.mt" -- "$dir/churn_deep" 2 $((n / 4)) 24 > /dev/null 2> "$dir/record.err" ||
-      { cat "$dir/record.err" >&2; exit 1; }
+    "$memtrack" record -o "$work/$side.mt" -- "$work/churn_deep" 2 $((n / 4)) 24 > /dev/null 2> "$work/record.err" ||
+      { cat "$work/record.err" >&2; exit 1; }
   done
-  events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$dir/record.err")
-  timed stats_base "$memtrack" stats "$dir/base.mt"
-  timed stats_head "$memtrack" stats "$dir/head.mt"
-  timed diff "$memtrack" diff "$dir/base.mt" "$dir/head.mt"
-  read -r dwall duser dsys drss < "$dir/diff.time"
-  read -r bwall buser bsys brss < "$dir/stats_base.time"
-  read -r hwall huser hsys hrss < "$dir/stats_head.time"
-  line=$(awk -v e="$events" -v a="$(stat -c %s "$dir/head.mt")" -v dw="$dwall" -v du="$duser" -v ds="$dsys" \
+  events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$work/record.err")
+  measure stats_base "$memtrack" stats "$work/base.mt"
+  measure stats_head "$memtrack" stats "$work/head.mt"
+  measure diff "$memtrack" diff "$work/base.mt" "$work/head.mt"
+  read -r dwall duser dsys drss < "$work/diff.time"
+  read -r bwall buser bsys brss < "$work/stats_base.time"
+  read -r hwall huser hsys hrss < "$work/stats_head.time"
+  line=$(awk -v e="$events" -v a="$(stat -c %s "$work/head.mt")" -v dw="$dwall" -v du="$duser" -v ds="$dsys" \
     -v dr="$drss" -v bw="$bwall" -v bu="$buser" -v bs="$bsys" -v br="$brss" -v hw="$hwall" -v hu="$huser" \
     -v hs="$hsys" -v hr="$hrss" 'BEGIN {
       printf "%s\t%s\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%s", e, a, dw, du + ds, dr, bw + hw, bu + bs + hu + hs,
         (br > hr ? br : hr) }')
-  echo "$line"
-  if [[ -n $tsv ]]; then echo "$line" >> "$tsv"; fi
+  emit "$line"
 done

@@ -21,7 +21,7 @@
 #   quick: sqlite3, perl and the git loop only (run_suite.sh --smoke);
 #   bench/render_performance.py --section real-programs reads it as real_programs.tsv.
 #   prints one line per workload: name events processes stack_nodes native_s nostacks_s stacks_s heaptrack_s
-#   same_output (heaptrack_s 0 where heaptrack was not run; same_output yes or no)
+#   same_output rounds (heaptrack_s 0 where heaptrack was not run; same_output yes or no)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -149,11 +149,11 @@ workload() {
   local htm=0
   [[ ! -f $key.heaptrack.times ]] || htm=$(median < "$key.heaptrack.times")
   emit "$name" "$events" "$processes" "${nodes:-0}" "$(median < "$key.native.times")" \
-    "$(median < "$key.nostacks.times")" "$(median < "$key.stacks.times")" "$htm" "$same"
+    "$(median < "$key.nostacks.times")" "$(median < "$key.stacks.times")" "$htm" "$same" "$rounds"
 }
 
 if [[ -n $tsv ]]; then : > "$tsv"; fi
-printf 'name\tevents\tprocesses\tstack_nodes\tnative_s\tnostacks_s\tstacks_s\theaptrack_s\tsame_output\n'
+printf 'name\tevents\tprocesses\tstack_nodes\tnative_s\tnostacks_s\tstacks_s\theaptrack_s\tsame_output\trounds\n'
 workload sqlite3 1 0 "" sqlite3 ":memory:" ".read $work/load.sql"
 workload perl 1 0 "" perl -e 'my %h; for my $i (1 .. 100000) { $h{"k$i"} = [$i, "v" x ($i % 40)] }
   my $s = 0; $s += length($_->[1]) for values %h; print "$s\n"'

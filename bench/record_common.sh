@@ -8,6 +8,12 @@ build_churn() {
   cc -O2 -pthread "$(dirname "${BASH_SOURCE[0]}")/../tests/integration/programs/churn.c" -o "$1/churn"
 }
 
+# build_churn_deep DIR: compiles bench/churn_deep.c (threads of malloc/free at a chosen call depth) to
+# DIR/churn_deep, without frame pointers like most distributions' code.
+build_churn_deep() {
+  cc -O2 -fomit-frame-pointer -pthread "$(dirname "${BASH_SOURCE[0]}")/churn_deep.c" -o "$1/churn_deep"
+}
+
 # require_memtrack BUILD_DIR: exits 2, naming the calling script, unless BUILD_DIR/bin/memtrack is built.
 require_memtrack() {
   [[ -x $1/bin/memtrack ]] || { echo "$(basename "$0"): no $1/bin/memtrack (build first)" >&2; exit 2; }

@@ -20,7 +20,7 @@ base=${BASE_BUILD:+$(cd "$BASE_BUILD" && pwd)}
 [[ -z $base ]] || require_memtrack "$base"
 
 make_work
-cc -O2 -fomit-frame-pointer -pthread "$here/bench/churn_deep.c" -o "$work/churn_deep"
+build_churn_deep "$work"
 prog=("$work/churn_deep" "$threads" "$ops" "$depth")
 
 for ((r = 1; r <= rounds; r++)); do

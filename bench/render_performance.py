@@ -69,7 +69,7 @@ RECORD_COST_THREADS = [1, 2, 4, 8]
 RECORD_COST_SECTION = "## Recording cost per process, per thread and in the transport"
 ATTACH_COST_SECTION = "## Attaching to a running process"
 REAL_PROGRAMS_HEADER = ["name", "events", "processes", "stack_nodes", "native_s", "nostacks_s", "stacks_s",
-                        "heaptrack_s", "same_output"]
+                        "heaptrack_s", "same_output", "rounds"]
 REAL_PROGRAMS_SECTION = "## Recording programs nobody here wrote"
 # issue 26: with stacks, sqlite3 at most 2.0x native, python3 --python-malloc and perl at most 1.5x; on the
 # multi-process workloads stacks at most 1.2x the --no-stacks time
@@ -667,12 +667,13 @@ def load_real_programs(path):
         lines = [line.split("\t") for line in f.read().split("\n") if line.strip()]
     runs = []
     for n, cols in enumerate(lines, 1):
-        if cols == REAL_PROGRAMS_HEADER:
+        if cols == REAL_PROGRAMS_HEADER or cols == REAL_PROGRAMS_HEADER[:-1]:
             continue
-        if len(cols) != len(REAL_PROGRAMS_HEADER):
+        # Lines written before the rounds column existed have one field less: their rounds are unknown.
+        if len(cols) not in (len(REAL_PROGRAMS_HEADER), len(REAL_PROGRAMS_HEADER) - 1):
             raise ValueError(f"{path}:{n}: {len(cols)} fields, expected {len(REAL_PROGRAMS_HEADER)}")
         try:
-            r = {"name": cols[0], "same_output": cols[8]}
+            r = {"name": cols[0], "same_output": cols[8], "rounds": int(cols[9]) if len(cols) > 9 else None}
             for k, v in zip(REAL_PROGRAMS_HEADER[1:8], cols[1:8]):
                 r[k] = float(v)
         except ValueError:
@@ -688,7 +689,9 @@ def render_real_programs(runs, alone=None):
     w = out.append
     w(REAL_PROGRAMS_SECTION)
     w("")
-    w("bench/real_programs.sh, interleaved rounds, medians of wall time: each program natively, under `memtrack "
+    rounds = {r["rounds"] for r in runs}
+    phrase = rounds_phrase(rounds.pop()) if len(rounds) == 1 and None not in rounds else "interleaved rounds, medians"
+    w(f"bench/real_programs.sh, {phrase} of wall time: each program natively, under `memtrack "
       "record --no-stacks`, under `memtrack record` (stacks, the default) and, for the single-process ones, under "
       "heaptrack (which follows the first process of a tree only). The workloads are the script's (sqlite3's "
       "inserts, index and queries in memory; a perl hash; jq building and grouping objects; python3 building a "

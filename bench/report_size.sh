@@ -30,32 +30,29 @@
 #             makes for EVENTS / 4 operations per thread (a free and a malloc each), within a few events
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-build/release}
-tsv=${2:-}
-if [[ $tsv == - ]]; then tsv=""; fi
+# shellcheck source=bench/record_common.sh
+source "$here/bench/record_common.sh"
+use_build "${1:-$here/build/release}"
+use_tsv "${2:-}"
 shift $(($# > 2 ? 2 : $#))
 sizes=("$@")
 ((${#sizes[@]})) || sizes=(1048576 16777216)
-memtrack=$build/bin/memtrack
-for tool in "$memtrack" "$build/bin/memtrack-gen-events"; do
-  [[ -x $tool ]] || { echo "report_size.sh: no $tool (build first)" >&2; exit 2; }
-done
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cc -O2 -fomit-frame-pointer -pthread "$here/bench/churn_deep.c" -o "$dir/churn_deep"
+[[ -x $build/bin/memtrack-gen-events ]] || { echo "report_size.sh: no $build/bin/memtrack-gen-events (build first)" >&2; exit 2; }
+make_work
+build_churn_deep "$work"
 
-# timed NAME CMD...: runs CMD with stdout to $dir/NAME.out, leaves "wall user max_rss_kib" in $dir/NAME.time
-timed() {
+# measure NAME CMD...: runs CMD with stdout to $work/NAME.out, leaves "wall user max_rss_kib" in $work/NAME.time
+measure() {
   local name=$1
   shift
-  /usr/bin/time -o "$dir/$name.time" -f '%e %U %M' "$@" > "$dir/$name.out" 2> "$dir/$name.err" ||
-    { echo "report_size.sh: $* failed:" >&2; cat "$dir/$name.err" >&2; exit 1; }
+  /usr/bin/time -o "$work/$name.time" -f '%e %U %M' "$@" > "$work/$name.out" 2> "$work/$name.err" ||
+    { echo "report_size.sh: $* failed:" >&2; cat "$work/$name.err" >&2; exit 1; }
 }
 
 printf 'variant\tevents\tartifact_bytes\tpage_bytes\treport_wall_s\treport_user_s\treport_max_rss_kib\t'
 printf 'stats_wall_s\tstats_user_s\tstats_columns\ttop_columns\n'
-if [[ -n $tsv ]]; then : > "$tsv"; fi
-cat > "$dir/compile.cpp" <<'SRC'
+[[ -z $tsv ]] || : > "$tsv"
+cat > "$work/compile.cpp" <<'SRC'
 #include <iostream>
 #include <map>
 #include <regex>
@@ -74,36 +71,35 @@ for variant in events stacks compile procs40; do
   for n in "${sizes[@]}"; do
     if [[ $variant == procs40 ]]; then
       [[ $n == "${sizes[0]}" ]] || continue  # one recording
-      "$memtrack" record -o "$dir/a.mt" -- sh -c 'for i in $(seq 40); do sort /etc/services >/dev/null; done' \
-        > /dev/null 2> "$dir/record.err" || { cat "$dir/record.err" >&2; exit 1; }
-      events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$dir/record.err")
+      "$memtrack" record -o "$work/a.mt" -- sh -c 'for i in $(seq 40); do sort /etc/services >/dev/null; done' \
+        > /dev/null 2> "$work/record.err" || { cat "$work/record.err" >&2; exit 1; }
+      events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$work/record.err")
     elif [[ $variant == compile ]]; then
       [[ $n == "${sizes[0]}" ]] || continue  # one recording
       [[ -z ${MEMTRACK_BENCH_SMOKE:-} ]] || continue  # a real compile: not at smoke sizes
-      "$memtrack" record -o "$dir/a.mt" -- g++ -O1 -c "$dir/compile.cpp" -o "$dir/compile.o" > /dev/null \
-        2> "$dir/record.err" || { cat "$dir/record.err" >&2; exit 1; }
-      events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$dir/record.err")
+      "$memtrack" record -o "$work/a.mt" -- g++ -O1 -c "$work/compile.cpp" -o "$work/compile.o" > /dev/null \
+        2> "$work/record.err" || { cat "$work/record.err" >&2; exit 1; }
+      events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$work/record.err")
     elif [[ $variant == events ]]; then
-      "$build/bin/memtrack-gen-events" "$n" | "$memtrack" encode -o "$dir/a.mt"
+      "$build/bin/memtrack-gen-events" "$n" | "$memtrack" encode -o "$work/a.mt"
       events=$n
     else
-      "$memtrack" record -o "$dir/a.mt" -- "$dir/churn_deep" 2 $((n / 4)) 24 > /dev/null 2> "$dir/record.err" ||
-        { cat "$dir/record.err" >&2; exit 1; }
-      events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$dir/record.err")
+      "$memtrack" record -o "$work/a.mt" -- "$work/churn_deep" 2 $((n / 4)) 24 > /dev/null 2> "$work/record.err" ||
+        { cat "$work/record.err" >&2; exit 1; }
+      events=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$work/record.err")
     fi
-    timed report "$memtrack" report "$dir/a.mt" -o "$dir/a.html"
-    timed stats "$memtrack" stats "$dir/a.mt"
-    read -r wall user rss < "$dir/report.time"
-    read -r swall suser _ < "$dir/stats.time"
-    scols=$(columns "$dir/stats.out")
+    measure report "$memtrack" report "$work/a.mt" -o "$work/a.html"
+    measure stats "$memtrack" stats "$work/a.mt"
+    read -r wall user rss < "$work/report.time"
+    read -r swall suser _ < "$work/stats.time"
+    scols=$(columns "$work/stats.out")
     tcols=0
     if [[ $variant != events ]]; then  # the others have call stacks
-      "$memtrack" top "$dir/a.mt" > "$dir/top.out" 2> "$dir/top.err" || { cat "$dir/top.err" >&2; exit 1; }
-      tcols=$(columns "$dir/top.out")
+      "$memtrack" top "$work/a.mt" > "$work/top.out" 2> "$work/top.err" || { cat "$work/top.err" >&2; exit 1; }
+      tcols=$(columns "$work/top.out")
     fi
-    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$variant" "$events" "$(stat -c %s "$dir/a.mt")" \
-      "$(stat -c %s "$dir/a.html")" "$wall" "$user" "$rss" "$swall" "$suser" "$scols" "$tcols")
-    echo "$line"
-    if [[ -n $tsv ]]; then echo "$line" >> "$tsv"; fi
+    line=$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$variant" "$events" "$(stat -c %s "$work/a.mt")" \
+      "$(stat -c %s "$work/a.html")" "$wall" "$user" "$rss" "$swall" "$suser" "$scols" "$tcols")
+    emit "$line"
   done
 done

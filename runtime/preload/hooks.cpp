@@ -245,7 +245,7 @@ __attribute__((constructor)) static void memtrack_preload_init() {
   if (memtrack::preload::loaded_for_attach()) return;
   if (memtrack::preload::g_state.load(std::memory_order_acquire) == memtrack::preload::kUnattached)
     memtrack::preload::attach();
-  memtrack::preload::stacks_load_fallback();
+  // libunwind is not loaded here but at the program's first dlopen (stacks.h, stacks_load_fallback_at_dlopen).
   memtrack::preload::patch_new_images(false);  // allocators the PLT does not reach (patch/sites.h)
   memtrack::preload::python_attach();          // CPython's allocator domains (python.h)
 }

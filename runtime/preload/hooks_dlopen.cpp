@@ -21,6 +21,7 @@
 
 #include "patch/sites.h"
 #include "resolve.h"
+#include "stacks.h"
 
 namespace memtrack::preload {
 namespace {
@@ -171,6 +172,7 @@ MEMTRACK_EXPORT void* dlopen(const char* file, int mode) {
   const void* return_address = __builtin_return_address(0);
   const auto real = next_fn<DlopenFn>(g_real_dlopen, "dlopen");
   const auto real_close = next_fn<DlcloseFn>(g_real_dlclose, "dlclose");
+  stacks_load_fallback_at_dlopen();  // the unwinder's fallback, where the program takes the loader's locks anyway
   char path[PATH_MAX];
   const bool found = caller_path(file, return_address, real, real_close, path, sizeof path);
   void* h = real(found ? path : file, mode);

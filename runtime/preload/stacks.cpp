@@ -353,6 +353,8 @@ void populate_for_write(void* p, size_t len) {
   (void)syscall(SYS_madvise, p, len, MADV_POPULATE_WRITE);
 }
 
+void say_fallback_unavailable();
+
 }  // namespace
 
 void stacks_attach() {
@@ -377,6 +379,7 @@ void stacks_attach() {
   populate_for_write(g_tree.slots, size_t{kTier[0].mask + 1} * 4);
   populate_for_write(g_tree.addresses, 4096);
   populate_for_write(g_tree.parents, 4096);
+  memtrack_unwind_on_fallback_unavailable(say_fallback_unavailable);
   if (ThreadStacks* t = thread_stacks_if_any()) t->len = 0;
   scan_modules();
 }
@@ -385,6 +388,25 @@ void stacks_load_fallback() {
   if (g_stack_depth == 0) return;
   EntryScope scope;  // dlopen's own allocations are memtrack's, not the program's: nested, not recorded
   (void)memtrack_unwind_init(real_dlopen, dlsym);  // our dlopen hook would search paths and patch libunwind
+}
+
+namespace {
+constinit std::atomic<bool> g_fallback_requested{false};
+
+// memtrack_unwind_on_fallback_unavailable's hook: inside a capture, so say() (raw system calls) only.
+void say_fallback_unavailable() {
+  say("a frame without a compact unwind rule ends this stack: libunwind, the fallback for such frames, is not "
+      "loaded (under record it is loaded at the program's first dlopen, if installed: docs/RUNTIME.md, \"Call "
+      "stacks\")");
+}
+}  // namespace
+
+void stacks_load_fallback_at_dlopen() {
+  if (g_stack_depth == 0 || in_entry()) return;  // stacks off, or a dlopen from inside a hooked call
+  if (g_fallback_requested.load(std::memory_order_relaxed) ||
+      g_fallback_requested.exchange(true, std::memory_order_relaxed))
+    return;  // one thread loads it (memtrack_unwind_init must not race with itself)
+  stacks_load_fallback();
 }
 
 namespace {

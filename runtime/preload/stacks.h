@@ -17,14 +17,19 @@ extern uint32_t g_stack_depth;
 inline constexpr uint32_t kMaxStackDepth = 256;
 
 // At attach, after the image's NoteExec: maps the trace tree and notes every module of the image (the
-// unwinder's fallback is loaded by stacks_load_fallback, below). A fork child keeps the parent's tree and
+// unwinder's fallback is loaded later: stacks_load_fallback, below). A fork child keeps the parent's tree and
 // module list (copy-on-write) and needs nothing.
 void stacks_attach();
-// Loads libunwind, the fallback for frames without a compact rule (stacks end there without it). Called from
-// the preload's constructor only, never from attach: attach can run inside an event, and dlopen allocates,
-// so inside an allocator's own initialisation (static jemalloc maps its first pages while holding its init
-// lock, before our constructor runs) it would deadlock. Frames before the constructor use the own unwinder.
+// Loads libunwind, the fallback for frames without a compact rule (stacks end there without it). Never from
+// attach or from inside a hooked call: attach can run inside an event, and dlopen allocates, so inside an
+// allocator's own initialisation (static jemalloc maps its first pages while holding its init lock, before
+// our constructor runs) it would deadlock. `memtrack attach` calls it on the tool's chosen thread.
 void stacks_load_fallback();
+// Under `record`: called by the dlopen hook before the program's own dlopen (not one from inside a hooked
+// call): loads libunwind there, once per image, where the program itself is about to take the loader's
+// locks. Until then (and in an image that never dlopens) a frame without a compact rule ends its stack, and
+// the first such frame says so in record's summary (docs/RUNTIME.md, "Call stacks": why not at startup).
+void stacks_load_fallback_at_dlopen();
 
 // In a fork child, on its one thread (after_fork_in_child): the thread's capture state belongs to it.
 void stacks_after_fork();

@@ -550,4 +550,26 @@ TEST(StacksRecordCxx, DemangledNamesAndAnInlinedFrame) {
   fs::remove_all(dir);
 }
 
+// The unwinder's fallback (libunwind) for a frame without a compact rule is loaded at the program's first
+// dlopen, not at startup (docs/RUNTIME.md, "Call stacks"): before it such a frame ends its stack, said once in
+// the summary; after it the same chain unwinds through it to main.
+TEST(StacksFallback, LibunwindIsLoadedAtTheFirstDlopen) {
+  const fs::path dir = scratch_dir();
+  const Ran r = run({kMemtrack, "record", "-o", (dir / "f.msgpack").string(), "--", kPrograms + "/stacks_fallback"},
+                    {}, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("libunwind before dlopen: not mapped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("libunwind after dlopen: mapped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a frame without a compact unwind rule ends this stack"), std::string::npos) << r.err;
+  const Artifact a = read_artifact(dir / "f.msgpack");
+  const Stacks s(a);
+  ASSERT_EQ(events_of_size(a, 1011).size(), 1u);
+  ASSERT_EQ(events_of_size(a, 1012).size(), 1u);
+  const Names before = s.functions_of(events_of_size(a, 1011)[0]);
+  EXPECT_EQ(before, (Names{"fallback_alloc", "expr_frame"})) << joined(before);
+  const Names after = s.functions_of(events_of_size(a, 1012)[0]);
+  EXPECT_EQ(head(after, 4), (Names{"fallback_alloc", "expr_frame", "expr_outer", "main"})) << joined(after);
+  fs::remove_all(dir);
+}
+
 }  // namespace

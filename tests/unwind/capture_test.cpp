@@ -98,6 +98,35 @@ TEST(UnwindCapture, CachedAndUncachedAgree) {
   EXPECT_EQ(misses[1], 0u);
 }
 
+// The same in both tables of the rule cache: a process starts with the small one and moves to the big one
+// after 512 rules computed (docs/UNWIND.md).
+TEST(UnwindCapture, CachedAndUncachedAgreeInBothTables) {
+  for (int round = 0; round < 64 && memtrack_unwind_get_stats().cache_tier == 0; ++round) {
+    SCOPED_TRACE(round);
+    memtrack_unwind_invalidate();
+    std::uint64_t misses[2];
+    for (auto& m : misses) {
+      const auto before = memtrack_unwind_get_stats().misses;
+      run_and_check(memtrack::unwind_test::run_chain, 24);
+      m = memtrack_unwind_get_stats().misses - before;
+    }
+    EXPECT_GE(misses[0], 24u);
+    if (memtrack_unwind_get_stats().cache_tier == 0) {  // not the round that moved
+      EXPECT_EQ(misses[1], 0u);
+    }
+  }
+  ASSERT_EQ(memtrack_unwind_get_stats().cache_tier, 1u);
+  memtrack_unwind_invalidate();
+  std::uint64_t misses[2];
+  for (auto& m : misses) {
+    const auto before = memtrack_unwind_get_stats().misses;
+    run_and_check(memtrack::unwind_test::run_chain, 24);
+    m = memtrack_unwind_get_stats().misses - before;
+  }
+  EXPECT_GE(misses[0], 24u);
+  EXPECT_EQ(misses[1], 0u);
+}
+
 // Walks the frame-pointer chain from the leaf: [rbp] is the caller's rbp, [rbp + 8] the return address.
 __attribute__((noinline, optimize("no-omit-frame-pointer"))) void fp_leaf(Chain* chain) {
   auto* capture = static_cast<Capture*>(chain->arg);

@@ -51,24 +51,44 @@ memtrack_unwind_capture:
 namespace memtrack::unwind {
 namespace {
 
-// The cache: a direct-mapped table of 2^16 slots (1 MiB, touched only where used: in .bss unless
-// memtrack_unwind_use_cache_memory gave other memory). Each slot is a
-// sequence-locked pair: `tag` holds the address in its upper 48 bits and a sequence number in its lower 16
-// (odd while a writer owns the slot); `value` holds the packed rule in its lower 48 bits and the generation
-// it was computed in in its upper 16. Readers never write; a writer that finds the slot owned gives up
-// (the rule is recomputed on a later miss), so no one waits.
+// The cache: two tables of sequence-locked slots (touched only where used: in .bss unless
+// memtrack_unwind_use_cache_memory gave other memory). Each slot: `tag` holds the address in its upper 48 bits
+// and a sequence number in its lower 16 (odd while a writer owns the slot); `value` holds the packed rule in
+// its lower 48 bits and the generation it was computed in in its upper 16. Readers never write; a writer that
+// finds the slot owned gives up (the rule is recomputed on a later miss), so no one waits.
+//
+// Tier 0, the first table a process uses: 1,024 slots (16 KiB, 4 pages) in sets of 4 (a set is one 64-byte
+// cache line), the set from a hash of the whole address. Tier 1: 2^16 slots (1 MiB), direct-mapped by code page
+// (slot_index below). Why two: every page of the cache a process touches is a page fault (a copy-on-write
+// copy of the tables' memfd page, stacks.cpp), and a shell or a build starts thousands of short processes: one
+// `git --version` computes about 130 rules from about 60 KiB of code, so tier 1 alone touched about 60 of its
+// pages (perf, issue 26's git loop). A process that computes kTier0Misses rules (its working set no longer fits
+// tier 0 comfortably) moves to tier 1 for good; tier 0's rules stay valid where a thread still reads them, and
+// tier 1 fills as rules miss again.
 constexpr unsigned kCacheBits = 16;
 struct alignas(16) Slot {
   std::atomic<std::uint64_t> tag{0};
   std::atomic<std::uint64_t> value{0};
 };
 constexpr std::size_t kCacheSlots = std::size_t{1} << kCacheBits;
-Slot g_static_cache[kCacheSlots];
-Slot* g_cache = g_static_cache;
+constexpr unsigned kTier0SetBits = 8, kTier0Ways = 4;
+constexpr std::size_t kTier0Slots = (std::size_t{1} << kTier0SetBits) * kTier0Ways;
+constexpr std::uint64_t kTier0Misses = 512;  // rules computed in tier 0 before the move to tier 1
+// Tier 1 at [0, kCacheSlots), tier 0 after it.
+alignas(4096) Slot g_static_cache[kCacheSlots + kTier0Slots];
+// Read on every lookup: one line.
+struct alignas(64) CacheState {
+  Slot* slots = g_static_cache;
+  std::atomic<bool> tier1{false};
+};
+CacheState g_cache_state;
 
 std::atomic<std::uint32_t> g_generation{1};
 std::atomic<std::uint64_t> g_dl_adds{0}, g_dl_subs{0};
-std::atomic<std::uint64_t> g_misses{0}, g_fallback_steps{0}, g_invalidations{0};
+std::atomic<std::uint64_t> g_misses{0}, g_fallback_steps{0}, g_invalidations{0}, g_fallback_unavailable{0};
+std::atomic<std::uint64_t> g_tier0_misses{0};
+// Called once, at the first step that needed libunwind while it was not loaded (unwind.h).
+std::atomic<void (*)(void)> g_unavailable_hook{nullptr};
 #ifdef MEMTRACK_UNWIND_TEST_HOOKS
 std::atomic<bool> g_force_fallback{false};
 inline bool forced_fallback() { return g_force_fallback.load(std::memory_order_relaxed); }
@@ -76,7 +96,8 @@ inline bool forced_fallback() { return g_force_fallback.load(std::memory_order_r
 constexpr bool forced_fallback() { return false; }
 #endif
 
-// libunwind, loaded by memtrack_unwind_init with RTLD_LOCAL. Its local-only entry points (_UL prefix):
+// libunwind, loaded by memtrack_unwind_init with RTLD_LOCAL (when the caller chooses: the preload loads it
+// only at the program's first dlopen, docs/RUNTIME.md "Call stacks"). Its local-only entry points (_UL prefix):
 // the types come from its header, the functions through these pointers only.
 struct Libunwind {
   int (*init_local2)(void* cursor, void* context, int flags);
@@ -114,11 +135,11 @@ inline std::size_t slot_index(std::uintptr_t key) {
 // slot see nothing) and marks it; the read that follows does not fault. The bits are set once per page and
 // per image, so the check is a load of one cache line that stays shared.
 constexpr std::size_t kSlotsPerPage = 4096 / sizeof(Slot);
-constexpr std::size_t kCachePages = kCacheSlots / kSlotsPerPage;
-std::atomic<std::uint64_t> g_written_pages[kCachePages / 64];
+constexpr std::size_t kCachePages = (kCacheSlots + kTier0Slots) / kSlotsPerPage;
+std::atomic<std::uint64_t> g_written_pages[(kCachePages + 63) / 64];
 
 __attribute__((noinline, cold)) void first_write(std::size_t index) {
-  g_cache[index].tag.fetch_add(0, std::memory_order_relaxed);
+  g_cache_state.slots[index].tag.fetch_add(0, std::memory_order_relaxed);
   const std::size_t page = index / kSlotsPerPage;
   g_written_pages[page / 64].fetch_or(std::uint64_t{1} << (page % 64), std::memory_order_relaxed);
 }
@@ -130,11 +151,8 @@ inline void ensure_written(std::size_t index) {
     first_write(index);
 }
 
-// Returns the packed rule of `key` if cached in the current generation, or 0 (kEmpty) otherwise.
-inline std::uint64_t cache_lookup(std::uintptr_t key, std::uint32_t generation) {
-  const std::size_t index = slot_index(key);
-  ensure_written(index);
-  const Slot& slot = g_cache[index];
+// The rule held in `slot` for `key` in `generation`, or 0 (kEmpty).
+inline std::uint64_t read_slot(const Slot& slot, std::uintptr_t key, std::uint32_t generation) {
   const std::uint64_t tag = slot.tag.load(std::memory_order_acquire);
   if ((tag >> 16) != key || (tag & 1)) return 0;
   const std::uint64_t value = slot.value.load(std::memory_order_relaxed);
@@ -144,8 +162,30 @@ inline std::uint64_t cache_lookup(std::uintptr_t key, std::uint32_t generation) 
   return value & 0xffffffffffffull;
 }
 
-void cache_store(std::uintptr_t key, std::uint32_t generation, std::uint64_t rule_bits) {
-  Slot& slot = g_cache[slot_index(key)];
+// Tier 0's set of `key`: the index of its first slot.
+inline std::size_t tier0_set(std::uintptr_t key) {
+  const std::uint64_t h = key * 0x9E3779B97F4A7C15ull;
+  return kCacheSlots + static_cast<std::size_t>(h >> (64 - kTier0SetBits)) * kTier0Ways;
+}
+
+__attribute__((noinline)) std::uint64_t tier0_lookup(std::uintptr_t key, std::uint32_t generation) {
+  const std::size_t set = tier0_set(key);
+  ensure_written(set);  // a set is in one page
+  const Slot* slots = g_cache_state.slots + set;
+  for (unsigned w = 0; w < kTier0Ways; ++w)
+    if (const std::uint64_t bits = read_slot(slots[w], key, generation)) return bits;
+  return 0;
+}
+
+// Returns the packed rule of `key` if cached in the current generation, or 0 (kEmpty) otherwise.
+inline std::uint64_t cache_lookup(std::uintptr_t key, std::uint32_t generation) {
+  if (__builtin_expect(!g_cache_state.tier1.load(std::memory_order_relaxed), 0)) return tier0_lookup(key, generation);
+  const std::size_t index = slot_index(key);
+  ensure_written(index);
+  return read_slot(g_cache_state.slots[index], key, generation);
+}
+
+void store_slot(Slot& slot, std::uintptr_t key, std::uint32_t generation, std::uint64_t rule_bits) {
   std::uint64_t tag = slot.tag.load(std::memory_order_relaxed);
   if (tag & 1) return;
   if (!slot.tag.compare_exchange_strong(tag, tag | 1, std::memory_order_acquire, std::memory_order_relaxed)) return;
@@ -153,6 +193,27 @@ void cache_store(std::uintptr_t key, std::uint32_t generation, std::uint64_t rul
   slot.value.store(rule_bits | static_cast<std::uint64_t>(generation & 0xffff) << 48, std::memory_order_relaxed);
   const std::uint64_t seq = ((tag & 0xffff) + 2) & 0xfffe;
   slot.tag.store(key << 16 | seq, std::memory_order_release);
+}
+
+// In tier 0: the set's slot holding `key` or an empty one, else the one the key's hash names (an older
+// generation's rules are as good as empty: they are never read again).
+void cache_store(std::uintptr_t key, std::uint32_t generation, std::uint64_t rule_bits) {
+  Slot* slots = g_cache_state.slots;
+  if (g_cache_state.tier1.load(std::memory_order_relaxed)) {
+    store_slot(slots[slot_index(key)], key, generation, rule_bits);
+    return;
+  }
+  Slot* set = slots + tier0_set(key);
+  Slot* victim = &set[(key >> 2) & (kTier0Ways - 1)];
+  for (unsigned w = 0; w < kTier0Ways; ++w) {
+    const std::uint64_t tag = set[w].tag.load(std::memory_order_relaxed);
+    const std::uint64_t value = set[w].value.load(std::memory_order_relaxed);
+    if ((tag >> 16) == key || tag == 0 || (value >> 48) != (generation & 0xffff)) {
+      victim = &set[w];
+      break;
+    }
+  }
+  store_slot(*victim, key, generation, rule_bits);
 }
 
 // glibc's x86_64 sigreturn trampoline, __restore_rt: "mov $15, %rax; syscall" (what libunwind and gdb
@@ -236,6 +297,9 @@ int find_module(dl_phdr_info* info, std::size_t, void* data) {
 // address if !is_return).
 __attribute__((noinline)) std::uint64_t compute_rule(std::uintptr_t key, bool is_return) {
   g_misses.fetch_add(1, std::memory_order_relaxed);
+  if (!g_cache_state.tier1.load(std::memory_order_relaxed) &&
+      g_tier0_misses.fetch_add(1, std::memory_order_relaxed) + 1 >= kTier0Misses)
+    g_cache_state.tier1.store(true, std::memory_order_relaxed);
   // For a return address, the module lookup and the trampoline check use the address itself: the
   // trampoline is entered at its first byte, which may be the first byte of its module's mapping.
   FindModule find{};
@@ -284,7 +348,14 @@ __thread bool t_in_fallback __attribute__((tls_model("initial-exec"))) = false;
 
 __attribute__((noinline)) bool fallback_step(Regs* regs) {
   const Libunwind* lib = g_libunwind.load(std::memory_order_acquire);
-  if (lib == nullptr || t_in_fallback) return false;
+  if (t_in_fallback) return false;
+  if (lib == nullptr) {
+    // Not loaded (yet): the stack ends at this frame, counted, and the first time said through the hook.
+    if (g_fallback_unavailable.fetch_add(1, std::memory_order_relaxed) == 0) {
+      if (void (*hook)(void) = g_unavailable_hook.load(std::memory_order_acquire)) hook();
+    }
+    return false;
+  }
   struct InFallback {
     InFallback() { t_in_fallback = true; }
     ~InFallback() { t_in_fallback = false; }
@@ -672,13 +743,21 @@ extern "C" bool memtrack_unwind_init(void* (*open)(const char*, int), void* (*sy
 
 extern "C" memtrack_unwind_stats memtrack_unwind_get_stats(void) {
   return {g_misses.load(std::memory_order_relaxed), g_fallback_steps.load(std::memory_order_relaxed),
-          g_invalidations.load(std::memory_order_relaxed), sizeof(g_static_cache)};
+          g_invalidations.load(std::memory_order_relaxed), sizeof(g_static_cache),
+          g_fallback_unavailable.load(std::memory_order_relaxed),
+          g_cache_state.tier1.load(std::memory_order_relaxed) ? 1u : 0u};
+}
+
+extern "C" void memtrack_unwind_on_fallback_unavailable(void (*hook)(void)) {
+  g_unavailable_hook.store(hook, std::memory_order_release);
 }
 
 extern "C" std::size_t memtrack_unwind_cache_bytes(void) { return sizeof(g_static_cache); }
 
 extern "C" void memtrack_unwind_use_cache_memory(void* memory) {
-  g_cache = static_cast<Slot*>(memory);
+  g_cache_state.slots = static_cast<Slot*>(memory);
+  g_cache_state.tier1.store(false, std::memory_order_relaxed);
+  g_tier0_misses.store(0, std::memory_order_relaxed);
   for (auto& w : g_written_pages) w.store(0, std::memory_order_relaxed);  // no capture has run yet (unwind.h)
 }
 

@@ -5,7 +5,7 @@
 // rule is computed from the .eh_frame_hdr / .eh_frame of the module holding the address (found with
 // dl_iterate_phdr), from memory that is already mapped, without allocating. Frames whose rule is not compact
 // (a CFA or register given by a general DWARF expression) are stepped by libunwind if memtrack_unwind_init()
-// loaded it, otherwise the stack ends there. Signal frames (glibc's __restore_rt) are stepped through the
+// loaded it, otherwise the stack ends there (counted: memtrack_unwind_stats::fallback_unavailable). Signal frames (glibc's __restore_rt) are stepped through the
 // kernel's ucontext on the stack.
 //
 // Contracts:
@@ -44,7 +44,13 @@ void memtrack_unwind_invalidate(void);
 // libunwind's symbols out of the global scope, so a preloaded memtrack does not interpose the program's
 // _Unwind_* (C++ exceptions) or backtrace(). It allocates (dlopen): call it once at startup, outside any
 // allocator hook. Returns false if libunwind is not installed (then such frames end the stack). Idempotent.
+// It may be called at any time, also after captures ran; until then such frames end the stack.
 bool memtrack_unwind_init(void* (*open)(const char* name, int mode), void* (*sym)(void* handle, const char* name));
+
+// `hook` is called once, from inside the capture that first met a frame needing libunwind while it was not
+// loaded (that stack ends there). It runs wherever a capture runs (an allocator hook, a signal handler): it
+// must not allocate and must be async-signal-safe. nullptr: none.
+void memtrack_unwind_on_fallback_unavailable(void (*hook)(void));
 
 // Counters since the start, for tests and the recorder's summary (relaxed reads; not on the hot path).
 struct memtrack_unwind_stats {
@@ -52,11 +58,13 @@ struct memtrack_unwind_stats {
   std::uint64_t fallback_steps;  // steps taken by libunwind
   std::uint64_t invalidations;   // generation bumps (explicit or seen through dl_iterate_phdr)
   std::uint64_t cache_bytes;     // size of the rule cache
+  std::uint64_t fallback_unavailable;  // steps that needed libunwind before it was loaded: the stack ended there
+  std::uint64_t cache_tier;            // 0: the small first table, 1: the big one (after 512 rules computed)
 };
 memtrack_unwind_stats memtrack_unwind_get_stats(void);
 
 // The rule cache lives in this library's .bss unless this moves it: `memory` is memtrack_unwind_cache_bytes()
-// zeroed bytes, 16-aligned, that stay mapped for the rest of the process. Call it before the first capture and
+// zeroed bytes, 16-aligned (page-aligned keeps each set of the small table in one page), that stay mapped for the rest of the process. Call it before the first capture and
 // never concurrently with one (the preload calls it at attach, to keep the cache in memory it names: its
 // pages are memtrack's, not the program's, docs/RUNTIME.md "Resident memory"). Rules cached before are lost.
 std::size_t memtrack_unwind_cache_bytes(void);
