@@ -269,7 +269,10 @@ constexpr size_t kFramePrevInstr = 56;  // .prev_instr (_Py_CODEUNIT*: the instr
 constexpr size_t kFrameIsEntry = 68;    // .is_entry: the first frame of its _PyEval_EvalFrameDefault call
 constexpr size_t kObType = 8;           // PyObject.ob_type
 constexpr size_t kVarSize = 16;         // PyVarObject.ob_size
-constexpr size_t kCodeFirstLine = 72;   // PyCodeObject.co_firstlineno (int)
+constexpr size_t kCodeConsts = 24;      // PyCodeObject.co_consts
+constexpr size_t kCodeNames = 32;       // .co_names
+constexpr size_t kCodeExceptions = 40;  // .co_exceptiontable
+constexpr size_t kCodeFirstLine = 72;   // .co_firstlineno (int)
 constexpr size_t kCodeFilename = 112;   // .co_filename
 constexpr size_t kCodeQualname = 128;   // .co_qualname
 constexpr size_t kCodeLinetable = 136;  // .co_linetable (bytes)
@@ -296,8 +299,7 @@ struct FrameReader {
 constinit FrameReader g_frames = {0, 0, 0, 0, 0, nullptr, false};
 
 // Code objects seen in stacks: open addressing on the code's address. `value` is the code's pseudo-address
-// prefix (tag | generation | id) with 20 bits of a fingerprint of the code in its low bits (its qualname's
-// and file's addresses and first line): a code freed and another allocated at its address gets a new id.
+// prefix (tag | generation | id) with 20 bits of a fingerprint of the code in its low bits (fingerprint()): a code freed and another allocated at its address gets a new id.
 constexpr uint32_t kCodeSlots = 1u << 15;
 struct CodeSlot {
   std::atomic<uint64_t> code;
@@ -321,10 +323,14 @@ inline T load(uintptr_t at) {
 
 inline uint64_t module_base(uint64_t generation) { return kPythonAddressTag | generation << kGenShift; }
 
+// From the code's first 64 bytes only, which the chain's type check has just read (the names and the first
+// line are two cache lines further: reading them at every lookup was a fifth of python_splice's time on
+// pytest): its size in code units and its constants', names' and exception table's objects, which a code
+// allocated where a freed one was does not share (each code has tuples of its own, but for the empty ones).
 uint64_t fingerprint(uintptr_t code) {
-  const uint64_t f = load<uintptr_t>(code + py311::kCodeQualname) ^
-                     (load<uintptr_t>(code + py311::kCodeFilename) >> 4) ^
-                     static_cast<uint32_t>(load<int>(code + py311::kCodeFirstLine));
+  const uint64_t f = load<uintptr_t>(code + py311::kCodeConsts) ^ (load<uintptr_t>(code + py311::kCodeNames) >> 4) ^
+                     (load<uintptr_t>(code + py311::kCodeExceptions) << 4) ^
+                     static_cast<uint64_t>(load<int64_t>(code + py311::kVarSize)) << 44;
   return (f ^ (f >> 20) ^ (f >> 40)) & kIndexMask;
 }
 
@@ -516,74 +522,83 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut
   if (ts == 0) return n;
   const uintptr_t cframe = load<uintptr_t>(ts + py311::kTstateCframe);
   if (cframe == 0 || (cframe & 7) != 0) return n;
-  // When the native stack was cut, only the evaluation loops among its frames get their Python frames: the
-  // chain is read as far as their entry frames and no further.
-  size_t loops = kMaxPythonFrames;
-  if (cut) {
-    loops = 0;
-    for (size_t i = 0; i < n; ++i) loops += raw[i] >= g_frames.eval_start && raw[i] < g_frames.eval_end;
-  }
   uintptr_t f = load<uintptr_t>(cframe + py311::kCframeCurrent);
+  // The chain is read as the native frames need it: each evaluation loop's frames when its native frame is
+  // met, innermost first, so a cut native stack reads only its loops' frames. And at most keep + 1 of them:
+  // every Python frame takes a place in the stack, so the ones past those are past what the caller keeps.
   // Each frame's code and instruction only: the code's prefix (a table lookup) is computed below, for the
   // frames the stack keeps.
   uintptr_t codes[kMaxPythonFrames];
   uint64_t at[kMaxPythonFrames];
-  bool entry[kMaxPythonFrames];
-  size_t np = 0, entries = 0;
-  for (; f != 0 && (f & 7) == 0 && np < kMaxPythonFrames && entries < loops;
-       f = load<uintptr_t>(f + py311::kFramePrevious)) {
+  const size_t max_frames = keep + 1 < kMaxPythonFrames ? keep + 1 : kMaxPythonFrames;
+  size_t np = 0;
+  // The next frame of the chain into codes[np] and at[np], or false at its end (or past max_frames); sets
+  // `entry` when it is the first frame of its evaluation loop.
+  auto next_frame = [&](bool& entry) {
+    if (f == 0 || (f & 7) != 0 || np == max_frames) return false;
     const uintptr_t code = load<uintptr_t>(f + py311::kFrameCode);
-    if (code == 0 || (code & 7) != 0 || load<uintptr_t>(code + py311::kObType) != g_frames.code_type) break;
+    if (code == 0 || (code & 7) != 0 || load<uintptr_t>(code + py311::kObType) != g_frames.code_type) {
+      f = 0;  // the chain ends at the first frame that fails the check
+      return false;
+    }
     const auto instr = static_cast<intptr_t>(load<uintptr_t>(f + py311::kFramePrevInstr));
     const intptr_t index = (instr - static_cast<intptr_t>(code + py311::kCodeAdaptive)) / 2;
     at[np] = index < 0                                       ? 0
              : static_cast<uint64_t>(index) + 1 > kIndexMask ? kIndexMask
                                                              : static_cast<uint64_t>(index) + 1;
-    codes[np] = code;
-    entry[np] = load<bool>(f + py311::kFrameIsEntry);
-    entries += entry[np];
-    ++np;
-  }
-  if (np == 0) return n;
+    codes[np++] = code;
+    entry = load<bool>(f + py311::kFrameIsEntry);
+    f = load<uintptr_t>(f + py311::kFramePrevious);
+    return true;
+  };
   // Placed first as kPythonAddressTag | index into codes[]: is_python_address holds for them, as for the
   // pseudo-addresses they become.
   uintptr_t out[kMaxStackDepth + 8];
   if (cap > sizeof out / sizeof out[0]) cap = sizeof out / sizeof out[0];
-  size_t o = 0, p = 0, after_last = 0;
+  size_t o = 0, after_last = 0;
   size_t first = cap, last = 0;  // where the first and the last Python frame went
   for (size_t i = 0; i < n && o < cap; ++i) {
-    if (raw[i] >= g_frames.eval_start && raw[i] < g_frames.eval_end && p < np) {
+    if (raw[i] >= g_frames.eval_start && raw[i] < g_frames.eval_end) {
       // This evaluation loop's frames: from the innermost not placed yet to its entry frame.
-      if (first == cap) first = o;
-      while (p < np && o < cap) {
-        const bool is_last = entry[p];
-        out[o++] = kPythonAddressTag | p++;
-        if (is_last) break;
+      const size_t before = o;
+      bool entry = false;
+      while (o < cap && next_frame(entry)) {
+        out[o++] = kPythonAddressTag | (np - 1);
+        if (entry) break;
       }
-      last = o - 1;
-      after_last = o;
-      continue;
+      if (o != before) {
+        if (first == cap) first = before;
+        last = o - 1;
+        after_last = o;
+        continue;
+      }
     }
     out[o++] = raw[i];
   }
   // Frames of evaluation loops whose native frame was not recognised (a return address in a part of the
   // function the compiler split off): after the last placed group, or outermost when none was placed. Not
   // when the native stack was cut (their loops are among the frames not captured).
-  if (p < np && !cut) {
-    const size_t at_ = after_last != 0 ? after_last : o;
-    size_t extra = np - p;
-    if (o + extra > cap) extra = cap - o;
-    memmove(out + at_ + extra, out + at_, (o - at_) * sizeof out[0]);
-    for (size_t k = 0; k < extra; ++k) out[at_ + k] = kPythonAddressTag | (p + k);
-    o += extra;
-    // The frames moved: find the first and the last Python frame again.
-    first = cap;
-    for (size_t k = 0; k < o; ++k)
-      if (is_python_address(out[k])) {
-        if (first == cap) first = k;
-        last = k;
-      }
+  if (!cut) {
+    const size_t from = np;
+    bool entry = false;
+    while (o + (np - from) < cap && next_frame(entry)) {
+    }
+    const size_t extra = np - from;
+    if (extra != 0) {
+      const size_t at_ = after_last != 0 ? after_last : o;
+      memmove(out + at_ + extra, out + at_, (o - at_) * sizeof out[0]);
+      for (size_t k = 0; k < extra; ++k) out[at_ + k] = kPythonAddressTag | (from + k);
+      o += extra;
+      // The frames moved: find the first and the last Python frame again.
+      first = cap;
+      for (size_t k = 0; k < o; ++k)
+        if (is_python_address(out[k])) {
+          if (first == cap) first = k;
+          last = k;
+        }
+    }
   }
+  if (np == 0) return n;
   // Between two Python frames, the interpreter's own native frames are the machinery of calls
   // (_PyObject_MakeTpCall, _PyFunction_Vectorcall, a builtin's C code): left out, so deep Python stacks fit
   // the depth cap and share their prefixes. Frames of other modules (C extensions) stay.

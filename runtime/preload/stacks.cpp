@@ -27,16 +27,16 @@ constinit uint32_t g_stack_depth = 0;
 
 namespace {
 
-// 1M nodes: 12 MiB of node arrays and 8 MiB + 64 KiB of hash slots, mapped once per image, touched as used.
-constexpr uint32_t kMaxNodes = 1u << 20;
-constexpr const char* kMaxNodesText = "1,048,575";  // kMaxNodes - 1: id 0 is the empty stack
-constexpr uint32_t kHashSlots = 2 * kMaxNodes;  // load factor <= 0.5
-constexpr uint64_t kTruncatedAddress = 1;       // the pseudo-node above a stack cut at the depth cap
+// 4M nodes: 48 MiB of node arrays and 56 MiB + 64 KiB of hash slots (the tiers below), mapped once per
+// image, touched as used.
+constexpr uint32_t kMaxNodes = 1u << 22;
+constexpr const char* kMaxNodesText = "4,194,303";  // kMaxNodes - 1: id 0 is the empty stack
+constexpr uint64_t kTruncatedAddress = 1;           // the pseudo-node above a stack cut at the depth cap
 
 struct Tree {
   uint64_t* addresses;            // [kMaxNodes], by id; id 0 unused (the empty stack)
   uint32_t* parents;              // [kMaxNodes]
-  std::atomic<uint32_t>* slots;   // [kTier0Slots + kHashSlots]: 0 = empty, else a node id
+  std::atomic<uint32_t>* slots;   // [kSlots], the tiers' one after the other: 0 = empty, else a slot value
   std::atomic<uint32_t> next_id;  // ids handed out so far + 1
   std::atomic<uint64_t> overflowed;
   size_t bytes;  // the tables' mapping: the unwinder's cache, then the tree's arrays
@@ -147,24 +147,40 @@ inline ThreadStacks* thread_stacks() {
 inline ThreadStacks* thread_stacks_if_any() { return t_block != nullptr ? &t_block->stacks : nullptr; }
 #endif
 
-// The hash slots are in two tiers, and a node's id says its tier: tier 0 holds the first 2^13 ids in 2^14
-// slots (64 KiB), tier 1 the rest in kHashSlots slots after it, so both tiers' load factors stay <= 0.5. Why:
-// a new node's slot is a random one, so one flat table of 8 MiB touches a new page for almost every node of
-// a small process (its first touch is a page fault, microseconds in a VM), and a build or a shell starts
-// thousands of small processes: one with a few thousand nodes touches tier 0's 16 pages only. The price, a
-// miss in tier 0 before a lookup of a later node in tier 1, is paid only off the per-thread record's fast
-// path.
-constexpr uint32_t kTier0Ids = 1u << 13;
-constexpr uint32_t kTier0Slots = 2 * kTier0Ids;
-constexpr size_t kSlotBytes = size_t{kTier0Slots + kHashSlots} * 4;
+// The hash slots are in tiers, and a node's id says its tier: tier 0 holds the first 2^13 ids in 2^14 slots
+// (64 KiB), tier 1 the ids up to 2^20 in 2^21 slots (8 MiB), tier 2 those up to 2^21 in 2^22 (16 MiB), tier 3
+// the rest in 2^23 (32 MiB), so every tier's load factor stays <= 0.5. Why: a new node's slot is a random
+// one, so one flat table touches a new page for almost every node of a small process (its first touch is a
+// page fault, microseconds in a VM), and a build or a shell starts thousands of small processes: one with a
+// few thousand nodes touches tier 0's 16 pages only; and a tree of a few hundred thousand nodes touches tier
+// 1's 8 MiB, not the 32 MiB a flat table for 4M nodes would. The price, a miss in each earlier tier in use
+// before a lookup of a later node, is paid only off the per-thread record's fast path.
+struct Tier {
+  uint32_t first_id;  // the tier's ids: [first_id, the next tier's)
+  uint32_t base;      // its first slot
+  uint32_t mask;      // its slot count - 1
+};
+constexpr uint32_t kTiers = 4;
+constexpr Tier kTier[kTiers] = {
+    {0, 0, (1u << 14) - 1},
+    {1u << 13, 1u << 14, (1u << 21) - 1},
+    {1u << 20, (1u << 14) + (1u << 21), (1u << 22) - 1},
+    {1u << 21, (1u << 14) + (1u << 21) + (1u << 22), (1u << 23) - 1},
+};
+constexpr uint32_t kSlots = kTier[kTiers - 1].base + kTier[kTiers - 1].mask + 1;
+constexpr size_t kSlotBytes = size_t{kSlots} * 4;
+static_assert(2 * (kTier[1].first_id - kTier[0].first_id) <= kTier[0].mask + 1 &&
+              2 * (kTier[2].first_id - kTier[1].first_id) <= kTier[1].mask + 1 &&
+              2 * (kTier[3].first_id - kTier[2].first_id) <= kTier[2].mask + 1 &&
+              2 * (kMaxNodes - kTier[3].first_id) <= kTier[3].mask + 1);
 
-inline uint32_t tier_of(uint32_t id) { return id < kTier0Ids ? 0 : 1; }
-inline uint32_t tier_base(uint32_t tier) { return tier == 0 ? 0 : kTier0Slots; }
-inline uint32_t tier_mask(uint32_t tier) { return (tier == 0 ? kTier0Slots : kHashSlots) - 1; }
+inline uint32_t tier_of(uint32_t id) {
+  return id < kTier[1].first_id ? 0 : id < kTier[2].first_id ? 1 : id < kTier[3].first_id ? 2 : 3;
+}
 
-// A slot holds a node's id (20 bits: ids < kMaxNodes) and, above it, 12 bits of its key's hash, so a probe
-// past another key reads the node arrays (a cache miss each) only once in 4,096.
-constexpr uint32_t kIdBits = 20;
+// A slot holds a node's id (22 bits: ids < kMaxNodes) and, above it, 10 bits of its key's hash, so a probe
+// past another key reads the node arrays (a cache miss each) only once in 1,024.
+constexpr uint32_t kIdBits = 22;
 static_assert(kMaxNodes <= 1u << kIdBits);
 constexpr uint32_t kIdMask = (1u << kIdBits) - 1;
 
@@ -175,14 +191,14 @@ struct Key {
 inline Key key_of(uint32_t parent, uint64_t address) {
   uint64_t h = (address ^ (static_cast<uint64_t>(parent) << 40) ^ parent) * 0x9E3779B97F4A7C15u;
   h ^= h >> 29;
-  return {static_cast<uint32_t>(h), static_cast<uint32_t>(h >> 52) << kIdBits};
+  return {static_cast<uint32_t>(h), static_cast<uint32_t>(h >> (64 - (32 - kIdBits))) << kIdBits};
 }
 
 // The node (parent, address) in `tier`, or 0. Lock-free: a slot is published only after its node's fields
 // were written (seq_cst: insert's cross-tier check below needs it; plain loads on x86).
 uint32_t find_in(uint32_t tier, Key key, uint32_t parent, uint64_t address) {
-  std::atomic<uint32_t>* slots = g_tree.slots + tier_base(tier);
-  const uint32_t mask = tier_mask(tier);
+  std::atomic<uint32_t>* slots = g_tree.slots + kTier[tier].base;
+  const uint32_t mask = kTier[tier].mask;
   for (uint32_t s = key.index & mask;; s = (s + 1) & mask) {
     const uint32_t slot = slots[s].load(std::memory_order_seq_cst);
     if (slot == 0) return 0;
@@ -191,27 +207,33 @@ uint32_t find_in(uint32_t tier, Key key, uint32_t parent, uint64_t address) {
   }
 }
 
-// Whether tier 1 holds nodes: ids past tier 0's were handed out.
-inline bool tier1_in_use() { return g_tree.next_id.load(std::memory_order_seq_cst) > kTier0Ids; }
+// How many tiers hold nodes: those whose first id was handed out (ids below next_id).
+inline uint32_t tiers_in_use() {
+  const uint32_t next = g_tree.next_id.load(std::memory_order_seq_cst);
+  return next > kTier[3].first_id ? 4 : next > kTier[2].first_id ? 3 : next > kTier[1].first_id ? 2 : 1;
+}
 
 // The node (parent, address), or 0 when it is not in the tree.
 uint32_t find(uint32_t parent, uint64_t address) {
   const Key key = key_of(parent, address);
   if (const uint32_t id = find_in(0, key, parent, address)) return id;
-  return tier1_in_use() ? find_in(1, key, parent, address) : 0;
+  const uint32_t tiers = tiers_in_use();
+  for (uint32_t t = 1; t < tiers; ++t)
+    if (const uint32_t id = find_in(t, key, parent, address)) return id;
+  return 0;
 }
 
 // Defines node `id` as (parent, address) and publishes it in its tier, unless another thread published the
 // same key first: then `id` stays defined (a duplicate no stack uses) and the other node is returned. Two
-// threads publishing the same key in two tiers at once each look in the other tier after their own
-// publication (seq_cst: at least one sees the other) and both keep the lower id.
+// threads publishing the same key in two tiers at once each look in the other tiers in use after their own
+// publication (seq_cst: at least one sees the other) and keep the lowest id found.
 uint32_t insert(uint32_t id, uint32_t parent, uint64_t address) {
   g_tree.parents[id] = parent;
   g_tree.addresses[id] = address;
   const Key key = key_of(parent, address);
   const uint32_t tier = tier_of(id);
-  std::atomic<uint32_t>* slots = g_tree.slots + tier_base(tier);
-  const uint32_t mask = tier_mask(tier);
+  std::atomic<uint32_t>* slots = g_tree.slots + kTier[tier].base;
+  const uint32_t mask = kTier[tier].mask;
   for (uint32_t s = key.index & mask;; s = (s + 1) & mask) {
     uint32_t cur = slots[s].load(std::memory_order_seq_cst);
     if (cur == 0) {
@@ -221,9 +243,15 @@ uint32_t insert(uint32_t id, uint32_t parent, uint64_t address) {
     if ((cur & ~kIdMask) == key.tag && g_tree.parents[other] == parent && g_tree.addresses[other] == address)
       return other;
   }
-  // Only a tier-1 node can meet its twin in the other tier (tier 0 is in use from the first node).
-  const uint32_t twin = tier == 1 || tier1_in_use() ? find_in(1 - tier, key, parent, address) : 0;
-  return twin != 0 && twin < id ? twin : id;
+  // A twin in another tier: only while more than one is in use (tier 0 is in use from the first node).
+  uint32_t best = id;
+  const uint32_t tiers = tiers_in_use();
+  for (uint32_t t = 0; t < tiers; ++t) {
+    if (t == tier) continue;
+    const uint32_t twin = find_in(t, key, parent, address);
+    if (twin != 0 && twin < best) best = twin;
+  }
+  return best;
 }
 
 // One NoteStackNodes block for nodes [first, first + n): parent u32, address u64 each, little-endian.
@@ -348,7 +376,7 @@ void stacks_attach() {
   g_tree.next_id.store(1, std::memory_order_relaxed);
   g_next_punch.store(kPunchEvery, std::memory_order_relaxed);
   g_tree.bytes = bytes;
-  populate_for_write(g_tree.slots, size_t{kTier0Slots} * 4);
+  populate_for_write(g_tree.slots, size_t{kTier[0].mask + 1} * 4);
   populate_for_write(g_tree.addresses, 4096);
   populate_for_write(g_tree.parents, 4096);
   memtrack_unwind_on_fallback_unavailable(say_fallback_unavailable);

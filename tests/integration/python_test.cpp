@@ -272,4 +272,29 @@ TEST(Python, AForkChildNamesItsOwnCodes) {
   EXPECT_GE(both->second.second, 20'000u);  // 10,000 lists in each process
 }
 
+// Codes freed and new ones made, often at a freed one's address (programs/python/reused_codes.py): each of
+// the 300 functions' allocations is named after its own function and file, never another's.
+TEST(Python, ACodeMadeWhereAFreedOneWasIsNamedAfterItself) {
+  const fs::path dir = memtrack::testing::test_dir("python");
+  const RunResult r = record(dir / "c.art", "", "reused_codes.py");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const RunResult top = run(memtrack_bin() + " top '" + (dir / "c.art").string() + "' --by allocated -n 0");
+  ASSERT_EQ(top.status, 0) << top.err;
+  std::size_t named = 0, wrong = 0;
+  for (std::size_t at = top.out.find("made_"); at != std::string::npos; at = top.out.find("made_", at + 1)) {
+    const unsigned long i = std::strtoul(top.out.c_str() + at + 5, nullptr, 10);
+    const auto file = top.out.find("(<made ", at);
+    if (file == std::string::npos) continue;
+    const unsigned long j = std::strtoul(top.out.c_str() + file + 7, nullptr, 10);
+    ++named;
+    if (i != j) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0u) << top.out;
+  for (int i = 0; i < 300; ++i) {
+    const std::string name = "made_" + std::to_string(i) + " (<made " + std::to_string(i) + ">:2)";
+    EXPECT_NE(top.out.find(name), std::string::npos) << name;
+  }
+  EXPECT_GE(named, 300u);
+}
+
 }  // namespace

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -431,6 +432,89 @@ TEST(StacksRecordOptions, StrippedLibraryIsNamedFromDynsym) {
   EXPECT_EQ(f[0].line, 0u);  // no DWARF: names only
   EXPECT_EQ(f[2].function, "main");
   fs::remove_all(dir);
+}
+
+// The trace tree's bound (docs/RUNTIME.md, "Call stacks": 4,194,303 nodes per process image), with
+// programs/tree_fill: 2^DEPTH allocations whose stacks need about 2^DEPTH x (CHAIN + 1) nodes. The artifact's
+// trees are read into vectors (Stacks' maps would take a second per million nodes).
+struct TreeFill {
+  Ran ran;
+  std::size_t nodes = 0;                   // in StackNodes records
+  std::vector<std::uint32_t> leaf_depths;  // the stack of each malloc(777), in event order: nodes to the root
+  std::size_t distinct_leaves = 0;
+};
+
+TreeFill record_tree_fill(int depth, int chain) {
+  const fs::path dir = scratch_dir();
+  TreeFill t;
+  t.ran = run({kMemtrack, "record", "--stack-depth", "256", "-o", (dir / "t.mt").string(), "--",
+               kPrograms + "/tree_fill", std::to_string(depth), std::to_string(chain)},
+              {}, dir);
+  if (t.ran.status != 0) return t;
+  const Artifact a = read_artifact(dir / "t.mt");
+  fs::remove_all(dir);
+  std::vector<std::uint32_t> parents(1, 0);  // by node id; one process image
+  std::vector<std::uint32_t> ids(a.events.size(), 0);
+  for (const ContextRecord& r : a.context) {
+    if (const auto* n = std::get_if<StackNodes>(&r)) {
+      if (parents.size() < n->first_id + n->parents.size()) parents.resize(n->first_id + n->parents.size(), 0);
+      for (std::size_t i = 0; i < n->parents.size(); ++i) parents[n->first_id + i] = n->parents[i];
+      t.nodes += n->parents.size();
+    } else if (const auto* es = std::get_if<EventStacks>(&r)) {
+      for (std::size_t i = 0; i < es->ids.size() && es->first_event + i < ids.size(); ++i)
+        ids[es->first_event + i] = es->ids[i];
+    }
+  }
+  std::vector<std::uint32_t> leaves;
+  for (const std::size_t i : events_of_size(a, 777)) {
+    std::uint32_t d = 0;
+    for (std::uint32_t id = ids[i]; id != 0 && id < parents.size() && d < 1000; id = parents[id]) ++d;
+    t.leaf_depths.push_back(d);
+    leaves.push_back(ids[i]);
+  }
+  std::sort(leaves.begin(), leaves.end());
+  t.distinct_leaves = static_cast<std::size_t>(std::unique(leaves.begin(), leaves.end()) - leaves.begin());
+  return t;
+}
+
+TEST(StacksTree, MoreThanAMillionNodesInOneProcessAndNoStackCut) {
+  // 8,192 leaves x 201 chain frames: about 1.68M nodes, past the old bound (1,048,575).
+  const TreeFill t = record_tree_fill(13, 200);
+  ASSERT_EQ(t.ran.status, 0) << t.ran.err;
+  EXPECT_EQ(t.ran.err.find("the trace tree is full"), std::string::npos) << t.ran.err;
+  EXPECT_GT(t.nodes, 1'600'000u);
+  ASSERT_EQ(t.leaf_depths.size(), 8192u);
+  EXPECT_EQ(t.distinct_leaves, 8192u);
+  // Every stack whole: as deep as the first (2 x 13 + 1 branch frames, 201 chain frames, main and the C
+  // library's start), none cut to a prefix.
+  EXPECT_GE(t.leaf_depths[0], 229u);
+  EXPECT_LE(t.leaf_depths[0], 256u);
+  for (std::size_t i = 0; i < t.leaf_depths.size(); ++i) ASSERT_EQ(t.leaf_depths[i], t.leaf_depths[0]) << "leaf " << i;
+}
+
+TEST(StacksTree, PastTheBoundStacksAreCutToAKnownPrefixAndSaidSo) {
+  // 32,768 leaves x 161 chain frames: about 5.3M nodes wanted.
+  const TreeFill t = record_tree_fill(15, 160);
+  ASSERT_EQ(t.ran.status, 0) << t.ran.err;
+  EXPECT_NE(t.ran.err.find("the trace tree is full (4,194,303 nodes): from here on a stack with frames not in it is "
+                           "cut to its longest known prefix"),
+            std::string::npos)
+      << t.ran.err;
+  // The tree full up to less than one leaf's new nodes (a stack that does not fit adds none of them).
+  EXPECT_LE(t.nodes, 4'194'303u);
+  EXPECT_GT(t.nodes, 4'194'303u - (2 * 15 + 161 + 8));
+  ASSERT_EQ(t.leaf_depths.size(), 32768u);
+  const std::uint32_t whole = t.leaf_depths[0];
+  EXPECT_GE(whole, 2u * 15 + 1 + 161);
+  // The leaves interned before the tree filled are whole; after it, cut (shorter, still ending at the root).
+  std::size_t cut = 0;
+  for (const std::uint32_t d : t.leaf_depths) {
+    EXPECT_LE(d, whole);
+    cut += d < whole;
+  }
+  EXPECT_GT(cut, 32768u / 10);
+  EXPECT_LT(cut, 32768u / 2);
+  EXPECT_LT(t.leaf_depths.back(), whole);
 }
 
 TEST(StacksRecordCxx, DemangledNamesAndAnInlinedFrame) {
