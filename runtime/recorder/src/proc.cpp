@@ -1,7 +1,5 @@
 #include "proc.h"
 
-#include "memtrack/runtime/recorder.h"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,8 +9,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <fstream>
+#include <string_view>
+
+#include "memtrack/runtime/recorder.h"
 
 namespace memtrack::runtime {
 
@@ -103,7 +103,8 @@ bool read_status_memory(int fd, StatusMemory& out) {
          status_kb(buf, "\nVmHWM:", out.hwm);
 }
 
-MappingResident resident_bytes_of_mapping(int pid, const char* name) {
+MappingResident resident_bytes_of_mapping(int pid, const char* name, const char* skip_shared,
+                                          std::vector<std::uint64_t>& scratch) {
   MappingResident out;
   char path[48];
   std::snprintf(path, sizeof path, "/proc/%d/maps", pid);
@@ -112,19 +113,22 @@ MappingResident resident_bytes_of_mapping(int pid, const char* name) {
   std::snprintf(path, sizeof path, "/proc/%d/pagemap", pid);
   const int pagemap = ::open(path, O_RDONLY | O_CLOEXEC);
   static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kEntries = 8192;  // 64 KiB of entries per pread, as read_anon_pages
+  scratch.resize(kEntries);
   char line[512];
   while (pagemap >= 0 && std::fgets(line, sizeof line, maps) != nullptr) {
     if (std::strstr(line, name) == nullptr) continue;
     unsigned long long lo = 0, hi = 0;
-    if (std::sscanf(line, "%llx-%llx", &lo, &hi) != 2) continue;
-    std::uint64_t entries[512];  // 8 bytes per page, bit 63: present, bit 61: a file page or shared anonymous
+    char perms[8] = {};
+    if (std::sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3) continue;
+    if (skip_shared != nullptr && perms[3] == 's' && std::strstr(line, skip_shared) != nullptr) continue;
     for (std::uint64_t p = lo; p < hi;) {
-      const std::uint64_t n = std::min<std::uint64_t>((hi - p) / page, 512);
-      const ssize_t got = ::pread(pagemap, entries, n * 8, static_cast<off_t>(p / page * 8));
+      const std::uint64_t n = std::min<std::uint64_t>((hi - p) / page, kEntries);
+      const ssize_t got = ::pread(pagemap, scratch.data(), n * 8, static_cast<off_t>(p / page * 8));
       if (got <= 0) break;
-      for (ssize_t i = 0; i < got / 8; ++i) {
-        const std::uint64_t present = (entries[i] >> 63) * page;
-        ((entries[i] >> 61) & 1 ? out.shared : out.anon) += present;
+      for (ssize_t i = 0; i < got / 8; ++i) {  // bit 63: present, bit 61: a file page or shared anonymous
+        const std::uint64_t present = (scratch[i] >> 63) * page;
+        ((scratch[i] >> 61) & 1 ? out.shared : out.anon) += present;
       }
       p += static_cast<std::uint64_t>(got / 8) * page;
     }
@@ -160,8 +164,8 @@ bool read_anon_pages(int pid, codec::ResidentPages& out, std::vector<std::uint64
     char perms[8] = {};
     unsigned dev_major = 0, dev_minor = 0;
     int name_at = 0;
-    if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &offset, &dev_major, &dev_minor,
-                    &inode, &name_at) < 7)
+    if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &offset, &dev_major, &dev_minor, &inode,
+                    &name_at) < 7)
       continue;
     const std::string_view name(line + name_at, std::strcspn(line + name_at, "\n"));
     const bool anonymous = inode == 0 && (name.empty() || name == "[heap]" || name.starts_with("[anon:"));

@@ -55,11 +55,16 @@ bool read_status_memory(int fd, StatusMemory& out);
 // Resident bytes of the mappings of /proc/<pid>/maps whose path contains `name` (memtrack's memfds:
 // "memfd:memtrack-"), from /proc/<pid>/pagemap's bits over their pages: readable by the process's owner
 // without privileges (only the frame numbers are hidden). `shared`: pages of the file (bit 61), which status
-// counts as RssShmem; `anon`: private copies, RssAnon. Zero when there is none or it cannot be read.
+// counts as RssShmem; `anon`: private copies, RssAnon. Zero when there is none or it cannot be read. Shared
+// mappings whose path also contains `skip_shared` (when not null) are not read: the preload's shared view of
+// its tables (runtime/preload/stacks.cpp, map_tables), which it only punches holes through and never touches,
+// so no page of it is ever present, and reading its entries would double the scan. `scratch` holds pagemap
+// entries between calls.
 struct MappingResident {
   std::uint64_t anon = 0, shared = 0;
 };
-MappingResident resident_bytes_of_mapping(int pid, const char* name);
+MappingResident resident_bytes_of_mapping(int pid, const char* name, const char* skip_shared,
+                                          std::vector<std::uint64_t>& scratch);
 
 // A snapshot of the resident pages of the process's writable private anonymous mappings (docs/RUNTIME.md,
 // "Resident pages"): from /proc/<pid>/maps, every "rw?p" mapping without a file (the heap, anonymous mmaps,

@@ -69,7 +69,7 @@ ResidentCost ResidentSampler::stop() {
 // memtrack's resident pages in the process, now: the ring's pages only grow (touched lap by lap, never
 // unmapped), the tables' too (nodes are never removed), but a sample's figures need them as of the sample.
 void ResidentSampler::scan_own(Process& p) {
-  const MappingResident own = resident_bytes_of_mapping(p.pid, own_mapping().c_str());
+  const MappingResident own = resident_bytes_of_mapping(p.pid, own_mapping().c_str(), kTablesMemfdName, pagemap_scratch_);
   p.own_anon = own.anon;
   p.own_shared = own.shared;
   p.own = own.anon + own.shared;
