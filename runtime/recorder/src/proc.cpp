@@ -2,14 +2,17 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string_view>
 
 #include "memtrack/runtime/recorder.h"
@@ -103,8 +106,55 @@ bool read_status_memory(int fd, StatusMemory& out) {
          status_kb(buf, "\nVmHWM:", out.hwm);
 }
 
+namespace {
+
+// Linux 6.7's PAGEMAP_SCAN (include/uapi/linux/fs.h), spelled out for older headers (Debian 12's are 6.1).
+struct PageRegion {
+  std::uint64_t start, end, categories;
+};
+struct PmScanArg {
+  std::uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted, category_mask,
+      category_anyof_mask, return_mask;
+};
+constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
+constexpr std::uint64_t kPageIsFile = 1u << 2, kPageIsPresent = 1u << 3;
+
+// False until a PAGEMAP_SCAN fails as unknown (ENOTTY, EINVAL: a kernel before 6.7); then entries only.
+std::atomic<bool> g_no_pagemap_scan{false};
+
+// The present pages of [lo, hi) by PAGEMAP_SCAN into `out`; false if the kernel has no such ioctl (nothing added).
+bool scan_present(int pagemap, std::uint64_t lo, std::uint64_t hi, MappingResident& out) {
+  PageRegion regions[256];
+  MappingResident found;
+  for (std::uint64_t at = lo; at < hi;) {
+    PmScanArg arg{};
+    arg.size = sizeof arg;
+    arg.start = at;
+    arg.end = hi;
+    arg.vec = reinterpret_cast<std::uint64_t>(regions);
+    arg.vec_len = std::size(regions);
+    arg.category_mask = kPageIsPresent;
+    arg.return_mask = kPageIsPresent | kPageIsFile;
+    const int n = ::ioctl(pagemap, kPagemapScan, &arg);
+    if (n < 0) {
+      if (errno != ENOTTY && errno != EINVAL) break;  // the mapping or the process went away: what was found
+      g_no_pagemap_scan.store(true, std::memory_order_relaxed);
+      return false;
+    }
+    for (int i = 0; i < n; ++i)
+      ((regions[i].categories & kPageIsFile) != 0 ? found.shared : found.anon) += regions[i].end - regions[i].start;
+    if (arg.walk_end <= at) break;
+    at = arg.walk_end;
+  }
+  out.anon += found.anon;
+  out.shared += found.shared;
+  return true;
+}
+
+}  // namespace
+
 MappingResident resident_bytes_of_mapping(int pid, const char* name, const char* skip_shared,
-                                          std::vector<std::uint64_t>& scratch) {
+                                          std::vector<std::uint64_t>& scratch, PagemapRead how) {
   MappingResident out;
   char path[48];
   std::snprintf(path, sizeof path, "/proc/%d/maps", pid);
@@ -114,7 +164,6 @@ MappingResident resident_bytes_of_mapping(int pid, const char* name, const char*
   const int pagemap = ::open(path, O_RDONLY | O_CLOEXEC);
   static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   constexpr std::size_t kEntries = 8192;  // 64 KiB of entries per pread, as read_anon_pages
-  scratch.resize(kEntries);
   char line[512];
   while (pagemap >= 0 && std::fgets(line, sizeof line, maps) != nullptr) {
     if (std::strstr(line, name) == nullptr) continue;
@@ -122,6 +171,10 @@ MappingResident resident_bytes_of_mapping(int pid, const char* name, const char*
     char perms[8] = {};
     if (std::sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3) continue;
     if (skip_shared != nullptr && perms[3] == 's' && std::strstr(line, skip_shared) != nullptr) continue;
+    if (how == PagemapRead::scan && !g_no_pagemap_scan.load(std::memory_order_relaxed) &&
+        scan_present(pagemap, lo, hi, out))
+      continue;
+    scratch.resize(kEntries);
     for (std::uint64_t p = lo; p < hi;) {
       const std::uint64_t n = std::min<std::uint64_t>((hi - p) / page, kEntries);
       const ssize_t got = ::pread(pagemap, scratch.data(), n * 8, static_cast<off_t>(p / page * 8));
