@@ -27,7 +27,7 @@ constinit uint32_t g_stack_depth = 0;
 
 namespace {
 
-// 4M nodes: 48 MiB of node arrays and 56 MiB + 64 KiB of hash slots (the tiers below), mapped once per
+// 4M nodes: 48 MiB of node arrays and 56 MiB + 576 KiB of hash slots (the tiers below), mapped once per
 // image, touched as used.
 constexpr uint32_t kMaxNodes = 1u << 22;
 constexpr const char* kMaxNodesText = "4,194,303";  // kMaxNodes - 1: id 0 is the empty stack
@@ -148,34 +148,44 @@ inline ThreadStacks* thread_stacks_if_any() { return t_block != nullptr ? &t_blo
 #endif
 
 // The hash slots are in tiers, and a node's id says its tier: tier 0 holds the first 2^13 ids in 2^14 slots
-// (64 KiB), tier 1 the ids up to 2^20 in 2^21 slots (8 MiB), tier 2 those up to 2^21 in 2^22 (16 MiB), tier 3
-// the rest in 2^23 (32 MiB), so every tier's load factor stays <= 0.5. Why: a new node's slot is a random
-// one, so one flat table touches a new page for almost every node of a small process (its first touch is a
-// page fault, microseconds in a VM), and a build or a shell starts thousands of small processes: one with a
-// few thousand nodes touches tier 0's 16 pages only; and a tree of a few hundred thousand nodes touches tier
-// 1's 8 MiB, not the 32 MiB a flat table for 4M nodes would. The price, a miss in each earlier tier in use
-// before a lookup of a later node, is paid only off the per-thread record's fast path.
+// (64 KiB), tier 1 the ids up to 2^16 in 2^17 slots (512 KiB), tier 2 those up to 2^20 in 2^21 (8 MiB), tier
+// 3 those up to 2^21 in 2^22 (16 MiB), tier 4 the rest in 2^23 (32 MiB), so every tier's load factor stays <=
+// 0.5. Why: a new node's slot is a random one, so one flat table touches a new page for almost every node of a
+// small process (its first touch is a page fault, microseconds in a VM, and two when a lookup reads the page
+// before an insert writes it), and a build or a shell starts thousands of small processes: one with a few
+// thousand nodes touches tier 0's 16 pages only; one with tens of thousands (a compiler's cc1) tier 1's 128
+// pages, not the 2,048 of an 8 MiB tier; and a tree of a few hundred thousand nodes touches tier 2's 8 MiB,
+// not the 32 MiB a flat table for 4M nodes would. The price, a miss in each earlier tier in use before a
+// lookup of a later node, is paid only off the per-thread record's fast path.
 struct Tier {
   uint32_t first_id;  // the tier's ids: [first_id, the next tier's)
   uint32_t base;      // its first slot
   uint32_t mask;      // its slot count - 1
 };
-constexpr uint32_t kTiers = 4;
+constexpr uint32_t kTiers = 5;
 constexpr Tier kTier[kTiers] = {
     {0, 0, (1u << 14) - 1},
-    {1u << 13, 1u << 14, (1u << 21) - 1},
-    {1u << 20, (1u << 14) + (1u << 21), (1u << 22) - 1},
-    {1u << 21, (1u << 14) + (1u << 21) + (1u << 22), (1u << 23) - 1},
+    {1u << 13, 1u << 14, (1u << 17) - 1},
+    {1u << 16, (1u << 14) + (1u << 17), (1u << 21) - 1},
+    {1u << 20, (1u << 14) + (1u << 17) + (1u << 21), (1u << 22) - 1},
+    {1u << 21, (1u << 14) + (1u << 17) + (1u << 21) + (1u << 22), (1u << 23) - 1},
 };
 constexpr uint32_t kSlots = kTier[kTiers - 1].base + kTier[kTiers - 1].mask + 1;
 constexpr size_t kSlotBytes = size_t{kSlots} * 4;
-static_assert(2 * (kTier[1].first_id - kTier[0].first_id) <= kTier[0].mask + 1 &&
-              2 * (kTier[2].first_id - kTier[1].first_id) <= kTier[1].mask + 1 &&
-              2 * (kTier[3].first_id - kTier[2].first_id) <= kTier[2].mask + 1 &&
-              2 * (kMaxNodes - kTier[3].first_id) <= kTier[3].mask + 1);
+constexpr bool tiers_hold_their_ids() {
+  for (uint32_t t = 0; t < kTiers; ++t) {
+    const uint32_t end = t + 1 < kTiers ? kTier[t + 1].first_id : kMaxNodes;
+    if (2 * (end - kTier[t].first_id) > kTier[t].mask + 1) return false;  // load factor <= 0.5
+    if (t + 1 < kTiers && kTier[t + 1].base != kTier[t].base + kTier[t].mask + 1) return false;
+  }
+  return true;
+}
+static_assert(tiers_hold_their_ids());
 
 inline uint32_t tier_of(uint32_t id) {
-  return id < kTier[1].first_id ? 0 : id < kTier[2].first_id ? 1 : id < kTier[3].first_id ? 2 : 3;
+  uint32_t t = 0;
+  while (t + 1 < kTiers && id >= kTier[t + 1].first_id) ++t;
+  return t;
 }
 
 // A slot holds a node's id (22 bits: ids < kMaxNodes) and, above it, 10 bits of its key's hash, so a probe
@@ -210,7 +220,9 @@ uint32_t find_in(uint32_t tier, Key key, uint32_t parent, uint64_t address) {
 // How many tiers hold nodes: those whose first id was handed out (ids below next_id).
 inline uint32_t tiers_in_use() {
   const uint32_t next = g_tree.next_id.load(std::memory_order_seq_cst);
-  return next > kTier[3].first_id ? 4 : next > kTier[2].first_id ? 3 : next > kTier[1].first_id ? 2 : 1;
+  uint32_t n = 1;
+  while (n < kTiers && next > kTier[n].first_id) ++n;
+  return n;
 }
 
 // The node (parent, address), or 0 when it is not in the tree.
