@@ -753,7 +753,7 @@ def render_python_cost(c, alone=None):
       "`memtrack record` (Python frames in stacks, pymalloc's allocations through the allocator domains) and "
       "under `memtrack record --python-malloc` (Python frames, the objects from malloc). Wall and CPU time of "
       "the whole command (recorder and program); events and stack nodes from record's summary (the trace "
-      "tree holds at most 1,048,575 nodes: past that a stack is cut to its longest known prefix, docs/"
+      "tree holds at most 4,194,303 nodes: past that a stack is cut to its longest known prefix, docs/"
       "RUNTIME.md; \"(full)\": the preload said so in a round).")
     if alone:
         w("")
