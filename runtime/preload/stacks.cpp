@@ -225,12 +225,20 @@ inline uint32_t tiers_in_use() {
   return n;
 }
 
-// The node (parent, address), or 0 when it is not in the tree.
+// The node (parent, address), or 0 when it is not in the tree. A node's id is above its parent's (ids are
+// handed out after the parent was found or made), so its tier is its parent's or a later one: the earlier
+// tiers are not probed (a deep stack of a large tree skips the small tiers' probes). The one exception, a
+// node whose parent is another thread's twin of the same key published first with a higher id (insert), is
+// not lost: a lookup that misses it makes a new node, and insert's look into every tier finds it.
 uint32_t find(uint32_t parent, uint64_t address) {
   const Key key = key_of(parent, address);
-  if (const uint32_t id = find_in(0, key, parent, address)) return id;
+  uint32_t t = tier_of(parent);
+  if (t == 0) {  // before reading next_id: most lookups of a small tree end here
+    if (const uint32_t id = find_in(0, key, parent, address)) return id;
+    t = 1;
+  }
   const uint32_t tiers = tiers_in_use();
-  for (uint32_t t = 1; t < tiers; ++t)
+  for (; t < tiers; ++t)
     if (const uint32_t id = find_in(t, key, parent, address)) return id;
   return 0;
 }
