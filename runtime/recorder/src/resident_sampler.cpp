@@ -69,7 +69,8 @@ ResidentCost ResidentSampler::stop() {
 // memtrack's resident pages in the process, now: the ring's pages only grow (touched lap by lap, never
 // unmapped), the tables' too (nodes are never removed), but a sample's figures need them as of the sample.
 void ResidentSampler::scan_own(Process& p) {
-  const MappingResident own = resident_bytes_of_mapping(p.pid, own_mapping().c_str(), kTablesMemfdName, pagemap_scratch_);
+  const MappingResident own =
+      resident_bytes_of_mapping(p.pid, own_mapping().c_str(), kTablesMemfdName, pagemap_scratch_);
   p.own_anon = own.anon;
   p.own_shared = own.shared;
   p.own = own.anon + own.shared;
@@ -82,8 +83,8 @@ void ResidentSampler::sample(Process& p, clock::time_point now) {
   if (!read_status_memory(p.status, m)) return;  // ended meanwhile: the next poll drops it
   // The two reads are not one instant: a count a little past what status shows is clamped.
   const std::uint64_t own_anon = std::min(p.own_anon, m.anon), own_shared = std::min(p.own_shared, m.shmem);
-  const RingResidentPayload payload{m.anon - own_anon, m.file, m.shmem - own_shared, m.swap, own_anon + own_shared,
-                                    m.hwm};
+  const RingResidentPayload payload{m.anon - own_anon,     m.file, m.shmem - own_shared, m.swap,
+                                    own_anon + own_shared, m.hwm};
   if (!ring_.write_note(RingEventKind::NoteResident, p.pid, 0, 0,
                         {reinterpret_cast<const char*>(&payload), sizeof payload}))
     return;  // the ring is detached: the recording is over
