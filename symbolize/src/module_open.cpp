@@ -1,5 +1,3 @@
-#include "module_internal.h"
-
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -12,6 +10,9 @@
 #include <cstring>
 #include <utility>
 
+#include "debug_cache.h"
+#include "module_internal.h"
+
 namespace memtrack::symbolize {
 namespace {
 
@@ -20,17 +21,68 @@ bool debuginfod_configured() {
   return urls != nullptr && urls[0] != '\0';
 }
 
+// Options::debug_cache_dir of the opener whose module is being opened on this thread (ModuleOpener::open):
+// libdwfl's callbacks have no pointer of their own.
+thread_local const std::string* t_debug_cache_dir = nullptr;
+
 // libdwfl's standard search (build-id under each debug root, then .gnu_debuglink next to the module and
 // under the roots) ends with a debuginfod query when DEBUGINFOD_URLS is set. Without Options::debuginfod,
 // only the local build-id search runs in that case.
-int find_debuginfo_local(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base, const char* file_name,
-                         const char* debuglink_file, GElf_Word debuglink_crc, char** debuginfo_file_name) {
-  if (!debuginfod_configured()) {
+int find_debuginfo_searched(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
+                            const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
+                            char** debuginfo_file_name, bool any) {
+  if (any || !debuginfod_configured()) {
     return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
                                         debuginfo_file_name);
   }
   return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
                                       debuginfo_file_name);
+}
+
+// The cache first (debug_cache.h): a valid uncompressed copy of this build is returned as the debug file, and
+// libdwfl opens it (the searches above open what they find themselves, so the copy must come before them).
+// Else the search; a file it finds with compressed sections gets its copy made for the next time.
+int find_debuginfo_cached(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
+                          const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
+                          char** debuginfo_file_name, bool any) {
+  const std::string* dir = t_debug_cache_dir;
+  BuildId id;
+  if (dir != nullptr && !dir->empty()) {
+    const unsigned char* bits = nullptr;
+    GElf_Addr vaddr = 0;
+    const int size = dwfl_module_build_id(mod, &bits, &vaddr);
+    if (size > 0) build_id_from_bytes(bits, static_cast<std::size_t>(size), id);
+  }
+  if (id.size != 0) {
+    if (const std::string copy = cached_debug_file(id, *dir); !copy.empty()) {
+      const int fd = ::open(copy.c_str(), O_RDONLY | O_CLOEXEC);
+      char* name = fd >= 0 ? ::strdup(copy.c_str()) : nullptr;
+      if (name != nullptr) {
+        std::free(*debuginfo_file_name);
+        *debuginfo_file_name = name;
+        return fd;
+      }
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  const int fd = find_debuginfo_searched(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                         debuginfo_file_name, any);
+  if (fd >= 0 && id.size != 0 && *debuginfo_file_name != nullptr && has_compressed_debug_sections(*debuginfo_file_name))
+    (void)write_decompressed_copy(*debuginfo_file_name, id, *dir);
+  return fd;
+}
+
+int find_debuginfo_local(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base, const char* file_name,
+                         const char* debuglink_file, GElf_Word debuglink_crc, char** debuginfo_file_name) {
+  return find_debuginfo_cached(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                               debuginfo_file_name, false);
+}
+
+// Options::debuginfod: the standard search, network included.
+int find_debuginfo_any(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base, const char* file_name,
+                       const char* debuglink_file, GElf_Word debuglink_crc, char** debuginfo_file_name) {
+  return find_debuginfo_cached(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                               debuginfo_file_name, true);
 }
 
 std::string errno_text(int error) { return std::strerror(error); }
@@ -90,7 +142,7 @@ ModuleOpener::ModuleOpener(const Options& options) : options_(options) {
   for (const std::string& dir : options_.debug_dirs) debuginfo_path_ += ":" + dir;
   debuginfo_path_ptr_ = debuginfo_path_.data();
   callbacks_.find_elf = dwfl_build_id_find_elf;
-  callbacks_.find_debuginfo = options_.debuginfod ? dwfl_standard_find_debuginfo : find_debuginfo_local;
+  callbacks_.find_debuginfo = options_.debuginfod ? find_debuginfo_any : find_debuginfo_local;
   callbacks_.section_address = dwfl_offline_section_address;
   callbacks_.debuginfo_path = &debuginfo_path_ptr_;
 }
@@ -156,6 +208,11 @@ void describe_symbols(Module& m) {
 }  // namespace
 
 void ModuleOpener::open(const ModuleRef& ref, Module& m) const {
+  // The debug file is searched for below (describe_symbols), with this opener's cache.
+  struct CacheScope {
+    explicit CacheScope(const std::string* dir) { t_debug_cache_dir = dir; }
+    ~CacheScope() { t_debug_cache_dir = nullptr; }
+  } scope(&options_.debug_cache_dir);
   ModuleInfo& info = m.info;
   info.path = ref.path;
 
@@ -188,7 +245,12 @@ void ModuleOpener::open(const ModuleRef& ref, Module& m) const {
   }
   if (m.mod == nullptr && info.status != ModuleStatus::not_elf) {
     // The recorded build may still be described by its debug file.
-    const std::string debug = debug_file_by_build_id(ref.build_id);
+    std::string debug = debug_file_by_build_id(ref.build_id);
+    if (!debug.empty() && has_compressed_debug_sections(debug)) {  // read as the main file: the cache too
+      std::string copy = cached_debug_file(ref.build_id, options_.debug_cache_dir);
+      if (copy.empty()) copy = write_decompressed_copy(debug, ref.build_id, options_.debug_cache_dir);
+      if (!copy.empty()) debug = std::move(copy);
+    }
     if (!debug.empty()) {
       if (report(m, debug, error)) {
         info.symbols_file = debug;

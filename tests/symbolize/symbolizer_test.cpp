@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -190,6 +191,46 @@ TEST(Symbolizer, SeparateDebugFileFoundByBuildId) {
   expect_frame(result.frames[1], kMiddle, "chain_lib.cpp", marker_line("chain_lib.cpp", "inline_site"), false);
 }
 
+// Debian's debug files have compressed .debug sections: the first session reads the file found and leaves an
+// uncompressed copy in the cache, named by build-id; a later session reads the copy; both give the same frames.
+TEST(Symbolizer, CompressedDebugFileIsReadThroughItsCachedCopy) {
+  const testing::Capture& leaf = capture("leaf");
+  TempDir root, cache, work;
+  const fs::path compressed = work.path / "libmtsym_chain.so.debug";
+  const std::string cmd = std::string("'") + MEMTRACK_OBJCOPY + "' --compress-debug-sections=zlib '" + programs_dir() +
+                          "/libmtsym_chain.so.debug' '" + compressed.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  install_debug_file(root.path, leaf.build_id, compressed);
+  Options options;
+  options.debug_dirs = {root.path.string()};
+  options.debug_cache_dir = (cache.path / "debug").string();
+  const fs::path copy = cache.path / "debug" / (to_hex(leaf.build_id) + ".debug");
+  const ModuleRef lib{programs_dir() + "/libmtsym_chain.so.strip-all", leaf.build_id};
+  for (const bool cached : {false, true}) {
+    SCOPED_TRACE(cached ? "the second session" : "the first session");
+    Symbolizer symbolizer(options);
+    const SymbolizedAddress result = symbolizer.symbolize_one(lib, leaf.relative(), AddressKind::return_address);
+    const ModuleInfo& info = symbolizer.open(lib);
+    EXPECT_TRUE(info.has_dwarf);
+    if (cached)
+      EXPECT_EQ(info.debug_file, copy.string());
+    else
+      EXPECT_EQ(fs::path(info.debug_file).filename(), to_hex(leaf.build_id).substr(2) + ".debug");
+    EXPECT_TRUE(fs::exists(copy));
+    EXPECT_GT(fs::file_size(copy), fs::file_size(compressed));
+    ASSERT_EQ(result.frames.size(), 2u);
+    expect_frame(result.frames[0], kLeaf, "chain_lib.cpp", marker_line("chain_lib.cpp", "leaf_call"), true);
+    expect_frame(result.frames[1], kMiddle, "chain_lib.cpp", marker_line("chain_lib.cpp", "inline_site"), false);
+  }
+  // No cache: the compressed file is read, nothing written.
+  options.debug_cache_dir.clear();
+  fs::remove(copy);
+  Symbolizer symbolizer(options);
+  const SymbolizedAddress result = symbolizer.symbolize_one(lib, leaf.relative(), AddressKind::return_address);
+  EXPECT_EQ(result.frames.size(), 2u);
+  EXPECT_FALSE(fs::exists(copy));
+}
+
 TEST(Symbolizer, DeletedModuleIsModuleOffsetWithTheReason) {
   const testing::Capture& leaf = capture("leaf");
   TempDir dir;
@@ -347,17 +388,32 @@ std::vector<std::string> addr2line(const std::string& module, std::uint64_t pc) 
   return lines;
 }
 
+void expect_agrees_with_addr2line(const testing::Capture& in_libc, const SymbolizedAddress& result);
+
 TEST(Symbolizer, LibcWithItsDebugPackageAgreesWithAddr2line) {
   const testing::Capture& in_libc = capture("qsort");
   const std::string hex = to_hex(in_libc.build_id);
   const std::string debug = "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
   if (!fs::exists(debug)) GTEST_SKIP() << "no debug file for " << in_libc.module << " (install libc6-dbg)";
-  Symbolizer symbolizer;  // the system's debug directory
-  const SymbolizedAddress result =
-      symbolizer.symbolize_one(in_libc.ref(), in_libc.relative(), AddressKind::return_address);
-  const ModuleInfo& info = symbolizer.open(in_libc.ref());
-  EXPECT_EQ(info.status, ModuleStatus::ok) << info.message;
-  EXPECT_EQ(info.debug_file, debug);
+  // The system's debug directory: without a cache, then with one (a first session reads the package's file
+  // and writes the copy if the file is compressed, a second one reads the copy, if there is one).
+  TempDir cache;
+  const std::string copy = cache.path.string() + "/" + hex + ".debug";
+  for (const int pass : {0, 1, 2}) {
+    SCOPED_TRACE("pass " + std::to_string(pass));
+    Options options;
+    options.debug_cache_dir = pass == 0 ? std::string() : cache.path.string();
+    Symbolizer symbolizer(options);
+    const SymbolizedAddress result =
+        symbolizer.symbolize_one(in_libc.ref(), in_libc.relative(), AddressKind::return_address);
+    const ModuleInfo& info = symbolizer.open(in_libc.ref());
+    EXPECT_EQ(info.status, ModuleStatus::ok) << info.message;
+    EXPECT_EQ(info.debug_file, pass == 2 && fs::exists(copy) ? copy : debug);
+    expect_agrees_with_addr2line(in_libc, result);
+  }
+}
+
+void expect_agrees_with_addr2line(const testing::Capture& in_libc, const SymbolizedAddress& result) {
   EXPECT_EQ(result.source, Source::dwarf);
   const std::vector<std::string> expected = addr2line(in_libc.module, in_libc.relative() - 1);
   ASSERT_EQ(expected.size(), 2 * result.frames.size());

@@ -70,7 +70,9 @@ constexpr const char* kHelp =
     "end the recording at once, with a valid artifact. A recorder killed with SIGKILL leaves\n"
     "FILE.<pid>.partial: every whole frame in it is a valid artifact (decode reads it up to the cut).\n"
     "The library is found where the install put it, <dir of memtrack>/" MEMTRACK_PRELOAD_INSTALL_DIR
-    "/,\nelse in the build tree's lib/, unless MEMTRACK_PRELOAD names another.\n";
+    "/,\nelse in the build tree's lib/, unless MEMTRACK_PRELOAD names another. A separate debug file with\n"
+    "compressed sections (a distribution's debug package) is read through an uncompressed copy kept in\n"
+    "$MEMTRACK_DEBUG_CACHE (default ~/.cache/memtrack/debug; 'off': none), made the first time.\n";
 
 std::string count(std::uint64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);

@@ -108,6 +108,10 @@ struct Progress {
 // the remaining addresses of the run are returned unresolved (source none).
 using ProgressFn = std::function<bool(const Progress&)>;
 
+// Where Options::debug_cache_dir points by default: $MEMTRACK_DEBUG_CACHE when set ("off": no cache), else
+// $XDG_CACHE_HOME/memtrack/debug, else $HOME/.cache/memtrack/debug; empty (no cache) without any of them.
+std::string default_debug_cache_dir();
+
 struct Options {
   // Roots searched for separate debug files by build-id (<root>/.build-id/xx/yyyy.debug) and by debuglink
   // (<root>/<module dir>/<debuglink>), in order, after the module's own directory and its .debug/.
@@ -117,6 +121,10 @@ struct Options {
   // DEBUGINFOD_URLS is set, only the build-id search runs; the .gnu_debuglink search is libdwfl's standard
   // search, which ends with the network query.)
   bool debuginfod = false;
+  // A separate debug file with compressed .debug sections (distributions' debug packages) is read, after the
+  // first time, through an uncompressed copy kept here by build-id (src/debug_cache.h): libdw inflates every
+  // compressed section each time it opens a file. Empty: no copies.
+  std::string debug_cache_dir = default_debug_cache_dir();
   bool demangle = true;
   std::size_t progress_interval = 4096;
 };
