@@ -15,17 +15,19 @@
 namespace memtrack::symbolize {
 namespace {
 
-std::string hex_of(const BuildId& id) {
-  char text[2 * kMaxBuildIdSize + 1];
-  const std::size_t n = build_id_to_hex(id, text, sizeof text);
-  return std::string(text, n);
-}
-
 bool is_compressed_debug(Elf* elf, Elf_Scn* scn, std::size_t shstrndx) {
   GElf_Shdr shdr;
   if (gelf_getshdr(scn, &shdr) == nullptr || (shdr.sh_flags & SHF_COMPRESSED) == 0) return false;
   const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
   return name != nullptr && std::string_view(name).starts_with(".debug");
+}
+
+bool has_compressed_debug_sections(Elf* elf) {
+  std::size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn)) != nullptr;)
+    if (is_compressed_debug(elf, scn, shstrndx)) return true;
+  return false;
 }
 
 // Moves each program header of `out` (copied from `in`) with the section its offset falls in: the output's
@@ -99,49 +101,37 @@ bool write_decompressed(Elf* in, int out_fd) {
 
 }  // namespace
 
-bool has_compressed_debug_sections(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  elf_version(EV_CURRENT);
-  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-  bool found = false;
-  std::size_t shstrndx = 0;
-  if (elf != nullptr && elf_kind(elf) == ELF_K_ELF && elf_getshdrstrndx(elf, &shstrndx) == 0)
-    for (Elf_Scn* scn = nullptr; !found && (scn = elf_nextscn(elf, scn)) != nullptr;)
-      found = is_compressed_debug(elf, scn, shstrndx);
-  if (elf != nullptr) elf_end(elf);
-  ::close(fd);
-  return found;
-}
-
 std::string cached_debug_file(const BuildId& id, const std::string& dir) {
   if (dir.empty() || id.size == 0) return {};
-  const std::string path = dir + "/" + hex_of(id) + ".debug";
+  const std::string path = dir + "/" + to_hex(id) + ".debug";
   BuildId cached;
   return read_build_id(path, cached) && cached == id ? path : std::string();
 }
 
 std::string write_decompressed_copy(const std::string& path, const BuildId& id, const std::string& dir) {
   if (dir.empty() || id.size == 0) return {};
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  const std::string target = dir + "/" + hex_of(id) + ".debug";
-  std::string temp = target + ".XXXXXX";
-  const int out = ::mkostemp(temp.data(), O_CLOEXEC);
-  if (out < 0) return {};
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
   elf_version(EV_CURRENT);
-  Elf* in = fd >= 0 ? elf_begin(fd, ELF_C_READ, nullptr) : nullptr;  // not mmap: elf_compress replaces data
-  const bool ok = in != nullptr && elf_kind(in) == ELF_K_ELF && write_decompressed(in, out);
-  if (in != nullptr) elf_end(in);
-  if (fd >= 0) ::close(fd);
-  const bool closed = ::close(out) == 0;
-  BuildId written;
-  if (!ok || !closed || !read_build_id(temp, written) || !(written == id) ||
-      ::rename(temp.c_str(), target.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    return {};
+  Elf* in = elf_begin(fd, ELF_C_READ, nullptr);  // not mmap: elf_compress replaces the sections' data
+  std::string target;
+  if (in != nullptr && elf_kind(in) == ELF_K_ELF && has_compressed_debug_sections(in)) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    target = dir + "/" + to_hex(id) + ".debug";
+    std::string temp = target + ".XXXXXX";
+    const int out = ::mkostemp(temp.data(), O_CLOEXEC);
+    const bool ok = out >= 0 && write_decompressed(in, out);
+    const bool closed = out >= 0 && ::close(out) == 0;
+    BuildId written;
+    if (!ok || !closed || !read_build_id(temp, written) || !(written == id) ||
+        ::rename(temp.c_str(), target.c_str()) != 0) {
+      if (out >= 0) ::unlink(temp.c_str());
+      target.clear();
+    }
   }
+  if (in != nullptr) elf_end(in);
+  ::close(fd);
   return target;
 }
 

@@ -12,14 +12,12 @@
 
 namespace memtrack::symbolize {
 
-// Whether the ELF file at `path` has a compressed (SHF_COMPRESSED) .debug section.
-bool has_compressed_debug_sections(const std::string& path);
-
 // The path of the copy of build `id` in `dir` if there is a valid one (its build-id is `id`), else empty.
 std::string cached_debug_file(const BuildId& id, const std::string& dir);
 
-// Writes the uncompressed copy of the debug file at `path` (build `id`) into `dir`; its path, or empty when
-// it cannot be written (then nothing is left behind).
+// Writes the uncompressed copy of the debug file at `path` (build `id`) into `dir` when the file has a
+// compressed (SHF_COMPRESSED) .debug section; the copy's path, or empty when the file has none or the copy
+// cannot be written (then nothing is left behind).
 std::string write_decompressed_copy(const std::string& path, const BuildId& id, const std::string& dir);
 
 }  // namespace memtrack::symbolize

@@ -67,7 +67,7 @@ int find_debuginfo_cached(Dwfl_Module* mod, void** userdata, const char* modname
   }
   const int fd = find_debuginfo_searched(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
                                          debuginfo_file_name, any);
-  if (fd >= 0 && id.size != 0 && *debuginfo_file_name != nullptr && has_compressed_debug_sections(*debuginfo_file_name))
+  if (fd >= 0 && id.size != 0 && *debuginfo_file_name != nullptr)
     (void)write_decompressed_copy(*debuginfo_file_name, id, *dir);
   return fd;
 }
@@ -246,7 +246,7 @@ void ModuleOpener::open(const ModuleRef& ref, Module& m) const {
   if (m.mod == nullptr && info.status != ModuleStatus::not_elf) {
     // The recorded build may still be described by its debug file.
     std::string debug = debug_file_by_build_id(ref.build_id);
-    if (!debug.empty() && has_compressed_debug_sections(debug)) {  // read as the main file: the cache too
+    if (!debug.empty()) {  // read as the main file: through the cache too
       std::string copy = cached_debug_file(ref.build_id, options_.debug_cache_dir);
       if (copy.empty()) copy = write_decompressed_copy(debug, ref.build_id, options_.debug_cache_dir);
       if (!copy.empty()) debug = std::move(copy);

@@ -388,7 +388,21 @@ std::vector<std::string> addr2line(const std::string& module, std::uint64_t pc) 
   return lines;
 }
 
-void expect_agrees_with_addr2line(const testing::Capture& in_libc, const SymbolizedAddress& result);
+// The frames of `result` (qsort's caller in libc) are addr2line's: names, file names and lines.
+void expect_agrees_with_addr2line(const testing::Capture& in_libc, const SymbolizedAddress& result) {
+  EXPECT_EQ(result.source, Source::dwarf);
+  const std::vector<std::string> expected = addr2line(in_libc.module, in_libc.relative() - 1);
+  ASSERT_EQ(expected.size(), 2 * result.frames.size());
+  for (std::size_t i = 0; i < result.frames.size(); ++i) {
+    EXPECT_EQ(result.frames[i].function, expected[2 * i]);
+    // addr2line prints the path as recorded ("./stdlib/./stdlib/msort.c:64"); compare the file name and line.
+    std::string where = expected[2 * i + 1];
+    where = where.substr(0, where.find(" ("));  // " (discriminator N)"
+    const std::string file = where.substr(0, where.rfind(':'));
+    EXPECT_EQ(fs::path(result.frames[i].file).filename(), fs::path(file).filename());
+    EXPECT_EQ(std::to_string(result.frames[i].line), where.substr(where.rfind(':') + 1));
+  }
+}
 
 TEST(Symbolizer, LibcWithItsDebugPackageAgreesWithAddr2line) {
   const testing::Capture& in_libc = capture("qsort");
@@ -410,21 +424,6 @@ TEST(Symbolizer, LibcWithItsDebugPackageAgreesWithAddr2line) {
     EXPECT_EQ(info.status, ModuleStatus::ok) << info.message;
     EXPECT_EQ(info.debug_file, pass == 2 && fs::exists(copy) ? copy : debug);
     expect_agrees_with_addr2line(in_libc, result);
-  }
-}
-
-void expect_agrees_with_addr2line(const testing::Capture& in_libc, const SymbolizedAddress& result) {
-  EXPECT_EQ(result.source, Source::dwarf);
-  const std::vector<std::string> expected = addr2line(in_libc.module, in_libc.relative() - 1);
-  ASSERT_EQ(expected.size(), 2 * result.frames.size());
-  for (std::size_t i = 0; i < result.frames.size(); ++i) {
-    EXPECT_EQ(result.frames[i].function, expected[2 * i]);
-    // addr2line prints the path as recorded ("./stdlib/./stdlib/msort.c:64"); compare the file name and line.
-    std::string where = expected[2 * i + 1];
-    where = where.substr(0, where.find(" ("));  // " (discriminator N)"
-    const std::string file = where.substr(0, where.rfind(':'));
-    EXPECT_EQ(fs::path(result.frames[i].file).filename(), fs::path(file).filename());
-    EXPECT_EQ(std::to_string(result.frames[i].line), where.substr(where.rfind(':') + 1));
   }
 }
 
