@@ -20,14 +20,21 @@ std::uint32_t LiveSites::allocated(const codec::Event& e, std::uint64_t) {
   allocated_bytes_ += e.size;
   if (!stacks_) return 0;
   const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(e.pid)) << 32) | e.stack;
-  auto [it, inserted] = index_.try_emplace(key, static_cast<std::uint32_t>(sites_.size() + 1));
-  if (inserted) sites_.push_back(Site{e.pid, e.stack, 0, 0, 0, 0});
-  Site& s = sites_[it->second - 1];
+  std::uint64_t payload = 0;
+  if (const std::uint64_t* found = index_.find(key); found != nullptr) {
+    payload = *found;
+  } else {
+    sites_.push_back(Site{e.pid, e.stack, 0, 0, 0, 0});
+    payload = sites_.size();
+    std::uint64_t ignored = 0;
+    index_.insert(key, payload, ignored);
+  }
+  Site& s = sites_[payload - 1];
   s.live_bytes += e.size;
   ++s.live_count;
   s.allocated_bytes += e.size;
   ++s.allocations;
-  return it->second;
+  return static_cast<std::uint32_t>(payload);
 }
 
 void LiveSites::released(std::int32_t, std::uint64_t, std::uint64_t size, std::uint32_t payload, bool inherited,
@@ -340,8 +347,8 @@ std::string LiveBooks::build(clock::time_point now, bool ended) {
   }
   for (std::uint32_t i = 0; i < all.size(); ++i)
     if (chosen_[i])
-      s.sites.push_back(LiveSite{all[i].pid, all[i].stack, all[i].live_bytes, all[i].live_count,
-                                 all[i].allocated_bytes, all[i].allocations, frame_of(all[i].pid, all[i].stack)});
+      s.sites.push_back(LiveSite{all[i].pid, all[i].stack, all[i].live_bytes, all[i].live_count, all[i].allocated_bytes,
+                                 all[i].allocations, frame_of(all[i].pid, all[i].stack)});
   return encode_snapshot(s);
 }
 

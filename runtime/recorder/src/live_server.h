@@ -20,10 +20,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "lifecycle.h"
+#include "memtrack/analysis/address_map.h"
 #include "memtrack/analysis/live_heap.h"
 #include "memtrack/runtime/live.h"
 #include "shared_ring.h"
@@ -53,8 +53,10 @@ class LiveSites final : public analysis::HeapClient {
 
  private:
   bool stacks_;
-  std::vector<Site> sites_;                                // payload = index + 1
-  std::unordered_map<std::uint64_t, std::uint32_t> index_;  // (pid << 32 | stack) -> payload
+  std::vector<Site> sites_;  // payload = index + 1
+  // (pid << 32 | stack) -> payload, in a flat table: std::unordered_map's node per site and its pointer
+  // chasing were 3% of the recorder's CPU on make -j2 with stacks.
+  analysis::AddressMap index_;
   std::uint64_t allocations_ = 0, allocated_bytes_ = 0;
 };
 
@@ -85,7 +87,7 @@ class LiveServer {
  private:
   struct Client {
     int fd = -1;
-    std::string out;   // being sent
+    std::string out;  // being sent
     std::size_t sent = 0;
     std::string next;  // the newest snapshot after `out`; an older one is dropped for it
   };
@@ -100,9 +102,9 @@ class LiveServer {
   std::atomic<int> viewers_{0};
   std::atomic<bool> want_now_{false};
   std::mutex mutex_;
-  std::string latest_;   // under mutex_
-  bool fresh_ = false;   // under mutex_: latest_ not handed to the clients yet
-  bool closing_ = false; // under mutex_
+  std::string latest_;           // under mutex_
+  bool fresh_ = false;           // under mutex_: latest_ not handed to the clients yet
+  bool closing_ = false;         // under mutex_
   std::vector<Client> clients_;  // the server thread only
   std::thread thread_;
   bool finished_ = false;

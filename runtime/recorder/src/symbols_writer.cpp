@@ -19,6 +19,13 @@ constexpr std::size_t kAddressesPerRecord = 8192;
 // Addresses per Symbolizer call on the worker: the end waits for at most one batch (plus opening a module).
 constexpr std::size_t kWorkerBatch = 256;
 
+// When the worker wakes: it sleeps until addresses are queued, then gathers more for up to kGather (or until
+// kWakeAddresses are queued) before taking them. A process-heavy program sends a stack note with a few new
+// addresses every few allocations; waking the worker for each note (a futex wake and two context switches
+// on a small machine) cost more than symbolizing them did.
+constexpr auto kGather = std::chrono::milliseconds(20);
+constexpr std::size_t kWakeAddresses = 4096;
+
 class StringTable {
  public:
   std::uint32_t id(const std::string& s) {
@@ -54,21 +61,34 @@ SymbolsWriter::SymbolsWriter(bool progress) : progress_(progress) {}
 SymbolsWriter::~SymbolsWriter() { stop_worker(); }
 
 void SymbolsWriter::prefetch(std::span<const StackTables::NewAddress> addresses) {
+  bool wake = false;
   {
     const std::lock_guard lock(mutex_);
     if (closing_) return;
     const ModuleEntry* module = nullptr;
     std::vector<std::uint64_t>* list = nullptr;
     for (const StackTables::NewAddress& a : addresses) {
-      if (a.module != module) {  // a stack's frames come in runs of one module: one key per run
+      if (a.module != module) {  // a stack's frames come in runs of one module: one lookup per run
         module = a.module;
-        list = &queue_[{module->path, module->build_id}];
+        list = &queued_list(*module);
       }
       list->push_back(a.relative);
     }
+    const std::size_t before = queued_;
+    queued_ += addresses.size();
+    wake = before == 0 || (before < kWakeAddresses && queued_ >= kWakeAddresses);
   }
   if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
+}
+
+std::vector<std::uint64_t>& SymbolsWriter::queued_list(const ModuleEntry& module) {
+  // Notes mostly name the module of the note before: compare with it before building a key (two copies).
+  if (last_list_ == nullptr || last_key_.path != module.path || last_key_.build_id != module.build_id) {
+    last_key_ = ModuleKey{module.path, module.build_id};
+    last_list_ = &queue_[last_key_];
+  }
+  return *last_list_;
 }
 
 void SymbolsWriter::work() {
@@ -76,9 +96,12 @@ void SymbolsWriter::work() {
     std::map<ModuleKey, std::vector<std::uint64_t>> batch;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+      wake_.wait(lock, [&] { return closing_ || queued_ != 0; });
+      wake_.wait_for(lock, kGather, [&] { return closing_ || flush_ || queued_ >= kWakeAddresses; });
       if (closing_) return;
       batch.swap(queue_);
+      queued_ = 0;
+      last_list_ = nullptr;  // it pointed into the map just taken
       busy_ = true;
     }
     try {
@@ -92,6 +115,8 @@ void SymbolsWriter::work() {
       const std::lock_guard lock(mutex_);
       closing_ = true;
       queue_.clear();
+      queued_ = 0;
+      last_list_ = nullptr;
     }
     worker_cpu_seconds_ = thread_cpu_seconds();
     {
@@ -104,7 +129,10 @@ void SymbolsWriter::work() {
 
 void SymbolsWriter::wait_until_idle() {
   std::unique_lock lock(mutex_);
-  idle_.wait(lock, [&] { return closing_ || (queue_.empty() && !busy_); });
+  flush_ = true;  // no gathering: take what is queued now
+  wake_.notify_one();
+  idle_.wait(lock, [&] { return closing_ || (queued_ == 0 && !busy_); });
+  flush_ = false;
 }
 
 void SymbolsWriter::stop_worker() {
@@ -145,6 +173,8 @@ SymbolsSummary SymbolsWriter::write(const StackTables& tables, pipeline::Context
   SymbolsSummary summary;
   std::map<ModuleKey, std::vector<std::uint64_t>> by_module;  // module-relative addresses
   for (const ImageTables& image : tables.images()) {
+    // Each module's list found once per image, not once per address (a key is two copies).
+    std::unordered_map<const ModuleEntry*, std::vector<std::uint64_t>*> lists;
     image.addresses.for_each([&](std::uint32_t, std::uint64_t address) {
       if (address == codec::kTruncatedStackAddress) return;
       const ModuleEntry* m = image.module_of(address);
@@ -152,7 +182,9 @@ SymbolsSummary SymbolsWriter::write(const StackTables& tables, pipeline::Context
         ++summary.outside;
         return;
       }
-      by_module[{m->path, m->build_id}].push_back(address - m->bias);
+      std::vector<std::uint64_t>*& list = lists[m];
+      if (list == nullptr) list = &by_module[{m->path, m->build_id}];
+      list->push_back(address - m->bias);
     });
   }
   std::size_t total = 0, missing = 0;

@@ -50,8 +50,9 @@ class SymbolsWriter {
   SymbolsWriter(const SymbolsWriter&) = delete;
   SymbolsWriter& operator=(const SymbolsWriter&) = delete;
 
-  // Reader thread: one stack note's new addresses, each relative to its module's load bias (one lock and
-  // one wake-up per note). The worker starts with the first call.
+  // Reader thread: one stack note's new addresses, each relative to its module's load bias (one lock per
+  // note; the worker is woken when the queue stops being empty, then gathers for a few milliseconds or a few
+  // thousand addresses before it takes them). The worker starts with the first call.
   void prefetch(std::span<const StackTables::NewAddress> addresses);
 
   // Blocks until the worker has symbolized everything prefetched so far (tests: what write() then finds).
@@ -72,6 +73,8 @@ class SymbolsWriter {
 
   void work();
   void stop_worker();
+  // Under mutex_: the queue's list for `module`.
+  std::vector<std::uint64_t>& queued_list(const ModuleEntry& module);
   // Symbolizes those of `addresses` not in `cache` yet into it (batches: the worker checks stop_ between).
   void symbolize_into(const ModuleKey& key, const std::vector<std::uint64_t>& addresses, Cache& cache,
                       const symbolize::ProgressFn& progress, bool stoppable);
@@ -85,6 +88,10 @@ class SymbolsWriter {
   std::condition_variable wake_;
   std::condition_variable idle_;
   std::map<ModuleKey, std::vector<std::uint64_t>> queue_;  // under mutex_
+  std::size_t queued_ = 0;                                 // under mutex_: addresses in queue_
+  ModuleKey last_key_;                                     // under mutex_: queued_list()'s last module
+  std::vector<std::uint64_t>* last_list_ = nullptr;        // under mutex_: its list in queue_, or null
+  bool flush_ = false;                                     // under mutex_: wait_until_idle() waits
   bool closing_ = false;                                   // under mutex_
   bool busy_ = false;                                      // under mutex_: the worker holds a batch
   std::atomic<bool> stop_{false};
