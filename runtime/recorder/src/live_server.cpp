@@ -19,22 +19,31 @@ std::uint32_t LiveSites::allocated(const codec::Event& e, std::uint64_t) {
   ++allocations_;
   allocated_bytes_ += e.size;
   if (!stacks_) return 0;
-  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(e.pid)) << 32) | e.stack;
-  std::uint64_t payload = 0;
-  if (const std::uint64_t* found = index_.find(key); found != nullptr) {
-    payload = *found;
-  } else {
+  std::uint32_t& payload = payload_of(e.pid, e.stack);
+  if (payload == 0) {
     sites_.push_back(Site{e.pid, e.stack, 0, 0, 0, 0});
-    payload = sites_.size();
-    std::uint64_t ignored = 0;
-    index_.insert(key, payload, ignored);
+    payload = static_cast<std::uint32_t>(sites_.size());
   }
   Site& s = sites_[payload - 1];
   s.live_bytes += e.size;
   ++s.live_count;
   s.allocated_bytes += e.size;
   ++s.allocations;
-  return static_cast<std::uint32_t>(payload);
+  return payload;
+}
+
+std::uint32_t& LiveSites::payload_of(std::int32_t pid, std::uint32_t stack) {
+  if (pid != last_pid_ || last_ == nullptr) {
+    last_pid_ = pid;
+    last_ = &by_pid_[pid];
+  }
+  if (stack < kDenseStacks) {
+    if (stack >= last_->size())
+      last_->resize(std::max<std::size_t>(stack + 1, std::min<std::size_t>(kDenseStacks, last_->size() * 2)));
+    return (*last_)[stack];
+  }
+  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pid)) << 32) | stack;
+  return sparse_[key];
 }
 
 void LiveSites::released(std::int32_t, std::uint64_t, std::uint64_t size, std::uint32_t payload, bool inherited,
