@@ -1017,10 +1017,12 @@ def render(ctx, rows, meta, loads, rss, record, stacks, reports, symbols, comman
     w("     change the template in bench/render_performance.py and re-run bench/run_suite.sh. -->")
     w("")
     took = "under a minute" if wall_s < 60 else f"{wall_s / 60:.0f} minutes"
-    w(f"Regenerate it from the repository's root with this one line (the run below took {took}):")
+    w(f"Regenerate it from the repository's root with this one line (the run below took {took}; `$OUT` is a")
+    w("directory of your choice for the run's raw results):")
     w("")
     w("```sh")
-    w(f"cmake --preset release && cmake --build --preset release -j2 && {meta['command'].strip()}")
+    w(f"OUT=/tmp/memtrack-suite; cmake --preset release && cmake --build --preset release -j2 && "
+      f"{meta['command'].strip()}")
     w("```")
     w("")
     if smoke:
@@ -1730,7 +1732,18 @@ def main():
     if os.path.exists(commands_txt):
         with open(commands_txt) as f:
             commands = [line.rstrip("\n") for line in f if line.strip()]
-    text = render(ctx, rows, load_meta(os.path.join(args.results, "meta.txt")),
+    # The run's results directory is the reader's choice, not part of the command: shown as $OUT.
+    out_dir = os.path.abspath(args.results).rstrip("/")
+
+    def shown(command):
+        return command.replace(out_dir, "$OUT").replace(args.results.rstrip("/"), "$OUT")
+
+    meta = load_meta(os.path.join(args.results, "meta.txt"))
+    for key in ("command", "bench_command", "heap_command"):
+        if meta.get(key):
+            meta[key] = shown(meta[key])
+    commands = [shown(c) for c in commands]
+    text = render(ctx, rows, meta,
                   load_loads(os.path.join(args.results, "load.txt")),
                   load_rss(os.path.join(args.results, "encode_rss.tsv")),
                   load_records(args.results), stacks, reports, symbols, commands, diffs, compacts, resident,

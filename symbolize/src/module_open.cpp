@@ -41,11 +41,24 @@ int find_debuginfo_searched(Dwfl_Module* mod, void** userdata, const char* modna
 
 // The cache first (debug_cache.h): a valid uncompressed copy of this build is returned as the debug file, and
 // libdwfl opens it (the searches above open what they find themselves, so the copy must come before them).
-// Else the search; a file it finds with compressed sections gets its copy made for the next time.
+// Else the search; a file it finds with compressed sections gets its copy made, and the copy is what libdwfl
+// reads from then on, this time too (reading the compressed file would decompress its sections a second time).
 int find_debuginfo_cached(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
                           const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
                           char** debuginfo_file_name, bool any) {
   const std::string* dir = t_debug_cache_dir;
+  // The copy at `path` as the debug file, or -1 (then nothing changed).
+  const auto use_copy = [&](const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    char* name = fd >= 0 ? ::strdup(path.c_str()) : nullptr;
+    if (name == nullptr) {
+      if (fd >= 0) ::close(fd);
+      return -1;
+    }
+    std::free(*debuginfo_file_name);
+    *debuginfo_file_name = name;
+    return fd;
+  };
   BuildId id;
   if (dir != nullptr && !dir->empty()) {
     const unsigned char* bits = nullptr;
@@ -54,21 +67,19 @@ int find_debuginfo_cached(Dwfl_Module* mod, void** userdata, const char* modname
     if (size > 0) build_id_from_bytes(bits, static_cast<std::size_t>(size), id);
   }
   if (id.size != 0) {
-    if (const std::string copy = cached_debug_file(id, *dir); !copy.empty()) {
-      const int fd = ::open(copy.c_str(), O_RDONLY | O_CLOEXEC);
-      char* name = fd >= 0 ? ::strdup(copy.c_str()) : nullptr;
-      if (name != nullptr) {
-        std::free(*debuginfo_file_name);
-        *debuginfo_file_name = name;
-        return fd;
-      }
-      if (fd >= 0) ::close(fd);
-    }
+    if (const std::string copy = cached_debug_file(id, *dir); !copy.empty())
+      if (const int fd = use_copy(copy); fd >= 0) return fd;
   }
   const int fd = find_debuginfo_searched(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
                                          debuginfo_file_name, any);
-  if (fd >= 0 && id.size != 0 && *debuginfo_file_name != nullptr)
-    (void)write_decompressed_copy(*debuginfo_file_name, id, *dir);
+  if (fd >= 0 && id.size != 0 && *debuginfo_file_name != nullptr) {
+    if (const std::string copy = write_decompressed_copy(*debuginfo_file_name, id, *dir); !copy.empty()) {
+      if (const int copy_fd = use_copy(copy); copy_fd >= 0) {
+        ::close(fd);
+        return copy_fd;
+      }
+    }
+  }
   return fd;
 }
 
