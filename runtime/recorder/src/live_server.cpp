@@ -19,10 +19,17 @@ std::uint32_t LiveSites::allocated(const codec::Event& e, std::uint64_t) {
   ++allocations_;
   allocated_bytes_ += e.size;
   if (!stacks_) return 0;
-  std::uint32_t& payload = payload_of(e.pid, e.stack);
-  if (payload == 0) {
+  if (pid_ != e.pid || sites_of_pid_ == nullptr) {  // events come in runs of one process
+    pid_ = e.pid;
+    sites_of_pid_ = &by_pid_[e.pid];
+  }
+  std::uint32_t payload = 0;
+  if (const std::uint32_t* found = sites_of_pid_->find(e.stack); found != nullptr) {
+    payload = *found;
+  } else {
     sites_.push_back(Site{e.pid, e.stack, 0, 0, 0, 0});
     payload = static_cast<std::uint32_t>(sites_.size());
+    sites_of_pid_->set(e.stack, payload);
   }
   Site& s = sites_[payload - 1];
   s.live_bytes += e.size;
@@ -30,20 +37,6 @@ std::uint32_t LiveSites::allocated(const codec::Event& e, std::uint64_t) {
   s.allocated_bytes += e.size;
   ++s.allocations;
   return payload;
-}
-
-std::uint32_t& LiveSites::payload_of(std::int32_t pid, std::uint32_t stack) {
-  if (pid != last_pid_ || last_ == nullptr) {
-    last_pid_ = pid;
-    last_ = &by_pid_[pid];
-  }
-  if (stack < kDenseStacks) {
-    if (stack >= last_->size())
-      last_->resize(std::max<std::size_t>(stack + 1, std::min<std::size_t>(kDenseStacks, last_->size() * 2)));
-    return (*last_)[stack];
-  }
-  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pid)) << 32) | stack;
-  return sparse_[key];
 }
 
 void LiveSites::released(std::int32_t, std::uint64_t, std::uint64_t size, std::uint32_t payload, bool inherited,

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "dense_ids.h"
 #include "lifecycle.h"
 #include "memtrack/analysis/live_heap.h"
 #include "memtrack/runtime/live.h"
@@ -54,16 +55,11 @@ class LiveSites final : public analysis::HeapClient {
  private:
   bool stacks_;
   std::vector<Site> sites_;  // payload = index + 1
-  // The payload of (pid, stack), 0 when it has no site yet. Stack ids are node ids, dense from 1 in each
-  // process image, so below kDenseStacks they index a vector per pid (4 bytes a stack, and one cache miss
-  // an event: a hash table's slot was 16 bytes and a node-based map's a pointer chase, 3% of the
-  // recorder's CPU on make -j2); ids past it (a damaged note) go to a map.
-  std::uint32_t& payload_of(std::int32_t pid, std::uint32_t stack);
-  static constexpr std::uint32_t kDenseStacks = 1u << 22;
-  std::map<std::int32_t, std::vector<std::uint32_t>> by_pid_;  // node-based: last_ stays valid
-  std::int32_t last_pid_ = 0;
-  std::vector<std::uint32_t>* last_ = nullptr;
-  std::map<std::uint64_t, std::uint32_t> sparse_;  // (pid << 32 | stack) -> payload
+  // Per pid: stack id -> payload. Stack ids are node ids, dense from 1 in each process image: a vector
+  // indexed by them (dense_ids.h) costs one cache miss an event where a hash table's probe was one too.
+  std::map<std::int32_t, DenseIds<std::uint32_t>> by_pid_;  // node-based: sites_of_pid_ stays valid
+  std::int32_t pid_ = 0;
+  DenseIds<std::uint32_t>* sites_of_pid_ = nullptr;  // by_pid_[pid_]
   std::uint64_t allocations_ = 0, allocated_bytes_ = 0;
 };
 

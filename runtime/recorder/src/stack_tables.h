@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dense_ids.h"
 #include "memtrack/codec/context.h"
 #include "memtrack/codec/event.h"
 #include "memtrack/pipeline/context_channel.h"
@@ -47,51 +48,15 @@ inline bool is_python_module(const ModuleEntry& m) { return m.path == "[python]"
 // Objects/locations.md), or 0 when it has none.
 std::uint32_t python_line(std::string_view table, std::uint32_t first_line, std::uint64_t index);
 
-// Node id -> return address. The preload hands out ids from 1 up, so below kDense they index a vector (8
-// bytes a node; a std::map's node, about 48 bytes and an allocation each, was a third of the recorder's extra
-// CPU with Python frames on pytest); ids past it (a damaged note) go to a map. Address 0 is no node.
-class NodeAddresses {
- public:
-  static constexpr std::uint32_t kDense = 1u << 22;
-  void set(std::uint32_t id, std::uint64_t address) {
-    if (id >= kDense) {
-      auto [it, added] = sparse_.try_emplace(id, address);
-      if (!added) it->second = address;
-      return;
-    }
-    if (id >= dense_.size())
-      dense_.resize(std::max<std::size_t>(id + 1, std::min<std::size_t>(kDense, dense_.size() * 2)));
-    if (dense_[id] != 0) --count_;
-    if (address != 0) ++count_;
-    dense_[id] = address;
-  }
-  // The address of node `id`, or null.
-  [[nodiscard]] const std::uint64_t* find(std::uint32_t id) const {
-    if (id < dense_.size()) return dense_[id] != 0 ? &dense_[id] : nullptr;
-    const auto it = sparse_.find(id);
-    return it != sparse_.end() ? &it->second : nullptr;
-  }
-  [[nodiscard]] std::size_t size() const { return count_ + sparse_.size(); }
-  [[nodiscard]] std::size_t bytes() const { return dense_.capacity() * 8 + sparse_.size() * (4 + 8 + 32); }
-  // f(id, address) for each node, by id.
-  template <typename F>
-  void for_each(F&& f) const {
-    for (std::size_t id = 0; id < dense_.size(); ++id)
-      if (dense_[id] != 0) f(static_cast<std::uint32_t>(id), dense_[id]);
-    for (const auto& [id, address] : sparse_) f(id, address);
-  }
-
- private:
-  std::vector<std::uint64_t> dense_;
-  std::size_t count_ = 0;  // nonzero entries of dense_
-  std::map<std::uint32_t, std::uint64_t> sparse_;
-};
+// Node id -> return address (address 0 is no node). A std::map's node, about 48 bytes and an allocation each,
+// was a third of the recorder's extra CPU with Python frames on pytest.
+using NodeAddresses = DenseIds<std::uint64_t>;
 
 // One process image's tables. A fork child's starts as a copy of its parent's at the fork.
 struct ImageTables {
   std::int32_t pid = 0;
-  NodeAddresses addresses;                           // node id -> return address
-  std::vector<ModuleEntry> modules;                  // in note order; unloaded ones stay (loaded = false)
+  NodeAddresses addresses;           // node id -> return address
+  std::vector<ModuleEntry> modules;  // in note order; unloaded ones stay (loaded = false)
 
   // Notes a loaded module (appended to `modules`).
   void add_module(ModuleEntry module);

@@ -21,8 +21,8 @@ constexpr std::size_t kWorkerBatch = 256;
 
 // When the worker wakes: it sleeps until addresses are queued, then gathers more for up to kGather (or until
 // kWakeAddresses are queued) before taking them. A process-heavy program sends a stack note with a few new
-// addresses every few allocations; waking the worker for each note (a futex wake and two context switches
-// on a small machine) cost more than symbolizing them did.
+// addresses every few allocations: waking the worker for each note is a futex wake and two context switches
+// per note (docs/RUNTIME.md, "Call stacks", has the profile).
 constexpr auto kGather = std::chrono::milliseconds(20);
 constexpr std::size_t kWakeAddresses = 4096;
 
@@ -68,9 +68,9 @@ void SymbolsWriter::prefetch(std::span<const StackTables::NewAddress> addresses)
     const ModuleEntry* module = nullptr;
     std::vector<std::uint64_t>* list = nullptr;
     for (const StackTables::NewAddress& a : addresses) {
-      if (a.module != module) {  // a stack's frames come in runs of one module: one lookup per run
+      if (a.module != module) {  // a stack's frames come in runs of one module: one key per run
         module = a.module;
-        list = &queued_list(*module);
+        list = &queue_[{module->path, module->build_id}];
       }
       list->push_back(a.relative);
     }
@@ -80,15 +80,6 @@ void SymbolsWriter::prefetch(std::span<const StackTables::NewAddress> addresses)
   }
   if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
   if (wake) wake_.notify_one();
-}
-
-std::vector<std::uint64_t>& SymbolsWriter::queued_list(const ModuleEntry& module) {
-  // Notes mostly name the module of the note before: compare with it before building a key (two copies).
-  if (last_list_ == nullptr || last_key_.path != module.path || last_key_.build_id != module.build_id) {
-    last_key_ = ModuleKey{module.path, module.build_id};
-    last_list_ = &queue_[last_key_];
-  }
-  return *last_list_;
 }
 
 void SymbolsWriter::work() {
@@ -101,7 +92,6 @@ void SymbolsWriter::work() {
       if (closing_) return;
       batch.swap(queue_);
       queued_ = 0;
-      last_list_ = nullptr;  // it pointed into the map just taken
       busy_ = true;
     }
     try {
@@ -116,7 +106,6 @@ void SymbolsWriter::work() {
       closing_ = true;
       queue_.clear();
       queued_ = 0;
-      last_list_ = nullptr;
     }
     worker_cpu_seconds_ = thread_cpu_seconds();
     {
@@ -174,7 +163,7 @@ SymbolsSummary SymbolsWriter::write(const StackTables& tables, pipeline::Context
   std::map<ModuleKey, std::vector<std::uint64_t>> by_module;  // module-relative addresses
   for (const ImageTables& image : tables.images()) {
     // Each module's list found once per image, not once per address (a key is two copies).
-    std::unordered_map<const ModuleEntry*, std::vector<std::uint64_t>*> lists;
+    std::vector<std::vector<std::uint64_t>*> lists(image.modules.size(), nullptr);
     image.addresses.for_each([&](std::uint32_t, std::uint64_t address) {
       if (address == codec::kTruncatedStackAddress) return;
       const ModuleEntry* m = image.module_of(address);
@@ -182,7 +171,7 @@ SymbolsSummary SymbolsWriter::write(const StackTables& tables, pipeline::Context
         ++summary.outside;
         return;
       }
-      std::vector<std::uint64_t>*& list = lists[m];
+      std::vector<std::uint64_t>*& list = lists[static_cast<std::size_t>(m - image.modules.data())];
       if (list == nullptr) list = &by_module[{m->path, m->build_id}];
       list->push_back(address - m->bias);
     });

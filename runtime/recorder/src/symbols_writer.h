@@ -73,8 +73,6 @@ class SymbolsWriter {
 
   void work();
   void stop_worker();
-  // Under mutex_: the queue's list for `module`.
-  std::vector<std::uint64_t>& queued_list(const ModuleEntry& module);
   // Symbolizes those of `addresses` not in `cache` yet into it (batches: the worker checks stop_ between).
   void symbolize_into(const ModuleKey& key, const std::vector<std::uint64_t>& addresses, Cache& cache,
                       const symbolize::ProgressFn& progress, bool stoppable);
@@ -89,8 +87,6 @@ class SymbolsWriter {
   std::condition_variable idle_;
   std::map<ModuleKey, std::vector<std::uint64_t>> queue_;  // under mutex_
   std::size_t queued_ = 0;                                 // under mutex_: addresses in queue_
-  ModuleKey last_key_;                                     // under mutex_: queued_list()'s last module
-  std::vector<std::uint64_t>* last_list_ = nullptr;        // under mutex_: its list in queue_, or null
   bool flush_ = false;                                     // under mutex_: wait_until_idle() waits
   bool closing_ = false;                                   // under mutex_
   bool busy_ = false;                                      // under mutex_: the worker holds a batch

@@ -22,8 +22,8 @@ namespace memtrack::pipeline {
 
 class ContextChannel {
  public:
-  // Context frames: zstd's fastest positive level. Level 3 took 4% of the recorder's CPU on make -j2 with stacks
-  // (31 processes), for context frames no smaller than level 1's (0.99x in the same run).
+  // Context frames: zstd's fastest positive level (docs/RUNTIME.md, "Call stacks": level 3 cost more CPU for
+  // frames no smaller).
   explicit ContextChannel(int level = 1) : compressor_(level) {}
 
   void add(codec::ContextRecord record);
