@@ -13,8 +13,8 @@ for preset in "${configs[@]}"; do
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
   case "$preset" in
-    # ThreadSanitizer for what runs threads: the pipeline and the recorder.
-    tsan) ctest --preset tsan -j "$jobs" -L 'pipeline|runtime|integration' ;;
+    # ThreadSanitizer for what runs threads: the pipeline, the recorder and the unwinder.
+    tsan) ctest --preset tsan -j "$jobs" -L 'pipeline|runtime|integration|unwind' ;;
     # The interop tests run other programs' readers (Rust, python) on artifacts: nothing of ours to
     # sanitize, and the Rust reader would be built a second time (about 2 CPU minutes).
     asan) ctest --preset asan -j "$jobs" -LE interop ;;

@@ -3,7 +3,6 @@
 // a dlopen'ed one, a signal handler, truncation, and threads.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <libunwind.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <ucontext.h>
@@ -19,6 +18,7 @@
 #include "memtrack/unwind/unwind.h"
 #include "unwind/chain.h"
 #include "unwind/hook_capture.h"
+#include "unwind/libunwind_reference.h"
 
 namespace {
 
@@ -40,7 +40,7 @@ __attribute__((noinline)) void capture_leaf(Chain* chain) {
   chain->leaf_return = reinterpret_cast<std::uintptr_t>(__builtin_extract_return_addr(__builtin_return_address(0)));
   auto* capture = static_cast<Capture*>(chain->arg);
   capture->count = memtrack_unwind_capture(capture->frames, capture->max, 0, &capture->truncated);
-  capture->libunwind_count = unw_backtrace(capture->libunwind, static_cast<int>(kMax));
+  capture->libunwind_count = memtrack::unwind_test::libunwind_backtrace(capture->libunwind, static_cast<int>(kMax));
   asm volatile("" : : "r"(chain) : "memory");
 }
 
@@ -222,7 +222,7 @@ Capture g_signal_capture;
 __attribute__((noinline)) void signal_handler(int) {
   Capture& capture = g_signal_capture;
   capture.count = memtrack_unwind_capture(capture.frames, kMax, 0, &capture.truncated);
-  capture.libunwind_count = unw_backtrace(capture.libunwind, static_cast<int>(kMax));
+  capture.libunwind_count = memtrack::unwind_test::libunwind_backtrace(capture.libunwind, static_cast<int>(kMax));
 }
 
 __attribute__((noinline)) void raising_leaf(Chain* chain) {
@@ -422,7 +422,7 @@ void prof_handler(int) {
   void* theirs[kMax];
   bool truncated = false;
   const std::size_t n = memtrack_unwind_capture(frames, kMax, 0, &truncated);
-  const int m = unw_backtrace(theirs, static_cast<int>(kMax));
+  const int m = memtrack::unwind_test::libunwind_backtrace(theirs, static_cast<int>(kMax));
   bool same = n == static_cast<std::size_t>(m) && n > 2;
   for (std::size_t i = 1; same && i < n; ++i) same = frames[i] == reinterpret_cast<std::uintptr_t>(theirs[i]);
   g_handler_captures.fetch_add(1);
@@ -505,7 +505,7 @@ void trap_handler(int, siginfo_t*, void* context) {
   void* theirs[kMax];
   bool truncated = false;
   const std::size_t n = memtrack_unwind_capture(frames, kMax, 0, &truncated);
-  const int m = unw_backtrace(theirs, static_cast<int>(kMax));
+  const int m = memtrack::unwind_test::libunwind_backtrace(theirs, static_cast<int>(kMax));
   bool same = n == static_cast<std::size_t>(m) && n > 3;
   for (std::size_t i = 1; same && i < n; ++i) same = frames[i] == reinterpret_cast<std::uintptr_t>(theirs[i]);
   ++g_trap_checked;

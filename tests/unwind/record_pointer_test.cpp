@@ -3,13 +3,13 @@
 // without one captures nothing; with one, captures are the same as libunwind's, on each thread with its own
 // record, and a record handed to a new thread after its first owner ended starts afresh.
 #include <gtest/gtest.h>
-#include <libunwind.h>
 
 #include <cstdint>
 #include <thread>
 #include <vector>
 
 #include "memtrack/unwind/unwind.h"
+#include "unwind/libunwind_reference.h"
 
 namespace {
 
@@ -26,7 +26,7 @@ __attribute__((noinline)) Both capture_here() {
   void* lu[kMax];
   bool truncated = false;
   const std::size_t n = memtrack_unwind_capture(frames, kMax, 0, &truncated);
-  const int m = unw_backtrace(lu, static_cast<int>(kMax));
+  const int m = memtrack::unwind_test::libunwind_backtrace(lu, static_cast<int>(kMax));
   Both b;
   b.ours.assign(frames, frames + n);
   for (int i = 0; i < m; ++i) b.theirs.push_back(reinterpret_cast<std::uintptr_t>(lu[i]));
