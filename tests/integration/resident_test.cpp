@@ -29,6 +29,11 @@ constexpr std::uint64_t kMiB = 1 << 20;
 // What stdio may hold beside a program's own blocks when a sample lands after its last printf: stdout's
 // buffer (4 KiB on a pipe), fopen's FILE and its buffer while it reads /proc/self/status.
 constexpr std::uint64_t kStdioSlack = 16 * 1024;
+// How far below the truth a process's resident counters in /proc/PID/status may read: the kernel keeps them
+// per CPU and sums them approximately (percpu_counter_read_positive; each CPU folds its count in every 32
+// pages), so a sample of a block touched whole can read a few pages short of it (seen: one page, once, in
+// the ASan build on 6.18). 64 pages bounds it on this 2-CPU machine.
+constexpr std::uint64_t kCounterSlack = 64 * 4096;
 const std::string kMemtrack = MEMTRACK_BIN_DIR "/memtrack";
 const std::string kProgram = MEMTRACK_PROGRAMS_DIR "/resident";
 
@@ -120,7 +125,7 @@ TEST(Resident, ThePeakOfOneProcessIsWithinFivePercentOfItsNativeHighWaterMark) {
   // The heap block is touched whole: resident anonymous memory holds it, the gap is small and positive.
   EXPECT_GE(pid.peak.live_heap, 64 * kMiB);
   EXPECT_LE(pid.peak.live_heap, 64 * kMiB + kStdioSlack);
-  EXPECT_GE(pid.peak.anon, 64 * kMiB);
+  EXPECT_GE(pid.peak.anon, 64 * kMiB - kCounterSlack);
   EXPECT_LT(pid.peak.gap(), static_cast<std::int64_t>(4 * kMiB));
   // The kernel's mark under record (memtrack's pages included) is at least what the samples say.
   ASSERT_EQ(r.hwm.size(), 1u);
@@ -170,7 +175,7 @@ TEST(Resident, AProcessThatExitsBeforeASampleIsReportedAsNotSampled) {
   // The parent, sampled, holds the recording's peak: its 32 MiB, within 5% of its native high-water mark.
   ASSERT_FALSE(r.stats.resident.pids().empty());
   expect_within(r.stats.resident.peak().resident, hwm[0], 0.05, "the recording's peak");
-  EXPECT_GE(r.stats.resident.peak().anon, 32 * kMiB);
+  EXPECT_GE(r.stats.resident.peak().anon, 32 * kMiB - kCounterSlack);
 }
 
 // With stacks on, the preload's trace tree and the unwinder's rule cache hold many MiB in the process (2^16
@@ -209,7 +214,7 @@ TEST(Resident, UntouchedPagesAreNotResident) {
   const auto& peak = r.stats.resident.pids().begin()->second.peak;
   expect_within(peak.resident, hwm[0], 0.05, "16 of 64 MiB touched");
   EXPECT_LT(peak.resident, 24 * kMiB);
-  EXPECT_GE(peak.anon, 16 * kMiB);
+  EXPECT_GE(peak.anon, 16 * kMiB - kCounterSlack);
   // 64 MiB of live heap, 16 resident: the gap is about -48 MiB.
   EXPECT_GE(peak.live_heap, 64 * kMiB);
   EXPECT_LE(peak.live_heap, 64 * kMiB + kStdioSlack);
@@ -224,7 +229,7 @@ TEST(Resident, AForkHoldingMemoryInBothProcessesCountsBoth) {
   const Recorded r = record(dir, {"fork", "32", "300"});
   ASSERT_EQ(r.stats.resident.pids().size(), 2u);
   for (const auto& [pid, p] : r.stats.resident.pids()) {
-    EXPECT_GE(p.peak.anon, 32 * kMiB) << pid;
+    EXPECT_GE(p.peak.anon, 32 * kMiB - kCounterSlack) << pid;
     EXPECT_LT(p.peak.resident, 40 * kMiB) << pid;
     EXPECT_GE(p.peak.live_heap, 32 * kMiB) << pid;
     EXPECT_LE(p.peak.live_heap, 32 * kMiB + kStdioSlack) << pid;
@@ -273,7 +278,7 @@ TEST(Resident, MadvDontneedReturnsPagesAndTheSamplesFollow) {
   const std::vector<Resident>& s = r.samples.begin()->second;
   const auto high = std::max_element(s.begin(), s.end(),
                                      [](const Resident& a, const Resident& b) { return a.resident() < b.resident(); });
-  EXPECT_GE(high->anon, 64 * kMiB);
+  EXPECT_GE(high->anon, 64 * kMiB - kCounterSlack);
   // After the peak: down to the program's few MiB, then up again by the quarter it touches again.
   const auto low =
       std::min_element(high, s.end(), [](const Resident& a, const Resident& b) { return a.resident() < b.resident(); });
@@ -281,7 +286,7 @@ TEST(Resident, MadvDontneedReturnsPagesAndTheSamplesFollow) {
   EXPECT_LT(low->anon, 4 * kMiB);
   const auto again =
       std::max_element(low, s.end(), [](const Resident& a, const Resident& b) { return a.resident() < b.resident(); });
-  EXPECT_GE(again->anon, 16 * kMiB);
+  EXPECT_GE(again->anon, 16 * kMiB - kCounterSlack);
   EXPECT_LT(again->anon, 20 * kMiB);
   // A mapping, not the heap: the live heap is a few KiB all along, the gap is the mapping.
   EXPECT_LT(r.stats.resident.peak().live_heap, kMiB);
