@@ -48,5 +48,47 @@ TEST(AddressMap, MatchesStdMapUnderRandomOperations) {
   }
 }
 
+// Past kHugeThreshold the tables live in their own 2 MiB-aligned mappings (huge_page_allocator.h): a map of a
+// million blocks with payloads grows through that threshold, and a copy of it (a fork child's books) keeps
+// every entry.
+TEST(AddressMap, LargeTablesKeepEveryEntryAcrossGrowthAndCopies) {
+  AddressMap m;
+  m.enable_payload();
+  constexpr std::uint64_t kBlocks = 1'000'000;
+  std::uint64_t old_size = 0;
+  std::uint32_t old_payload = 0;
+  for (std::uint64_t i = 0; i < kBlocks; ++i)
+    ASSERT_FALSE(m.insert(0x7f0000000000 + i * 48, i, static_cast<std::uint32_t>(i * 3), old_size, old_payload));
+  const AddressMap copy = m;
+  std::uint64_t seen = 0;
+  copy.for_each([&](std::uint64_t addr, std::uint64_t size, std::uint32_t payload) {
+    const std::uint64_t i = (addr - 0x7f0000000000) / 48;
+    ASSERT_EQ(size, i);
+    ASSERT_EQ(payload, static_cast<std::uint32_t>(i * 3));
+    ++seen;
+  });
+  EXPECT_EQ(seen, kBlocks);
+  for (std::uint64_t i = 0; i < kBlocks; i += 7) {
+    std::uint64_t size = 0;
+    ASSERT_TRUE(m.erase(0x7f0000000000 + i * 48, size));
+    ASSERT_EQ(size, i);
+  }
+  EXPECT_EQ(copy.size(), kBlocks);
+}
+
+TEST(HugePageAllocator, LargeBlocksAreAlignedToHugePagesAndSmallOnesComeFromMalloc) {
+  HugePageAllocator<std::uint64_t> a;
+  const std::size_t large = kHugeThreshold / sizeof(std::uint64_t) + 3;  // not a whole number of huge pages
+  std::uint64_t* p = a.allocate(large);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % kHugePageBytes, 0u);
+  for (std::size_t i = 0; i < large; ++i) p[i] = i;  // every byte asked for is writable
+  EXPECT_EQ(p[large - 1], large - 1);
+  a.deallocate(p, large);
+  std::uint64_t* q = a.allocate(16);
+  q[15] = 1;
+  a.deallocate(q, 16);
+  EXPECT_THROW((void)a.allocate(SIZE_MAX), std::bad_alloc);
+}
+
 }  // namespace
 }  // namespace memtrack::analysis

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "memtrack/analysis/huge_page_allocator.h"
+
 namespace memtrack::analysis {
 
 class AddressMap {
@@ -144,9 +146,9 @@ class AddressMap {
   [[nodiscard]] std::size_t max_load_divisor() const { return slots_.size() <= kSmallTableSlots ? 4 : 2; }
 
   void grow() {
-    std::vector<Slot> old(slots_.size() * 2);
+    Slots old(slots_.size() * 2);
     old.swap(slots_);
-    std::vector<std::uint32_t> old_payload;
+    std::vector<std::uint32_t, HugePageAllocator<std::uint32_t>> old_payload;
     if (!payload_.empty()) {
       old_payload.swap(payload_);
       payload_.assign(slots_.size(), 0);
@@ -170,8 +172,10 @@ class AddressMap {
     return had;
   }
 
-  std::vector<Slot> slots_;
-  std::vector<std::uint32_t> payload_;  // beside slots_, when enabled
+  // Large tables on huge pages (huge_page_allocator.h): their lookups miss the cache, and without them the TLB.
+  using Slots = std::vector<Slot, HugePageAllocator<Slot>>;
+  Slots slots_;
+  std::vector<std::uint32_t, HugePageAllocator<std::uint32_t>> payload_;  // beside slots_, when enabled
   std::uint32_t special_payload_ = 0;
   int shift_ = 64 - 10;  // log2(kInitialSlots) = 10
   std::size_t count_ = 0;
