@@ -510,7 +510,8 @@ TEST(Record, WriteFailureLetsTheProgramFinish) {
 
 // Timestamps are CLOCK_MONOTONIC nanoseconds: each allocation's timestamp lies between the program's own
 // clock readings around the call (a few microseconds of slack for the TSC conversion), with the TSC path
-// (the default where the kernel's clock is the TSC) and with clock_gettime in the preload.
+// (the default where the kernel's clock is the TSC, or a KVM guest's kvm-clock whose CPUs agree) and with
+// clock_gettime in the preload.
 void check_timestamps(const std::string& env) {
   const RecordRun run = record({kPrograms + "/timestamps"}, env);
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -532,6 +533,9 @@ void check_timestamps(const std::string& env) {
 
 TEST(Record, TimestampsAreMonotonicClockNanoseconds) { check_timestamps(""); }
 TEST(Record, TimestampsWithClockGettimeInThePreload) { check_timestamps("MEMTRACK_CLOCK=monotonic"); }
+// The TSC path wherever the CPU's TSC is invariant, whatever the kernel's clocksource (a KVM guest's
+// kvm-clock takes it by default only after the recorder's check across CPUs).
+TEST(Record, TimestampsWithTheTscForced) { check_timestamps("MEMTRACK_CLOCK=tsc"); }
 
 // The recorder is SIGKILLed while the program runs: the program must finish untracked, not hang.
 TEST(Record, ProgramSurvivesTheRecorder) {

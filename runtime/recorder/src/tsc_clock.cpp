@@ -1,12 +1,16 @@
 #include "tsc_clock.h"
 
+#include <sched.h>
 #include <time.h>
+
+#include <cmath>
 
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -41,6 +45,9 @@ __extension__ typedef __int128 int128;  // GCC and Clang; the shift of a negativ
 // Below this much reference time, the rate is not yet known well enough (each pair's TSC is uncertain by
 // the width of the bracket around one clock read).
 constexpr std::uint64_t kMinBaselineNs = 2'000'000;
+// How far from the line through the first CPU's readings another CPU's reading may lie (usable()): a few
+// times the bracket of one clock read in a VM, well inside what a timestamp may be off by (RUNTIME.md).
+constexpr double kCpuAgreementNs = 2000;
 // How long a reference pair is reused (see convert).
 constexpr std::uint64_t kRefreshNs = 1'000'000;
 
@@ -50,12 +57,57 @@ bool TscClock::usable() {
 #if !defined(__x86_64__)
   return false;
 #else
-  if (const char* env = std::getenv("MEMTRACK_CLOCK"); env != nullptr && std::strcmp(env, "monotonic") == 0)
-    return false;
-  if (slurp("/sys/devices/system/clocksource/clocksource0/current_clocksource") != "tsc\n") return false;
+  const char* choice = std::getenv("MEMTRACK_CLOCK");
+  if (choice != nullptr && std::strcmp(choice, "monotonic") == 0) return false;
   const std::string cpuinfo = slurp("/proc/cpuinfo");
-  return cpuinfo.find(" constant_tsc") != std::string::npos && cpuinfo.find(" nonstop_tsc") != std::string::npos;
+  if (cpuinfo.find(" constant_tsc") == std::string::npos || cpuinfo.find(" nonstop_tsc") == std::string::npos)
+    return false;
+  if (choice != nullptr && std::strcmp(choice, "tsc") == 0) return true;
+  const std::string source = slurp("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  if (source == "tsc\n") return true;
+  // A KVM guest's clock is the host's TSC scaled (pvclock): linear in the guest's TSC as long as the host
+  // keeps it stable, which the guest cannot read from user space. So check what the conversion needs: that
+  // every CPU's TSC lies on one line against CLOCK_MONOTONIC.
+  return source == "kvm-clock\n" && (cpus_agree() || cpus_agree() || cpus_agree());  // a preempted read fails one
 #endif
+}
+
+bool TscClock::cpus_agree() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.empty()) return false;
+  // The first CPU's pair before and after the others' gives the line; each other CPU's pair must lie on it.
+  std::vector<Pair> pairs;
+  const auto on = [&](int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return false;
+    pairs.push_back(now());
+    return true;
+  };
+  bool ok = on(cpus.front());
+  for (std::size_t i = 1; ok && i < cpus.size(); ++i) ok = on(cpus[i]);
+  if (ok) {
+    // A baseline of a millisecond at least, so the line's slope is known to a few parts per 10,000.
+    const std::uint64_t start = pairs.front().mono;
+    while (monotonic_ns() - start < kMinBaselineNs / 2) sched_yield();
+    ok = on(cpus.front());
+  }
+  sched_setaffinity(0, sizeof allowed, &allowed);
+  if (!ok) return false;
+  const Pair first = pairs.front(), last = pairs.back();
+  if (last.tsc <= first.tsc || last.mono <= first.mono) return false;
+  const double ns_per_tick = static_cast<double>(last.mono - first.mono) / static_cast<double>(last.tsc - first.tsc);
+  for (const Pair& p : pairs) {
+    const double predicted =
+        static_cast<double>(first.mono) + (static_cast<double>(p.tsc) - static_cast<double>(first.tsc)) * ns_per_tick;
+    if (std::fabs(predicted - static_cast<double>(p.mono)) > kCpuAgreementNs) return false;
+  }
+  return true;
 }
 
 TscClock::Pair TscClock::now() {

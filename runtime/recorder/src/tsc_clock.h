@@ -14,9 +14,12 @@ namespace memtrack::runtime {
 
 class TscClock {
  public:
-  // True where the kernel's CLOCK_MONOTONIC itself comes from an invariant TSC (clocksource "tsc",
-  // constant_tsc and nonstop_tsc): then TSC values are comparable across CPUs and processes. The
-  // environment variable MEMTRACK_CLOCK=monotonic turns it off (producers then call clock_gettime).
+  // True where the CPU's TSC is invariant (constant_tsc and nonstop_tsc) and the kernel's CLOCK_MONOTONIC
+  // comes from it: clocksource "tsc", or "kvm-clock" (a KVM guest: the host's TSC, scaled) when every CPU the
+  // recorder may run on reads a TSC on one line against CLOCK_MONOTONIC (cpus_agree: pins itself to each in
+  // turn, about a millisecond). Then TSC values are comparable across CPUs and processes. The environment
+  // variable MEMTRACK_CLOCK=monotonic turns it off (producers then call clock_gettime); MEMTRACK_CLOCK=tsc
+  // skips the clocksource's test (the invariant TSC is still required).
   static bool usable();
 
   TscClock();
@@ -29,6 +32,7 @@ class TscClock {
     std::uint64_t mono;
   };
   static Pair now();
+  static bool cpus_agree();
   void refresh();
   Pair origin_;
   Pair ref_{};                       // the latest reference pair
