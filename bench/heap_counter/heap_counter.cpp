@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstddef>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -86,8 +87,18 @@ void* __libc_pvalloc(std::size_t size);
 }
 
 namespace {
+// What a block takes. glibc's usable size of a block aligned to 2 MiB (memtrack's huge-page buffers,
+// memtrack/codec/huge_pages.h, whole multiples of it) also holds the rest of the alignment gap glibc mapped
+// around it, less than 2 MiB and never touched: counted without it. A plain malloc'd block of 2 MiB or more
+// never starts on a 2 MiB boundary (glibc's chunk header comes first in its own mapping or heap).
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+std::size_t block_bytes(void* p) {
+  const std::size_t usable = malloc_usable_size(p);
+  return reinterpret_cast<std::uintptr_t>(p) % kHugePage == 0 && usable >= kHugePage ? usable / kHugePage * kHugePage
+                                                                                      : usable;
+}
 void* counted(void* p) {
-  if (p != nullptr) count_alloc(malloc_usable_size(p));
+  if (p != nullptr) count_alloc(block_bytes(p));
   return p;
 }
 }  // namespace
@@ -97,13 +108,13 @@ extern "C" {
 void* malloc(std::size_t size) { return counted(__libc_malloc(size)); }
 void free(void* p) {
   if (p == nullptr) return;
-  count_free(malloc_usable_size(p));
+  count_free(block_bytes(p));
   __libc_free(p);
 }
 void* calloc(std::size_t n, std::size_t size) { return counted(__libc_calloc(n, size)); }
 void* realloc(void* p, std::size_t size) {
   // Counted as a free of the old block and an allocation of the new one, which is what it may be.
-  const std::size_t old_size = p != nullptr ? malloc_usable_size(p) : 0;
+  const std::size_t old_size = p != nullptr ? block_bytes(p) : 0;
   void* q = __libc_realloc(p, size);
   if (q == nullptr && size != 0) return nullptr;  // failed: the old block is untouched
   count_free(old_size);

@@ -66,10 +66,12 @@ struct FrameSlot {
   explicit FrameSlot(int level) : compressor(level) {}
 
   codec::FrameCompressor compressor;
-  std::vector<codec::Event> events;
+  // The frame's events and its compressed bytes, on huge pages and not initialized (codec/huge_pages.h): only
+  // what a frame fills is touched.
+  codec::HugeArray<codec::Event> events;
   std::optional<codec::FrameSerializer> serializer;   // the one codec::FrameSerializer, as benchmarked
   std::optional<codec::CompactFrameEncoder> compact;  // instead of it, for EncoderOptions::compact
-  std::unique_ptr<std::byte[]> compressed;
+  codec::HugeArray<std::byte> compressed;
   std::size_t compressed_capacity = 0;
 
   std::size_t count = 0;  // events in the frame
@@ -101,12 +103,15 @@ std::size_t slot_bytes(const EncoderOptions& options) {
   const std::size_t events = std::clamp<std::size_t>(options.frame_events, 1, kMaxFrameEvents);
   if (options.compact) {
     const std::size_t content = codec::CompactFrameEncoder::output_bound(events);
-    return events * sizeof(codec::Event) + codec::CompactFrameEncoder::memory_bytes(events) +
-           codec::FrameCompressor::bound(content) + codec::FrameCompressor::context_bytes(options.level, content);
+    return codec::huge_allocation_bytes(events * sizeof(codec::Event)) + codec::CompactFrameEncoder::memory_bytes(events) +
+           codec::huge_allocation_bytes(codec::FrameCompressor::bound(content, codec::kMaxCompactBlockEnds)) +
+           codec::FrameCompressor::context_bytes(options.level, content);
   }
+  // The events, msgpack and compressed buffers are on huge pages (codec/huge_pages.h): whole ones.
   const std::size_t msgpack = codec::FrameSerializer::output_bound(events);
-  return events * sizeof(codec::Event) + codec::FrameSerializer::buffer_bytes(events) +
-         codec::FrameCompressor::bound(msgpack) + codec::FrameCompressor::context_bytes(options.level, msgpack);
+  return codec::huge_allocation_bytes(events * sizeof(codec::Event)) + codec::FrameSerializer::allocated_bytes(events) +
+         codec::huge_allocation_bytes(codec::FrameCompressor::bound(msgpack)) +
+         codec::FrameCompressor::context_bytes(options.level, msgpack);
 }
 
 std::size_t derive_in_flight_cap(const EncoderOptions& options) {
@@ -229,7 +234,7 @@ class Engine {
     slot.count = 0;
     if (slot.events.empty()) {
       try {
-        slot.events.resize(frame_events_);
+        slot.events = codec::HugeArray<codec::Event>(frame_events_);
         if (compact_) {
           slot.compact.emplace(frame_events_);
           slot.compressed_capacity = codec::FrameCompressor::bound(
@@ -238,9 +243,9 @@ class Engine {
           slot.serializer.emplace(frame_events_);
           slot.compressed_capacity = codec::FrameCompressor::bound(slot.serializer->capacity_bytes());
         }
-        slot.compressed = std::make_unique_for_overwrite<std::byte[]>(slot.compressed_capacity);
+        slot.compressed = codec::HugeArray<std::byte>(slot.compressed_capacity);
       } catch (const std::bad_alloc&) {
-        slot.events = {};
+        slot.events.reset();
         slot.serializer.reset();
         slot.compact.reset();
         slot.compressed.reset();

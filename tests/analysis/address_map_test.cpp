@@ -48,7 +48,7 @@ TEST(AddressMap, MatchesStdMapUnderRandomOperations) {
   }
 }
 
-// Past kHugeThreshold the tables live in their own 2 MiB-aligned mappings (huge_page_allocator.h): a map of a
+// Past codec::kHugeThreshold the tables live in their own 2 MiB-aligned mappings (codec/huge_pages.h): a map of a
 // million blocks with payloads grows through that threshold, and a copy of it (a fork child's books) keeps
 // every entry.
 TEST(AddressMap, LargeTablesKeepEveryEntryAcrossGrowthAndCopies) {
@@ -77,10 +77,10 @@ TEST(AddressMap, LargeTablesKeepEveryEntryAcrossGrowthAndCopies) {
 }
 
 TEST(HugePageAllocator, LargeBlocksAreAlignedToHugePagesAndSmallOnesComeFromMalloc) {
-  HugePageAllocator<std::uint64_t> a;
-  const std::size_t large = kHugeThreshold / sizeof(std::uint64_t) + 3;  // not a whole number of huge pages
+  codec::HugePageAllocator<std::uint64_t> a;
+  const std::size_t large = codec::kHugeThreshold / sizeof(std::uint64_t) + 3;  // not a whole number of huge pages
   std::uint64_t* p = a.allocate(large);
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % kHugePageBytes, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % codec::kHugePageBytes, 0u);
   for (std::size_t i = 0; i < large; ++i) p[i] = i;  // every byte asked for is writable
   EXPECT_EQ(p[large - 1], large - 1);
   a.deallocate(p, large);

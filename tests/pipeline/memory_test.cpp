@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "memtrack/codec/huge_pages.h"
 #include "memtrack/pipeline/stream_encoder.h"
 #include "memtrack/workload/realistic_events.h"
 
@@ -19,20 +20,29 @@ namespace {
 std::atomic<std::size_t> g_current{0};
 std::atomic<std::size_t> g_peak{0};
 
+// What a block takes. glibc's usable size of a block aligned to 2 MiB or more (the huge-page buffers,
+// memtrack/codec/huge_pages.h, whose sizes are whole multiples of it) also holds the rest of the alignment
+// gap glibc mapped around it, less than one alignment and never touched: counted without it.
+std::size_t block_bytes(void* p, std::size_t align) {
+  const std::size_t usable = malloc_usable_size(p);
+  return align >= memtrack::codec::kHugePageBytes ? usable / align * align : usable;
+}
+
 void* counted_alloc(std::size_t size, std::size_t align) {
   void* p = align <= alignof(std::max_align_t) ? std::malloc(size == 0 ? 1 : size)
                                                : std::aligned_alloc(align, (size + align - 1) / align * align);
   if (p == nullptr) throw std::bad_alloc();
-  const std::size_t now = g_current.fetch_add(malloc_usable_size(p), std::memory_order_relaxed) + malloc_usable_size(p);
+  const std::size_t bytes = block_bytes(p, align);
+  const std::size_t now = g_current.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   std::size_t peak = g_peak.load(std::memory_order_relaxed);
   while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
   return p;
 }
 
-void counted_free(void* p) {
+void counted_free(void* p, std::size_t align = alignof(std::max_align_t)) {
   if (p == nullptr) return;
-  g_current.fetch_sub(malloc_usable_size(p), std::memory_order_relaxed);
+  g_current.fetch_sub(block_bytes(p, align), std::memory_order_relaxed);
   std::free(p);
 }
 
@@ -50,10 +60,14 @@ void operator delete(void* p) noexcept { counted_free(p); }
 void operator delete[](void* p) noexcept { counted_free(p); }
 void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
 void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
+void operator delete(void* p, std::align_val_t a) noexcept { counted_free(p, static_cast<std::size_t>(a)); }
+void operator delete[](void* p, std::align_val_t a) noexcept { counted_free(p, static_cast<std::size_t>(a)); }
+void operator delete(void* p, std::size_t, std::align_val_t a) noexcept {
+  counted_free(p, static_cast<std::size_t>(a));
+}
+void operator delete[](void* p, std::size_t, std::align_val_t a) noexcept {
+  counted_free(p, static_cast<std::size_t>(a));
+}
 
 namespace memtrack::pipeline {
 namespace {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "memtrack/analysis/huge_page_allocator.h"
+#include "memtrack/codec/huge_pages.h"
 
 namespace memtrack::analysis {
 
@@ -148,7 +148,7 @@ class AddressMap {
   void grow() {
     Slots old(slots_.size() * 2);
     old.swap(slots_);
-    std::vector<std::uint32_t, HugePageAllocator<std::uint32_t>> old_payload;
+    std::vector<std::uint32_t, codec::HugePageAllocator<std::uint32_t>> old_payload;
     if (!payload_.empty()) {
       old_payload.swap(payload_);
       payload_.assign(slots_.size(), 0);
@@ -172,10 +172,10 @@ class AddressMap {
     return had;
   }
 
-  // Large tables on huge pages (huge_page_allocator.h): their lookups miss the cache, and without them the TLB.
-  using Slots = std::vector<Slot, HugePageAllocator<Slot>>;
+  // Large tables on huge pages (codec/huge_pages.h): their lookups miss the cache, and without them the TLB.
+  using Slots = std::vector<Slot, codec::HugePageAllocator<Slot>>;
   Slots slots_;
-  std::vector<std::uint32_t, HugePageAllocator<std::uint32_t>> payload_;  // beside slots_, when enabled
+  std::vector<std::uint32_t, codec::HugePageAllocator<std::uint32_t>> payload_;  // beside slots_, when enabled
   std::uint32_t special_payload_ = 0;
   int shift_ = 64 - 10;  // log2(kInitialSlots) = 10
   std::size_t count_ = 0;

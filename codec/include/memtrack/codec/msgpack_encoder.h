@@ -8,6 +8,7 @@
 #include <span>
 
 #include "memtrack/codec/event.h"
+#include "memtrack/codec/huge_pages.h"
 
 namespace memtrack::codec {
 
@@ -25,7 +26,8 @@ inline constexpr std::size_t kEncoderSlackBytes = 32;
 //
 // The buffer is allocated at construction and never value-initialized: a frame writes only the front of
 // its worst-case buffer (about 64 of 97 bytes per realistic event), and pages never written are never
-// resident. Throws std::bad_alloc if it cannot be allocated.
+// resident. Large buffers are on huge pages (huge_pages.h): fewer page faults as a frame fills them.
+// Throws std::bad_alloc if it cannot be allocated.
 class FrameSerializer {
  public:
   explicit FrameSerializer(std::size_t max_events);
@@ -39,14 +41,17 @@ class FrameSerializer {
 
   // The largest msgpack `events` events can encode to.
   [[nodiscard]] static constexpr std::size_t output_bound(std::size_t events) { return events * kMaxEncodedEventBytes; }
-  // What a serializer for `max_events` allocates.
+  // What a serializer for `max_events` allocates (its buffer_bytes, in whole huge pages from 2 MiB on).
   [[nodiscard]] static constexpr std::size_t buffer_bytes(std::size_t max_events) {
     return output_bound(max_events) + kEncoderSlackBytes;
+  }
+  [[nodiscard]] static constexpr std::size_t allocated_bytes(std::size_t max_events) {
+    return huge_allocation_bytes(buffer_bytes(max_events));
   }
 
  private:
   std::size_t max_events_;
-  std::unique_ptr<std::byte[]> buffer_;
+  HugeArray<std::byte> buffer_;
 };
 
 // Encodes one event at `out`, which must have kMaxEncodedEventBytes + kEncoderSlackBytes writable bytes.
