@@ -122,7 +122,12 @@ class AddressMap {
 
   // Starts loading the slot `addr` hashes to. The table outgrows the caches on real traces, and each lookup
   // is a cache miss unless it was prefetched a few events earlier.
-  void prefetch(std::uint64_t addr) const { __builtin_prefetch(&slots_[home(addr)]); }
+  // With payloads, their table is a second miss: both are started.
+  void prefetch(std::uint64_t addr) const {
+    const std::size_t i = home(addr);
+    __builtin_prefetch(&slots_[i]);
+    if (!payload_.empty()) __builtin_prefetch(&payload_[i]);
+  }
 
  private:
   static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
