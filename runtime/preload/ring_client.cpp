@@ -129,7 +129,8 @@ inline void cpu_relax() {
 
 }  // namespace
 
-bool wait_for_slot(RingSlot* slot, uint64_t t) {
+bool wait_for_slot(RingSlot* slot, uint64_t ticket) {
+  const uint64_t t = runtime::seq_word(ticket, ticket, g_mask + 1);  // the slot's word when it is free for us
   for (int i = 0; i < 256; ++i) {
     if (slot->seq.load(std::memory_order_acquire) == t) return true;
     cpu_relax();

@@ -151,7 +151,7 @@ inline bool begin_event(Ticket& tk, bool allocation = false) {
   const uint64_t owner = runtime::slot_owner(tk.t, t_tid);
   tk.slot = &g_slots[tk.t & g_mask];
   tk.timestamp = timestamp_now();
-  if (tk.slot->seq.load(std::memory_order_acquire) != tk.t) [[unlikely]] {
+  if (tk.slot->seq.load(std::memory_order_acquire) != runtime::seq_word(tk.t, tk.t, g_mask + 1)) [[unlikely]] {
     // The recorder is behind: sign the owners array, where it looks while we wait (ring.h).
     g_owners[tk.t & g_owner_mask].store(owner, std::memory_order_release);
     if (!wait_for_slot(tk.slot, tk.t)) {
@@ -177,14 +177,14 @@ inline void commit_event(Ticket& tk, RingEventKind kind, const void* addr, uint6
   e.flags = has_old ? runtime::kRingFlagHasOldAddr : 0;
   memset(e.reserved, 0, sizeof e.reserved);
   e.stack = stack;
-  tk.slot->seq.store(tk.t + 1, std::memory_order_release);
+  tk.slot->seq.store(runtime::seq_word(tk.t + 1, tk.t, g_mask + 1), std::memory_order_release);
   t_pending = tk.outer;
 }
 
 // A ticket taken for a call that then failed: the slot is committed empty so the recorder moves past it.
 inline void commit_nothing(Ticket& tk) {
   tk.slot->event.kind = RingEventKind::None;
-  tk.slot->seq.store(tk.t + 1, std::memory_order_release);
+  tk.slot->seq.store(runtime::seq_word(tk.t + 1, tk.t, g_mask + 1), std::memory_order_release);
   t_pending = tk.outer;
 }
 

@@ -23,7 +23,7 @@ using namespace memtrack::runtime;
 void put_event(SharedRing& ring, std::int32_t pid, std::uint64_t addr, std::uint64_t size) {
   const std::uint64_t t = ring.header()->head.fetch_add(1);
   RingSlot& s = ring.slot(t);
-  ASSERT_EQ(s.seq.load(), t);
+  ASSERT_EQ(s.seq.load(), seq_word(t, t, ring.capacity()));
   RingEvent e{};
   e.timestamp = 1;
   e.addr = addr;
@@ -32,7 +32,7 @@ void put_event(SharedRing& ring, std::int32_t pid, std::uint64_t addr, std::uint
   e.tid = pid;
   e.kind = RingEventKind::Malloc;
   s.event = e;
-  s.seq.store(t + 1);
+  s.seq.store(seq_word(t + 1, t, ring.capacity()));
 }
 
 std::vector<codec::ContextRecord> drain(SharedRing& ring, pipeline::ContextChannel& channel, std::uint64_t* events) {

@@ -28,7 +28,7 @@ class TestRing {
     header_->control.store(0);
     RingSlot* s = ring_slots(header_);
     for (std::uint64_t i = 0; i < slots; ++i) {
-      new (&s[i].seq) std::atomic<std::uint64_t>(i);
+      new (&s[i].seq) std::atomic<std::uint64_t>(seq_word(i, i, slots));  // 0: free for ticket i
       new (&s[i].owner) std::atomic<std::uint64_t>(0);
     }
     std::atomic<std::uint64_t>* o = ring_owners(header_);
@@ -40,9 +40,10 @@ class TestRing {
   // The consumer's side: waits for ticket t, returns its slot's event bytes, then frees the slot.
   RingEvent take(std::uint64_t t) {
     RingSlot& s = slot(t);
-    while (s.seq.load(std::memory_order_acquire) != t + 1) std::this_thread::yield();
+    const std::uint64_t capacity = header_->capacity;
+    while (s.seq.load(std::memory_order_acquire) != seq_word(t + 1, t, capacity)) std::this_thread::yield();
     const RingEvent e = s.event;
-    s.seq.store(t + header_->capacity, std::memory_order_release);
+    s.seq.store(seq_word(t + capacity, t, capacity), std::memory_order_release);
     return e;
   }
 
@@ -143,7 +144,7 @@ TEST(RingNoteBlock, WaitsForTheConsumerOnASmallRing) {
       ASSERT_TRUE(write_note_block(
           ring.header(), RingEventKind::NoteRegionBegin, i, 0, 1, 0, 0, payload.data(), payload.size(),
           [](RingSlot* s, std::uint64_t t) {
-            while (s->seq.load(std::memory_order_acquire) != t) std::this_thread::yield();
+            while (s->seq.load(std::memory_order_acquire) != seq_word(t, t, 64)) std::this_thread::yield();
             return true;
           },
           &last));

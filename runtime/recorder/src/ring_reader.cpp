@@ -92,7 +92,7 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
     std::size_t n = 0;
     while (n < out.size()) {
       RingSlot& s = ring_.slot(pos_);
-      if (s.seq.load(std::memory_order_acquire) != pos_ + 1) break;
+      if (s.seq.load(std::memory_order_acquire) != seq_word(pos_ + 1, pos_, ring_.capacity())) break;
       // Kinds 1..8 are events. A committed slot of kind None carries no event (a realloc that failed after
       // taking its ticket); a note (per process, not per event) goes to the lifecycle books, at the position
       // of the events before it.

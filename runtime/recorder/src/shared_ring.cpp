@@ -41,13 +41,10 @@ SharedRing::SharedRing(std::uint64_t slots) : slots_(slots) {
   header_->detached.store(0, std::memory_order_relaxed);
   header_->control.store(0, std::memory_order_relaxed);
   slots_ptr_ = ring_slots(header_);
-  // Published to the producers by posix_spawn (a system call) before any of them maps the ring.
-  for (std::uint64_t i = 0; i < slots; ++i) {
-    new (&slots_ptr_[i].seq) std::atomic<std::uint64_t>(i);
-    new (&slots_ptr_[i].owner) std::atomic<std::uint64_t>(0);
-  }
+  // The slots (each free for its first ticket: seq_word 0) and the owners array (0: unsigned) start as the
+  // memfd's zero pages, not written here: 5 MiB of page faults before the program starts, and a short
+  // recording never touches most of them (ring.h, seq_word). Zero bytes are those atomics' values.
   owners_ = ring_owners(header_);
-  for (std::uint64_t i = 0; i < 2 * slots; ++i) new (&owners_[i]) std::atomic<std::uint64_t>(0);
   header_->exec_count.store(0, std::memory_order_relaxed);
   for (auto& notice : header_->exec_notices) notice.store(0, std::memory_order_relaxed);
 }
@@ -82,8 +79,8 @@ bool write_ring_note(RingHeader* header, RingEventKind kind, std::int32_t pid, s
   std::uint64_t last = 0;
   return write_note_block(
       header, kind, pid, tid, self, addr, flags, payload.data(), payload.size(),
-      [](RingSlot* slot, std::uint64_t ticket) {
-        while (slot->seq.load(std::memory_order_acquire) != ticket)
+      [capacity = header->capacity](RingSlot* slot, std::uint64_t ticket) {
+        while (slot->seq.load(std::memory_order_acquire) != seq_word(ticket, ticket, capacity))
           std::this_thread::sleep_for(std::chrono::microseconds(50));
         return true;
       },

@@ -41,7 +41,9 @@ class SharedRing {
   [[nodiscard]] std::uint64_t capacity() const { return slots_; }
 
   // Hands slot `ticket` back to the producers (for ticket + capacity).
-  void release(std::uint64_t ticket) { slot(ticket).seq.store(ticket + slots_, std::memory_order_release); }
+  void release(std::uint64_t ticket) {
+    slot(ticket).seq.store(seq_word(ticket + slots_, ticket, slots_), std::memory_order_release);
+  }
 
   // After freeing slots: wake producers sleeping on a full ring.
   void wake_waiters();

@@ -7,6 +7,7 @@
 //   seq == t            free for the producer holding ticket t
 //   seq == t + 1        committed: the event of ticket t is readable
 //   seq == t + capacity released by the consumer: free for ticket t + capacity
+// In memory the slot holds seq_word(seq): `seq` less the slot's index (below).
 // A producer whose slot is not free yet (the recorder is behind) waits: lossless backpressure.
 //
 // This header is the ABI between two binaries built separately (libmemtrack-preload.so, possibly of another
@@ -39,7 +40,8 @@ inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 // 9: harness control: RingHeader::control, NotePause/NoteResume/NoteRegionBegin/NoteRegionEnd.
 // 10: RingHeader::outside_regions.
 // 11: NotePythonCode (CPython frames in stacks, runtime/preload/python.cpp).
-inline constexpr std::uint32_t kRingVersion = 11;
+// 12: RingSlot::seq holds seq_word(seq), the sequence number less the slot's index.
+inline constexpr std::uint32_t kRingVersion = 12;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -223,8 +225,16 @@ inline constexpr std::uint64_t kOwnerTicketMask = ~std::uint64_t{0} >> kOwnerTid
   return (ticket << kOwnerTidBits) | static_cast<std::uint64_t>(tid);
 }
 
+// What the slot of `ticket` holds in memory for sequence number `seq` (the protocol above): `seq` less the
+// slot's index. A new ring's slots, each free for its first ticket, are then all 0, as the memfd's pages come
+// from the kernel, so the recorder does not write (and fault in) 4 MiB of slots before the program starts,
+// and a short recording never touches the slots it does not reach (docs/RUNTIME.md, "Cost").
+[[nodiscard]] inline constexpr std::uint64_t seq_word(std::uint64_t seq, std::uint64_t ticket, std::uint64_t capacity) {
+  return seq - (ticket & (capacity - 1));
+}
+
 struct alignas(64) RingSlot {
-  std::atomic<std::uint64_t> seq;  // the slot protocol above
+  std::atomic<std::uint64_t> seq;  // seq_word() of the slot protocol above
   RingEvent event;
   // slot_owner(ticket, tid) of the producer holding the slot, written as soon as the slot is its own: in the
   // line the producer writes anyway, where the owners array would cost each event a second cache line
@@ -357,6 +367,8 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
       return 0xbca35e9322650f6eu;
     case 11:  // NotePythonCode, a meaning: the layout of 10
       return 0xbca35e9322650f6eu;
+    case 12:  // seq_word, a meaning: the layout of 10
+      return 0xbca35e9322650f6eu;
     default:
       return 0;
   }
@@ -414,7 +426,7 @@ bool write_note_block(RingHeader* h, RingEventKind kind, std::int32_t pid, std::
   for (std::uint64_t j = 0; j <= k; ++j) {
     RingSlot& slot = slots[(t + j) & (capacity - 1)];
     const std::uint64_t owner = slot_owner(t + j, owner_tid);
-    if (slot.seq.load(std::memory_order_acquire) != t + j) {
+    if (slot.seq.load(std::memory_order_acquire) != seq_word(t + j, t + j, capacity)) {
       owners[(t + j) & (2 * capacity - 1)].store(owner, std::memory_order_release);
       if (!wait(&slot, t + j)) return false;
     }
@@ -441,7 +453,7 @@ bool write_note_block(RingHeader* h, RingEventKind kind, std::int32_t pid, std::
       d.length = static_cast<std::uint8_t>(n);
       std::memcpy(&slot.event, &d, sizeof d);
     }
-    slot.seq.store(t + j + 1, std::memory_order_release);
+    slot.seq.store(seq_word(t + j + 1, t + j, capacity), std::memory_order_release);
   }
   return true;
 }
