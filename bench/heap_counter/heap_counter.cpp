@@ -2,8 +2,8 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define MEMTRACK_HEAP_HOOKS 1
@@ -95,7 +95,7 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 std::size_t block_bytes(void* p) {
   const std::size_t usable = malloc_usable_size(p);
   return reinterpret_cast<std::uintptr_t>(p) % kHugePage == 0 && usable >= kHugePage ? usable / kHugePage * kHugePage
-                                                                                      : usable;
+                                                                                     : usable;
 }
 void* counted(void* p) {
   if (p != nullptr) count_alloc(block_bytes(p));

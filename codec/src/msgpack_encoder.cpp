@@ -200,8 +200,7 @@ static_assert(max_encoded_bytes() == kMaxEncodedEventBytes, "kMaxEncodedEventByt
 
 std::size_t encode_event(const Event& e, std::byte* out) { return encode_one(e, out); }
 
-FrameSerializer::FrameSerializer(std::size_t max_events)
-    : max_events_(max_events), buffer_(buffer_bytes(max_events)) {}
+FrameSerializer::FrameSerializer(std::size_t max_events) : max_events_(max_events), buffer_(buffer_bytes(max_events)) {}
 
 std::span<const std::byte> FrameSerializer::serialize(std::span<const Event> events) {
   std::byte* const begin = buffer_.get();

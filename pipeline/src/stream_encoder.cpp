@@ -103,7 +103,8 @@ std::size_t slot_bytes(const EncoderOptions& options) {
   const std::size_t events = std::clamp<std::size_t>(options.frame_events, 1, kMaxFrameEvents);
   if (options.compact) {
     const std::size_t content = codec::CompactFrameEncoder::output_bound(events);
-    return codec::huge_allocation_bytes(events * sizeof(codec::Event)) + codec::CompactFrameEncoder::memory_bytes(events) +
+    return codec::huge_allocation_bytes(events * sizeof(codec::Event)) +
+           codec::CompactFrameEncoder::memory_bytes(events) +
            codec::huge_allocation_bytes(codec::FrameCompressor::bound(content, codec::kMaxCompactBlockEnds)) +
            codec::FrameCompressor::context_bytes(options.level, content);
   }

@@ -4,7 +4,6 @@
 #include <time.h>
 
 #include <cmath>
-
 #include <cstdlib>
 #include <cstring>
 #include <fstream>

@@ -39,9 +39,9 @@ class HugePageAllocator {
   T* allocate(std::size_t n) {
     if (n > SIZE_MAX / sizeof(T) - kHugePageBytes) throw std::bad_alloc();
     const std::size_t bytes = n * sizeof(T);
-    if (bytes < kHugeThreshold) return static_cast<T*>(::operator new(bytes, std::align_val_t{alignof(T)}));
+    if (bytes < kHugeThreshold) return static_cast<T*>(::operator new (bytes, std::align_val_t{alignof(T)}));
     // Through operator new (so the heap counters of the tests and benchmarks see it), whole huge pages.
-    void* p = ::operator new(huge_allocation_bytes(bytes), std::align_val_t{kHugePageBytes});
+    void* p = ::operator new (huge_allocation_bytes(bytes), std::align_val_t{kHugePageBytes});
     ::madvise(p, huge_allocation_bytes(bytes), MADV_HUGEPAGE);  // advice: where it fails, the pages are small ones
     return static_cast<T*>(p);
   }
@@ -49,9 +49,9 @@ class HugePageAllocator {
   void deallocate(T* p, std::size_t n) noexcept {
     const std::size_t bytes = n * sizeof(T);
     if (bytes < kHugeThreshold)
-      ::operator delete(p, std::align_val_t{alignof(T)});
+      ::operator delete (p, std::align_val_t{alignof(T)});
     else
-      ::operator delete(p, std::align_val_t{kHugePageBytes});
+      ::operator delete (p, std::align_val_t{kHugePageBytes});
   }
 
   template <typename U>
