@@ -90,7 +90,8 @@ namespace {
 // What a block takes. glibc's usable size of a block aligned to 2 MiB (memtrack's huge-page buffers,
 // memtrack/codec/huge_pages.h, whole multiples of it) also holds the rest of the alignment gap glibc mapped
 // around it, less than 2 MiB and never touched: counted without it. A plain malloc'd block of 2 MiB or more
-// never starts on a 2 MiB boundary (glibc's chunk header comes first in its own mapping or heap).
+// starts on a 2 MiB boundary only by chance (glibc's chunk header comes first in its own mapping); then it
+// counts up to 2 MiB short, the same at its free, so the live count never drifts.
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 std::size_t block_bytes(void* p) {
   const std::size_t usable = malloc_usable_size(p);

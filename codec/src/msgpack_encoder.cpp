@@ -203,7 +203,7 @@ std::size_t encode_event(const Event& e, std::byte* out) { return encode_one(e, 
 FrameSerializer::FrameSerializer(std::size_t max_events) : max_events_(max_events), buffer_(buffer_bytes(max_events)) {}
 
 std::span<const std::byte> FrameSerializer::serialize(std::span<const Event> events) {
-  std::byte* const begin = buffer_.get();
+  std::byte* const begin = buffer_.data();
   std::byte* cursor = begin;
   for (const Event& e : events) cursor += encode_one(e, cursor);
   return {begin, static_cast<std::size_t>(cursor - begin)};

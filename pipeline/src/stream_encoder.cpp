@@ -71,8 +71,7 @@ struct FrameSlot {
   codec::HugeArray<codec::Event> events;
   std::optional<codec::FrameSerializer> serializer;   // the one codec::FrameSerializer, as benchmarked
   std::optional<codec::CompactFrameEncoder> compact;  // instead of it, for EncoderOptions::compact
-  codec::HugeArray<std::byte> compressed;
-  std::size_t compressed_capacity = 0;
+  codec::HugeArray<std::byte> compressed;  // its size: FrameCompressor::bound of the largest frame
 
   std::size_t count = 0;  // events in the frame
   std::uint64_t frame = 0;
@@ -236,15 +235,16 @@ class Engine {
     if (slot.events.empty()) {
       try {
         slot.events = codec::HugeArray<codec::Event>(frame_events_);
+        std::size_t compressed_bytes = 0;
         if (compact_) {
           slot.compact.emplace(frame_events_);
-          slot.compressed_capacity = codec::FrameCompressor::bound(
-              codec::CompactFrameEncoder::output_bound(frame_events_), codec::kMaxCompactBlockEnds);
+          compressed_bytes = codec::FrameCompressor::bound(codec::CompactFrameEncoder::output_bound(frame_events_),
+                                                           codec::kMaxCompactBlockEnds);
         } else {
           slot.serializer.emplace(frame_events_);
-          slot.compressed_capacity = codec::FrameCompressor::bound(slot.serializer->capacity_bytes());
+          compressed_bytes = codec::FrameCompressor::bound(slot.serializer->capacity_bytes());
         }
-        slot.compressed = codec::HugeArray<std::byte>(slot.compressed_capacity);
+        slot.compressed = codec::HugeArray<std::byte>(compressed_bytes);
       } catch (const std::bad_alloc&) {
         slot.events.reset();
         slot.serializer.reset();
@@ -346,7 +346,7 @@ class Engine {
       const std::span<const std::size_t> block_ends =
           slot.compact ? slot.compact->block_ends() : std::span<const std::size_t>{};
       slot.compressed_size =
-          slot.compressor.compress(msgpack, block_ends, {slot.compressed.get(), slot.compressed_capacity}, status);
+          slot.compressor.compress(msgpack, block_ends, {slot.compressed.data(), slot.compressed.size()}, status);
       slot.context_frame.clear();
       // compact_stacks: the frame holds its stacks, but an empty one (compact content is then empty).
       if (status.is_ok() && frame_context_ && !(compact_stacks_ && slot.count != 0)) status = build_frame_context(slot);
@@ -404,7 +404,7 @@ class Engine {
   // A throwing sink (a user's subclass) would terminate the process from this thread; make it an error.
   codec::Status write_frame(const FrameSlot& slot) {
     try {
-      return sink_.write({slot.compressed.get(), slot.compressed_size});
+      return sink_.write({slot.compressed.data(), slot.compressed_size});
     } catch (const std::exception& e) {
       return {codec::Errc::io, std::string("sink threw: ") + e.what()};
     }

@@ -48,7 +48,7 @@ TEST(AddressMap, MatchesStdMapUnderRandomOperations) {
   }
 }
 
-// Past codec::kHugeThreshold the tables live in their own 2 MiB-aligned mappings (codec/huge_pages.h): a map of a
+// Past codec::kHugeThreshold the tables are whole 2 MiB-aligned huge pages (codec/huge_pages.h): a map of a
 // million blocks with payloads grows through that threshold, and a copy of it (a fork child's books) keeps
 // every entry.
 TEST(AddressMap, LargeTablesKeepEveryEntryAcrossGrowthAndCopies) {

@@ -1,6 +1,4 @@
 // memtrack: record, encode and decode allocation-event artifacts (CodSpeed MemtrackArtifact compatible).
-#include <malloc.h>
-
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -12,16 +10,6 @@
 #include "io.h"
 
 namespace {
-
-// glibc gives large freed blocks back to the kernel at once (each above its dynamic mmap threshold is a
-// mapping of its own) and trims its heaps' tops, so memtrack's frame buffers, compression contexts and
-// tables, freed and allocated again all along a recording, came back as fresh pages: a page fault each on
-// first touch again. Freed memory is kept for reuse instead: the peak is unchanged, the resident memory
-// stays at it. (Blocks above 32 MiB, glibc's largest threshold, are still mappings of their own.)
-void keep_freed_memory() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-}
 
 struct Command {
   const char* name;
@@ -80,7 +68,6 @@ int exit_status(const codec::Status& status) { return status.code() == codec::Er
 }  // namespace memtrack::tools
 
 int main(int argc, char** argv) {
-  keep_freed_memory();
   if (argc < 2) {
     std::fputs(usage().c_str(), stderr);
     return 2;

@@ -3,9 +3,9 @@
 // "madvise" THP mode honours) before the first touch. Below the threshold, and where the kernel has no huge
 // page to give, they are small pages as usual. Two reasons, both measured (docs/RUNTIME.md, "Cost"):
 // - tables indexed at random (AddressMap's slots) of tens of MiB missed the TLB on nearly every lookup;
-// - every first touch of a 4 KiB page is a page fault, about 11 us on the VMs this project is measured on
-//   (a fault of a 2 MiB page costs a few of those, not 512): the recorder's frame buffers are touched anew
-//   on every recording.
+// - every first touch of a 4 KiB page is a page fault, hundreds of times a write to a touched page on the VMs
+//   this project is measured on, and a 2 MiB page costs a small fraction of its 512 small ones
+//   (bench/page_fault_cost.c): the recorder's frame buffers are touched anew on every recording.
 // Here, in codec, because every layer that has such buffers (codec, pipeline, analysis) depends on it.
 #pragma once
 
@@ -37,7 +37,7 @@ class HugePageAllocator {
   explicit HugePageAllocator(const HugePageAllocator<U>& /*other*/) noexcept {}
 
   T* allocate(std::size_t n) {
-    if (n > SIZE_MAX / sizeof(T) - kHugePageBytes) throw std::bad_alloc();
+    if (n > (SIZE_MAX - kHugePageBytes) / sizeof(T)) throw std::bad_alloc();  // room to round up
     const std::size_t bytes = n * sizeof(T);
     if (bytes < kHugeThreshold) return static_cast<T*>(::operator new (bytes, std::align_val_t{alignof(T)}));
     // Through operator new (so the heap counters of the tests and benchmarks see it), whole huge pages.
@@ -87,7 +87,6 @@ class HugeArray {
     size_ = 0;
   }
   [[nodiscard]] T* data() const { return data_; }
-  [[nodiscard]] T* get() const { return data_; }
   [[nodiscard]] std::size_t size() const { return size_; }
   [[nodiscard]] bool empty() const { return size_ == 0; }
 
