@@ -33,7 +33,9 @@
 #              without stacks and under heaptrack, 3 rounds; about two minutes) and bench/python_cost.sh
 #              (Python frames against native-only stacks and --python-malloc, on a JSON/regex script and
 #              `python3 -m pytest` of a small suite, Debian's /usr/bin/python3 with python3-pytest, 5 rounds;
-#              about three minutes)
+#              about three minutes) and bench/compact_vs_heaptrack.sh (compact artifacts beside the compatible
+#              encoding and heaptrack's file, encode and stats CPU, record --compact against record; not with
+#              --smoke; about three minutes)
 #   --doc      the document to write (default docs/PERFORMANCE.md, or OUT/PERFORMANCE.md with --smoke)
 #   BENCH_ARGS extra arguments for memtrack-bench (e.g. --benchmark_filter=Peak); the renderer then reports
 #              the rows that are missing instead of writing the document
@@ -144,7 +146,7 @@ else
 fi
 rm -f "$out"/record_overhead*.tsv "$out/record_stacks.tsv" "$out/report_size.tsv" "$out/symbolize.txt" \
   "$out/diff_cost.tsv" "$out/resident_cost.tsv" "$out/resident_accuracy.tsv" "$out/record_cost.tsv" \
-  "$out/attach_cost.tsv" "$out/real_programs.tsv" "$out/python_cost.tsv"
+  "$out/attach_cost.tsv" "$out/real_programs.tsv" "$out/python_cost.tsv" "$out/compact.tsv"
 if ((record)); then
   # The runtime issue's workload (2 threads x 1M operations), then 4x longer: their difference is the cost
   # per event without the fixed cost of starting a recording. Smoke: a few thousand operations, once.
@@ -191,6 +193,12 @@ if ((record)); then
     bench_script "$out/python_cost.txt" bench/python_cost.sh "$build" "$out/python_cost.tsv" "$rounds"
   else
     echo "run_suite.sh: smoke: no /usr/bin/python3 with pytest, bench/python_cost.sh skipped" >&2
+  fi
+  # Issue 25: compact artifacts beside the compatible encoding and heaptrack's file (churn 2x2M and 2x5M,
+  # sqlite3, perl, jq, python3, realistic events, and record --compact against record on churn 2x4M). Its
+  # workloads have fixed sizes (tens of seconds each), so a smoke run leaves the section out.
+  if ((!smoke)); then
+    bench_script "$out/compact.txt" bench/compact_vs_heaptrack.sh "$build" "$out/compact.tsv"
   fi
   part record
 fi

@@ -71,7 +71,7 @@ struct FrameSlot {
   codec::HugeArray<codec::Event> events;
   std::optional<codec::FrameSerializer> serializer;   // the one codec::FrameSerializer, as benchmarked
   std::optional<codec::CompactFrameEncoder> compact;  // instead of it, for EncoderOptions::compact
-  codec::HugeArray<std::byte> compressed;  // its size: FrameCompressor::bound of the largest frame
+  codec::HugeArray<std::byte> compressed;             // its size: FrameCompressor::bound of the largest frame
 
   std::size_t count = 0;  // events in the frame
   std::uint64_t frame = 0;
@@ -98,20 +98,28 @@ const EncodeHook& current_encode_hook() { return t_encode_hook; }
 
 }  // namespace internal
 
+namespace {
+
+// The largest content a frame of `events` events can have, and the compressed buffer a slot allocates for
+// it (zstd's bound; a compact frame may be compressed in up to kMaxCompactBlockEnds blocks).
+std::size_t content_bound(bool compact, std::size_t events) {
+  return compact ? codec::CompactFrameEncoder::output_bound(events) : codec::FrameSerializer::output_bound(events);
+}
+std::size_t compressed_buffer_bytes(bool compact, std::size_t events) {
+  return compact ? codec::FrameCompressor::bound(content_bound(true, events), codec::kMaxCompactBlockEnds)
+                 : codec::FrameCompressor::bound(content_bound(false, events));
+}
+
+}  // namespace
+
 std::size_t slot_bytes(const EncoderOptions& options) {
   const std::size_t events = std::clamp<std::size_t>(options.frame_events, 1, kMaxFrameEvents);
-  if (options.compact) {
-    const std::size_t content = codec::CompactFrameEncoder::output_bound(events);
-    return codec::huge_allocation_bytes(events * sizeof(codec::Event)) +
-           codec::CompactFrameEncoder::memory_bytes(events) +
-           codec::huge_allocation_bytes(codec::FrameCompressor::bound(content, codec::kMaxCompactBlockEnds)) +
-           codec::FrameCompressor::context_bytes(options.level, content);
-  }
-  // The events, msgpack and compressed buffers are on huge pages (codec/huge_pages.h): whole ones.
-  const std::size_t msgpack = codec::FrameSerializer::output_bound(events);
-  return codec::huge_allocation_bytes(events * sizeof(codec::Event)) + codec::FrameSerializer::allocated_bytes(events) +
-         codec::huge_allocation_bytes(codec::FrameCompressor::bound(msgpack)) +
-         codec::FrameCompressor::context_bytes(options.level, msgpack);
+  // The events, content and compressed buffers are on huge pages (codec/huge_pages.h): whole ones.
+  const std::size_t encoder = options.compact ? codec::CompactFrameEncoder::memory_bytes(events)
+                                              : codec::FrameSerializer::allocated_bytes(events);
+  return codec::huge_allocation_bytes(events * sizeof(codec::Event)) + encoder +
+         codec::huge_allocation_bytes(compressed_buffer_bytes(options.compact, events)) +
+         codec::FrameCompressor::context_bytes(options.level, content_bound(options.compact, events));
 }
 
 std::size_t derive_in_flight_cap(const EncoderOptions& options) {
@@ -235,16 +243,12 @@ class Engine {
     if (slot.events.empty()) {
       try {
         slot.events = codec::HugeArray<codec::Event>(frame_events_);
-        std::size_t compressed_bytes = 0;
         if (compact_) {
           slot.compact.emplace(frame_events_);
-          compressed_bytes = codec::FrameCompressor::bound(codec::CompactFrameEncoder::output_bound(frame_events_),
-                                                           codec::kMaxCompactBlockEnds);
         } else {
           slot.serializer.emplace(frame_events_);
-          compressed_bytes = codec::FrameCompressor::bound(slot.serializer->capacity_bytes());
         }
-        slot.compressed = codec::HugeArray<std::byte>(compressed_bytes);
+        slot.compressed = codec::HugeArray<std::byte>(compressed_buffer_bytes(compact_, frame_events_));
       } catch (const std::bad_alloc&) {
         slot.events.reset();
         slot.serializer.reset();
@@ -337,10 +341,10 @@ class Engine {
     if (!failed_.load(std::memory_order_relaxed)) {
       if (on_encode_) on_encode_(slot.frame);
       const std::span<const codec::Event> events{slot.events.data(), slot.count};
-      const std::span<const std::byte> msgpack =
-          !slot.compact  ? slot.serializer->serialize(events)
-          : compact_stacks_ ? slot.compact->encode(events, slot.frame * frame_events_)
-                            : slot.compact->encode(events);
+      const std::span<const std::byte> msgpack = !slot.compact ? slot.serializer->serialize(events)
+                                                 : compact_stacks_
+                                                     ? slot.compact->encode(events, slot.frame * frame_events_)
+                                                     : slot.compact->encode(events);
       slot.msgpack_size = msgpack.size();
       // A compact frame ends a zstd block at each column (compact.h): the same content, fewer bytes.
       const std::span<const std::size_t> block_ends =

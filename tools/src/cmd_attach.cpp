@@ -5,6 +5,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "memtrack/codec/compact.h"
 #include "memtrack/runtime/attach.h"
 #include "memtrack/runtime/attach_inject.h"
 #include "units.h"
@@ -52,9 +53,11 @@ int run_attach(int argc, char** argv) {
   }
   options.workers = static_cast<unsigned>(parse_int("workers", args.value("workers").value_or("0"), 0, 1024));
   options.compact = args.flag("compact");
-  options.level = static_cast<int>(parse_int(
-      "level", args.value("level").value_or(std::to_string(options.compact ? 1 : runtime::kDefaultRecordLevel)), -7,
-      22));
+  options.level =
+      static_cast<int>(parse_int("level",
+                                 args.value("level").value_or(std::to_string(
+                                     options.compact ? codec::kDefaultCompactLevel : runtime::kDefaultRecordLevel)),
+                                 -7, 22));
   options.stack_depth = static_cast<std::uint32_t>(parse_int(
       "stack-depth", args.value("stack-depth").value_or(std::to_string(runtime::kDefaultStackDepth)), 1, 256));
   if (args.flag("no-stacks")) options.stack_depth = 0;
