@@ -256,8 +256,9 @@ def render_compact(runs, alone=None):
     w("bench/compact_vs_heaptrack.sh: each program recorded by `memtrack record` (the compatible encoding, zstd "
       "-2), `memtrack record --compact` (compact version 5, zstd 1; docs/FORMAT.md, \"Compact data frames\") and "
       "`heaptrack -o` (its .zst file), stacks on in all three; then the recording's events encoded by one worker "
-      "at level 1 in each encoding (serialize + compress CPU, user + system), and `memtrack stats` of each "
-      "recording. The realistic events (memtrack-gen-events) are encoded only: no program, no heaptrack. One "
+      "at level 1 in each encoding (serialize + compress CPU, user + system), and `memtrack stats` of the "
+      "compatible recording and of its conversion to compact (`memtrack convert --to compact`: the same events; "
+      "two recordings differ in their resident samples, which stats attributes). The realistic events (memtrack-gen-events) are encoded only: no program, no heaptrack. One "
       "recording each; the encode and stats CPU are medians of 3 runs, the two encodings interleaved. Every compact artifact keeps every field of every event (nanosecond timestamps, every address, "
       "size, pid and tid); heaptrack keeps a timestamp every few milliseconds and an index of a deduplicated "
       "(size, trace) pair per allocation.")
