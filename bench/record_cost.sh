@@ -9,7 +9,8 @@
 #              under heaptrack and under `memtrack record` (stacks on), interleaved; wall ns per event and the
 #              recording's extra ns per event ((recorded - native) / events)
 #   transport  the transport alone (bench/transport_floor.c: P producers pushing 48-byte events through a ring
-#              like the runtime's to one consumer, and through a pipe in 85-event batches) at P = 1, 2, 4, 8,
+#              like the runtime's to one consumer, through a pipe in 85-event batches, and through per-thread
+#              rings merged by timestamp) at P = 1, 2, 4, 8,
 #              the same total of events split over P; ns per event, one run per P
 #
 # usage: bench/record_cost.sh [BUILD_DIR] [TSV_OUT] [ROUNDS]
@@ -105,5 +106,6 @@ for p in "${thread_counts[@]}"; do
   echo "$line" >&2
   emit "transport${p}_ring_ns" "$(sed -n 's/.*: ring \([0-9.]*\) ns\/event.*/\1/p' <<< "$line")"
   emit "transport${p}_pipe_ns" "$(sed -n 's/.*pipe (85-event batches) \([0-9.]*\) ns\/event.*/\1/p' <<< "$line")"
+  emit "transport${p}_merge_ns" "$(sed -n 's/.*merge (per-thread rings by timestamp) \([0-9.]*\) ns\/event.*/\1/p' <<< "$line")"
 done
 emit transport_events "$transport_events"

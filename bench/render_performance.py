@@ -595,14 +595,21 @@ def render_record_cost(c, alone=None):
     w(f"The transport alone: bench/transport_floor.c, {int(c['transport_events']):,} 48-byte events split over P "
       "producer threads, one consumer copying them out; the ring is the runtime's (one fetch_add ticket per "
       "event on a shared head, slot handoff by sequence number, causal by construction), the pipe takes per-thread "
-      "85-event batches (one write(2) each; not causal across threads without a merge). One run per P.")
+      "85-event batches (one write(2) each; not causal across threads without a merge), the merge is per-thread "
+      "rings with no shared counter whose events carry an ordered TSC reading, merged by the consumer in "
+      "timestamp order (a model of the alternative; its protocol is in the program's header). Every producer "
+      "reads the TSC once per event, as the runtime does. One run per P.")
     w("")
     rows_ = []
     r1 = c["transport1_ring_ns"]
+    m1 = c.get("transport1_merge_ns")
     for p in RECORD_COST_THREADS:
         ring, pipe = c[f"transport{p}_ring_ns"], c[f"transport{p}_pipe_ns"]
-        rows_.append([f"{p}", f"{ring:.1f} ns", xr(ring, r1), f"{pipe:.1f} ns", xr(pipe, ring)])
-    w(table(["producers", "ring per event", "ring / 1 producer", "pipe (batches) per event", "pipe / ring"], rows_))
+        merge = c.get(f"transport{p}_merge_ns")
+        rows_.append([f"{p}", f"{ring:.1f} ns", xr(ring, r1), f"{pipe:.1f} ns", xr(pipe, ring)] +
+                     ([f"{merge:.1f} ns", xr(merge, m1), xr(merge, ring)] if merge and m1 else ["-", "-", "-"]))
+    w(table(["producers", "ring per event", "ring / 1 producer", "pipe (batches) per event", "pipe / ring",
+             "merge per event", "merge / 1 producer", "merge / ring"], rows_))
     w("")
     return out
 
