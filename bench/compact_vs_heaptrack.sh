@@ -70,8 +70,8 @@ workload() {
   local enc st
   enc=$(encode_cpu "$work/w.raw")
   # Stats of the same events in both encodings: the compatible recording and its conversion. Two recordings
-  # differ in more than their encoding (the resident samples and page snapshots stats attributes are taken
-  # at other moments), and that difference alone moved the ratio by up to 20% on python3.
+  # differ in more than their encoding: their resident samples and page snapshots, which stats attributes,
+  # are taken at other moments.
   "$memtrack" convert --to compact "$work/w.compatible" -o "$work/w.converted"
   st=$(pair_cpu "$memtrack stats $work/w.compatible" "$memtrack stats $work/w.converted")
   emit "$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' "$name" "$(events_of "$work/w.compatible")" \

@@ -112,7 +112,6 @@ static void* ring_consumer(void* arg) {
 typedef struct {
   Slot slots[LANE];
   _Alignas(64) _Atomic uint64_t busy;  // 1 while the producer is inside an event
-  _Alignas(64) _Atomic int done;       // the producer pushed all its events
 } Lane;
 static Lane* lanes;
 // Happens-before across lanes, checked: every 64th event a producer swaps its event's timestamp into the
@@ -136,7 +135,6 @@ static void* merge_producer(void* arg) {
     atomic_store_explicit(&l->busy, 0, memory_order_release);
     witness = (i & 63) == 0 ? atomic_exchange_explicit(&baton, ts, memory_order_acq_rel) : 0;
   }
-  atomic_store_explicit(&l->done, 1, memory_order_release);
   return NULL;
 }
 
@@ -261,7 +259,6 @@ int main(int argc, char** argv) {
   for (int p = 0; p < producers; ++p) {
     for (uint64_t i = 0; i < LANE; ++i) atomic_init(&lanes[p].slots[i].seq, i);
     atomic_init(&lanes[p].busy, 0);
-    atomic_init(&lanes[p].done, 0);
   }
   double merge_ns = run(merge_producer, merge_consumer);
   free(lanes);

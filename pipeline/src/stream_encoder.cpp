@@ -106,8 +106,7 @@ std::size_t content_bound(bool compact, std::size_t events) {
   return compact ? codec::CompactFrameEncoder::output_bound(events) : codec::FrameSerializer::output_bound(events);
 }
 std::size_t compressed_buffer_bytes(bool compact, std::size_t events) {
-  return compact ? codec::FrameCompressor::bound(content_bound(true, events), codec::kMaxCompactBlockEnds)
-                 : codec::FrameCompressor::bound(content_bound(false, events));
+  return codec::FrameCompressor::bound(content_bound(compact, events), compact ? codec::kMaxCompactBlockEnds : 0);
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 
 #include "args.h"
 #include "commands.h"
-#include "memtrack/codec/compact.h"
 #include "memtrack/runtime/attach.h"
 #include "memtrack/runtime/attach_inject.h"
 #include "units.h"
@@ -51,17 +50,12 @@ int run_attach(int argc, char** argv) {
     if (d->empty() || *end != '\0' || !(options.duration_seconds > 0) || options.duration_seconds > 1e7)
       throw UsageError("--duration: expected a number of seconds > 0, got '" + *d + "'");
   }
-  options.workers = static_cast<unsigned>(parse_int("workers", args.value("workers").value_or("0"), 0, 1024));
-  options.compact = args.flag("compact");
-  options.level =
-      static_cast<int>(parse_int("level",
-                                 args.value("level").value_or(std::to_string(
-                                     options.compact ? codec::kDefaultCompactLevel : runtime::kDefaultRecordLevel)),
-                                 -7, 22));
-  options.stack_depth = static_cast<std::uint32_t>(parse_int(
-      "stack-depth", args.value("stack-depth").value_or(std::to_string(runtime::kDefaultStackDepth)), 1, 256));
-  if (args.flag("no-stacks")) options.stack_depth = 0;
-  options.resident = !args.flag("no-resident");
+  const RecordingFlags flags = parse_recording_flags(args);
+  options.workers = flags.workers;
+  options.compact = flags.compact;
+  options.level = flags.level;
+  options.stack_depth = flags.stack_depth;
+  options.resident = flags.resident;
   const bool quiet = args.flag("quiet", "q");
   const std::vector<std::string> rest = args.positionals();
   if (rest.size() != 1) throw UsageError("expected one PID: memtrack attach PID [options]");
