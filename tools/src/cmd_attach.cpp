@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "memtrack/runtime/attach.h"
 #include "memtrack/runtime/attach_inject.h"
+#include "recording_flags.h"
 #include "units.h"
 
 namespace memtrack::tools {
@@ -50,12 +51,7 @@ int run_attach(int argc, char** argv) {
     if (d->empty() || *end != '\0' || !(options.duration_seconds > 0) || options.duration_seconds > 1e7)
       throw UsageError("--duration: expected a number of seconds > 0, got '" + *d + "'");
   }
-  const RecordingFlags flags = parse_recording_flags(args);
-  options.workers = flags.workers;
-  options.compact = flags.compact;
-  options.level = flags.level;
-  options.stack_depth = flags.stack_depth;
-  options.resident = flags.resident;
+  parse_recording_flags(args, options);
   const bool quiet = args.flag("quiet", "q");
   const std::vector<std::string> rest = args.positionals();
   if (rest.size() != 1) throw UsageError("expected one PID: memtrack attach PID [options]");

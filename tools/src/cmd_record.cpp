@@ -19,6 +19,7 @@
 #include "live_view.h"
 #include "memtrack/codec/compact.h"
 #include "memtrack/runtime/recorder.h"
+#include "recording_flags.h"
 #include "units.h"
 
 namespace memtrack::tools {
@@ -114,19 +115,6 @@ std::string find_preload() {
   return ::access(built.c_str(), R_OK) == 0 ? built : installed;
 }
 
-RecordingFlags parse_recording_flags(Args& args) {
-  RecordingFlags f;
-  f.workers = static_cast<unsigned>(parse_int("workers", args.value("workers").value_or("0"), 0, 1024));
-  f.compact = args.flag("compact");
-  const int default_level = f.compact ? codec::kDefaultCompactLevel : runtime::kDefaultRecordLevel;
-  f.level = static_cast<int>(parse_int("level", args.value("level").value_or(std::to_string(default_level)), -7, 22));
-  f.stack_depth = static_cast<std::uint32_t>(parse_int(
-      "stack-depth", args.value("stack-depth").value_or(std::to_string(runtime::kDefaultStackDepth)), 1, 256));
-  if (args.flag("no-stacks")) f.stack_depth = 0;
-  f.resident = !args.flag("no-resident");
-  return f;
-}
-
 int run_record(int argc, char** argv) {
   const CommandSplit split =
       split_command(argc, argv, 2, {"-o", "--output", "--workers", "--level", "--stack-depth", "--live-output"});
@@ -139,12 +127,7 @@ int run_record(int argc, char** argv) {
   options.output = args.value("output", "o").value_or("");
   if (options.output == "-")
     throw UsageError("-o -: the artifact cannot go to stdout, which belongs to the program; use -o FILE");
-  const RecordingFlags flags = parse_recording_flags(args);
-  options.workers = flags.workers;
-  options.compact = flags.compact;
-  options.level = flags.level;
-  options.stack_depth = flags.stack_depth;
-  options.resident = flags.resident;
+  parse_recording_flags(args, options);
   const bool quiet = args.flag("quiet", "q");
   const bool python_malloc = args.flag("python-malloc");
   options.paused = args.flag("paused");

@@ -2,14 +2,11 @@
 // failure (one line on stderr saying what and where), 2 usage error (thrown as UsageError).
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 #include "memtrack/codec/status.h"
 
 namespace memtrack::tools {
-
-class Args;
 
 int run_encode(int argc, char** argv);
 int run_decode(int argc, char** argv);
@@ -24,16 +21,6 @@ int run_live(int argc, char** argv);
 int run_attach(int argc, char** argv);
 // The preload library `record` and `attach` inject (cmd_record.cpp: MEMTRACK_PRELOAD, else beside the binary).
 std::string find_preload();
-// The options `record` and `attach` share, parsed alike (cmd_record.cpp): --workers, --compact, --level (its
-// default by encoding), --stack-depth and --no-stacks, --no-resident.
-struct RecordingFlags {
-  unsigned workers = 0;
-  bool compact = false;
-  int level = 0;
-  std::uint32_t stack_depth = 0;  // 0: --no-stacks
-  bool resident = true;
-};
-RecordingFlags parse_recording_flags(Args& args);
 int run_diff(int argc, char** argv);
 int run_check(int argc, char** argv);
 // `stats --regions`: the figures of each region name (cmd_stats_regions.cpp).
