@@ -2,8 +2,10 @@
 //  - A slot's state changes only under Engine::mutex_. The producer owns a Filling slot, one pool task owns an
 //    Encoding slot, the writer owns an Encoded slot; nobody else touches its buffers meanwhile.
 //  - Only the encode stage runs in the task arena, and it never blocks or waits on another frame.
-//  - Frame n uses slot n % K. Slots are freed in frame order (the writer is in order), so the slot of frame n
-//    is free exactly when frame n - K has been written: the ring is the in-flight limit.
+//  - Frame n takes a free slot, the one freed last (so an encoder that keeps up faults in one or two slots'
+//    buffers, not K), and order_[n % K] names it until it is written. Slots are freed in frame order (the
+//    writer is in order), so a slot is free for frame n once frame n - K has been written: the K slots are
+//    the in-flight limit, and no two unwritten frames share an order_ entry.
 #include "memtrack/pipeline/stream_encoder.h"
 
 #include <oneapi/tbb/global_control.h>
@@ -180,6 +182,8 @@ class Engine {
     // level is a setup error; the large buffers wait for the slot's first use.
     slots_.reserve(k_);
     for (std::size_t i = 0; i < k_; ++i) slots_.push_back(std::make_unique<FrameSlot>(options.level));
+    for (std::size_t i = k_; i-- > 0;) free_.push_back(slots_[i].get());
+    order_.assign(k_, nullptr);
 
     // No more encoders than frames that can be in flight: extra threads would only idle.
     const int concurrency = static_cast<int>(std::min<std::size_t>(resolve_workers(options.workers), k_));
@@ -228,16 +232,21 @@ class Engine {
     return stats_;
   }
 
-  // Waits for the slot of the next frame (backpressure: K frames in flight) and hands it to the producer with
-  // count = 0. Returns nullptr once the encoder has failed; error() says why.
+  // Waits for a free slot (backpressure: K frames in flight) and hands it to the producer with count = 0:
+  // the one freed last, so a stream that never has K frames in flight touches only the slots it needs (a
+  // slot's buffers are faulted in as its first frame fills them). Returns nullptr once the encoder has
+  // failed; error() says why.
   FrameSlot* acquire() {
-    FrameSlot& slot = *slots_[next_submit_ % k_];
+    FrameSlot* taken = nullptr;
     {
       std::unique_lock lock(mutex_);
-      producer_cv_.wait(lock, [&] { return failed_.load(std::memory_order_relaxed) || slot.state == SlotState::Free; });
+      producer_cv_.wait(lock, [&] { return failed_.load(std::memory_order_relaxed) || !free_.empty(); });
       if (failed_.load(std::memory_order_relaxed)) return nullptr;
-      slot.state = SlotState::Filling;
+      taken = free_.back();
+      free_.pop_back();
+      taken->state = SlotState::Filling;
     }
+    FrameSlot& slot = *taken;
     slot.count = 0;
     if (slot.events.empty()) {
       try {
@@ -248,6 +257,8 @@ class Engine {
           slot.serializer.emplace(frame_events_);
         }
         slot.compressed = codec::HugeArray<std::byte>(compressed_buffer_bytes(compact_, frame_events_));
+        std::lock_guard lock(mutex_);
+        ++stats_.slots_used;
       } catch (const std::bad_alloc&) {
         slot.events.reset();
         slot.serializer.reset();
@@ -255,6 +266,7 @@ class Engine {
         slot.compressed.reset();
         std::lock_guard lock(mutex_);
         slot.state = SlotState::Free;
+        free_.push_back(&slot);
         fail_locked({codec::Errc::io, "frame " + std::to_string(next_submit_) + ": out of memory for its buffers"});
         return nullptr;
       }
@@ -267,6 +279,7 @@ class Engine {
     {
       std::lock_guard lock(mutex_);
       slot.frame = next_submit_++;
+      order_[slot.frame % k_] = &slot;  // at most k_ frames are unwritten, so no unwritten frame's entry
       slot.state.store(SlotState::Encoding, std::memory_order_release);
     }
     arena_.enqueue([this, &slot] { encode(slot); });
@@ -276,6 +289,7 @@ class Engine {
   void cancel(FrameSlot& slot) {
     std::lock_guard lock(mutex_);
     slot.state = SlotState::Free;
+    free_.push_back(&slot);
   }
 
   // Waits until every submitted frame was written (or dropped after an error), stops the writer and returns
@@ -428,11 +442,11 @@ class Engine {
     std::unique_lock lock(mutex_);
     for (;;) {
       writer_cv_.wait(lock, [&] {
-        if (next_write_ < next_submit_) return slots_[next_write_ % k_]->state == SlotState::Encoded;
+        if (next_write_ < next_submit_) return order_[next_write_ % k_]->state == SlotState::Encoded;
         return closing_;
       });
       if (next_write_ == next_submit_) return;  // closing, and everything submitted is retired
-      FrameSlot& slot = *slots_[next_write_ % k_];
+      FrameSlot& slot = *order_[next_write_ % k_];
       const bool write = !failed_.load(std::memory_order_relaxed);
       lock.unlock();
       codec::Status status;
@@ -460,6 +474,7 @@ class Engine {
       lock.lock();
       if (write && !status.is_ok()) fail_locked(std::move(status));
       slot.state = SlotState::Free;
+      free_.push_back(&slot);
       ++next_write_;
       producer_cv_.notify_one();
     }
@@ -477,6 +492,8 @@ class Engine {
   std::vector<std::byte> channel_frame_;  // writer-owned, then close()'s
   codec::SeekTableBuilder index_;         // written by the writer thread, then by close() after it has joined
   std::vector<std::unique_ptr<FrameSlot>> slots_;
+  std::vector<FrameSlot*> free_;   // under mutex_: free slots, the one freed last at the back
+  std::vector<FrameSlot*> order_;  // under mutex_: frame f's slot at f % k_ from submit until written
 
   std::mutex mutex_;
   std::condition_variable producer_cv_;  // a slot became free, or the encoder failed

@@ -267,6 +267,37 @@ TEST(StreamEncoder, OrderPreservedAcrossHundredsOfFramesWithRandomEncodeDelays) 
   }
 }
 
+// A stream whose frames are written before the next one fills (a recording whose encoder keeps up) reuses
+// the slot freed last: it allocates one slot's buffers, not K (with slot n % K it allocated all K).
+TEST(StreamEncoder, FramesWrittenOneAtATimeReuseOneSlot) {
+  constexpr std::size_t kFrame = 64;
+  constexpr std::size_t kFrames = 20;
+  const auto events = EventGenerator(4).take(kFrame * kFrames);
+  struct CountingSink : Sink {
+    std::atomic<std::uint64_t> writes{0};
+    MemorySink inner;
+    codec::Status write(std::span<const std::byte> bytes) override {
+      codec::Status s = inner.write(bytes);
+      writes.fetch_add(1);
+      return s;
+    }
+  };
+  CountingSink sink;
+  StreamEncoder encoder(sink, small_frames(kFrame, 2, 6));
+  for (std::size_t i = 0; i < kFrames; ++i) {
+    ASSERT_TRUE(encoder.push(std::span(events).subspan(i * kFrame, kFrame)).is_ok());
+    // The frame fills at its last event and goes to the pool; the next push acquires another slot.
+    while (sink.writes.load() < i + 1) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the writer frees the slot after the write
+  }
+  ASSERT_TRUE(encoder.finish().is_ok());
+  EXPECT_EQ(encoder.stats().in_flight_cap, 6u);
+  // Frame i + 1 fills while frame i may still be unwritten only if the writer was descheduled for 5 ms.
+  EXPECT_LE(encoder.stats().slots_used, 2u);
+  EXPECT_GE(encoder.stats().slots_used, 1u);
+  EXPECT_EQ(sink.inner.bytes(), testing::reference_artifact(events, kFrame));
+}
+
 TEST(StreamEncoder, FailingSinkStopsWithErrorAndLeavesDecodablePrefix) {
   constexpr std::size_t kFrame = 128;
   const auto events = EventGenerator(9).take(kFrame * 200);

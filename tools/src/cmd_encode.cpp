@@ -90,10 +90,10 @@ int run_encode(int argc, char** argv) {
   close_fd(in_fd);
   close_fd(out_fd);
   if (print_stats) {
-    std::fprintf(stderr, "events %llu frames %llu msgpack-bytes %llu zstd-bytes %llu in-flight-cap %zu\n",
+    std::fprintf(stderr, "events %llu frames %llu msgpack-bytes %llu zstd-bytes %llu in-flight-cap %zu slots-used %zu\n",
                  static_cast<unsigned long long>(stats.events), static_cast<unsigned long long>(stats.frames),
                  static_cast<unsigned long long>(stats.bytes_in), static_cast<unsigned long long>(stats.bytes_out),
-                 stats.in_flight_cap);
+                 stats.in_flight_cap, stats.slots_used);
   }
   if (!status.is_ok()) {
     if (status.code() == codec::Errc::interrupted) {

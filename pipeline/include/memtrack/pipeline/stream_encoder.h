@@ -8,8 +8,8 @@
 // How it runs. An ordered pipeline of K in-flight frames ("slots"):
 //
 //   producer thread          oneTBB arena (min(workers, K) threads)       writer thread (dedicated)
-//   fill slot n % K   --->   serialize + compress slot n, in parallel  --> write frame n to the sink, in
-//   (push / source.read)     with other slots                              order; slot n % K is free again
+//   fill a free slot  --->   serialize + compress frame n, in          --> write frame n to the sink, in
+//   (push / source.read)     parallel with other slots                     order; its slot is free again
 //
 // Every buffer (the events, a codec::FrameSerializer's msgpack buffer sized once from kMaxEncodedEventBytes,
 // an output buffer sized once from codec::FrameCompressor::bound) and the FrameCompressor's ZSTD_CCtx belong
@@ -18,6 +18,8 @@
 // per worker thread). K comes from a memory budget (derive_in_flight_cap), not from the core count. The
 // events, msgpack and output buffers are on huge pages and never value-initialized (codec/huge_pages.h): a
 // slot's pages are faulted in as frames fill them, a few 2 MiB faults rather than thousands of 4 KiB ones.
+// A frame takes the slot freed last, so a stream that never has K frames alive (a recording whose encoder
+// keeps up) faults in only the slots it has alive at once (EncoderStats::slots_used), not K.
 //
 // Why not tbb::parallel_pipeline: it has exactly this shape (serial_in_order input, parallel encode,
 // serial_in_order output, max_number_of_live_tokens = K), but its input and output filters run on pool
@@ -25,8 +27,8 @@
 // sleeping program) and the output sits in write(2) on a slow pipe or disk. Either would hold a oneTBB
 // worker (docs/ARCHITECTURE.md, "Blocking work never holds a oneTBB worker"). So the two serial stages run on
 // threads that may block (the caller's thread and one writer thread), and only the non-blocking encode stage
-// runs as tasks in a task_arena. The slot ring plays the role of the live-token limit: frame n waits for slot
-// n % K, which is free once frame n - K has been written.
+// runs as tasks in a task_arena. The K slots play the role of the live-token limit: frame n waits for a free
+// slot, and one is free once frame n - K has been written.
 //
 // Index. Unless disabled, finish() appends a seek table after the frames (EncoderOptions::write_seek_table).
 //
@@ -114,6 +116,7 @@ struct EncoderStats {
   std::uint64_t context_frames = 0;  // context frames written
   std::uint64_t context_bytes = 0;   // their bytes (included in bytes_out)
   std::size_t in_flight_cap = 0;     // K
+  std::size_t slots_used = 0;        // slots whose buffers were allocated: the most frames alive at once, <= K
 };
 
 // Bytes one slot reserves for `options` (compact: the CompactFrameEncoder's memory_bytes instead of the
