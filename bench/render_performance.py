@@ -256,10 +256,12 @@ def render_compact(runs, alone=None):
     w("bench/compact_vs_heaptrack.sh: each program recorded by `memtrack record` (the compatible encoding, zstd "
       "-2), `memtrack record --compact` (compact version 5, zstd 1; docs/FORMAT.md, \"Compact data frames\") and "
       "`heaptrack -o` (its .zst file), stacks on in all three; then the recording's events encoded by one worker "
-      "at level 1 in each encoding (serialize + compress CPU, user + system), and `memtrack stats` of the "
+      "at level 1 in each encoding (the CPU of serialize + compress as `memtrack encode --stats` reports it: the "
+      "encode stage's thread CPU time per frame, summed; reading the records, the same for both, is not in it), "
+      "and `memtrack stats` of the "
       "compatible recording and of its conversion to compact (`memtrack convert --to compact`: the same events; "
       "two recordings differ in their resident samples, which stats attributes). The realistic events (memtrack-gen-events) are encoded only: no program, no heaptrack. One "
-      "recording each; the encode and stats CPU are medians of 3 runs, the two encodings interleaved. Every compact artifact keeps every field of every event (nanosecond timestamps, every address, "
+      "recording each; the encode CPU is the median of 5 runs, the stats CPU of 3, the two encodings interleaved. Every compact artifact keeps every field of every event (nanosecond timestamps, every address, "
       "size, pid and tid); heaptrack keeps a timestamp every few milliseconds and an index of a deduplicated "
       "(size, trace) pair per allocation.")
     if alone:

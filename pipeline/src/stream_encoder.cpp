@@ -12,6 +12,7 @@
 #include <oneapi/tbb/task_arena.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -106,6 +107,12 @@ namespace {
 // it (zstd's bound; a compact frame may be compressed in up to kMaxCompactBlockEnds blocks).
 std::size_t content_bound(bool compact, std::size_t events) {
   return compact ? codec::CompactFrameEncoder::output_bound(events) : codec::FrameSerializer::output_bound(events);
+}
+// The calling thread's CPU time (one system call: per frame, not per event).
+std::uint64_t thread_cpu_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 std::size_t compressed_buffer_bytes(bool compact, std::size_t events) {
   return codec::FrameCompressor::bound(content_bound(compact, events), compact ? codec::kMaxCompactBlockEnds : 0);
@@ -350,6 +357,7 @@ class Engine {
     // Pairs with the release in submit(): the producer's writes to the slot happen before this task reads them.
     (void)slot.state.load(std::memory_order_acquire);
     codec::Status status;
+    const std::uint64_t cpu_before = thread_cpu_ns();
     // After a failure nothing more is written, so the work would be wasted.
     if (!failed_.load(std::memory_order_relaxed)) {
       if (on_encode_) on_encode_(slot.frame);
@@ -369,9 +377,11 @@ class Engine {
       if (status.is_ok() && frame_context_ && !(compact_stacks_ && slot.count != 0)) status = build_frame_context(slot);
     }
     slot.status = std::move(status);
+    const std::uint64_t cpu = thread_cpu_ns() - cpu_before;
     // Notify under the lock: once the writer sees Encoded, the engine may be destroyed, and this task must not
     // touch it after unlocking.
     std::lock_guard lock(mutex_);
+    stats_.encode_cpu_ns += cpu;
     slot.state = SlotState::Encoded;
     writer_cv_.notify_one();
   }

@@ -35,7 +35,8 @@ constexpr const char* kHelp =
     "                        every event in a fraction of the bytes, read by every memtrack command but not\n"
     "                        by CodSpeed's reader (memtrack convert --to codspeed gives it); --frame-events\n"
     "                        at most 65536\n"
-    "  --stats               print events, frames, bytes in and out and K on stderr at the end\n\n"
+    "  --stats               print events, frames, bytes in and out, K, the slots used and the encode\n"
+    "                        stage's CPU time (serialize + compress, all workers) on stderr at the end\n\n"
     "A bad record (unknown kind, reserved bits, truncated tail) stops encoding with an error naming the\n"
     "record index; the frames written before it stay a valid artifact holding every record before it.\n"
     "SIGINT or SIGTERM stops reading: every whole record read so far is encoded, the artifact is finished\n"
@@ -90,10 +91,11 @@ int run_encode(int argc, char** argv) {
   close_fd(in_fd);
   close_fd(out_fd);
   if (print_stats) {
-    std::fprintf(stderr, "events %llu frames %llu msgpack-bytes %llu zstd-bytes %llu in-flight-cap %zu slots-used %zu\n",
+    std::fprintf(stderr, "events %llu frames %llu msgpack-bytes %llu zstd-bytes %llu in-flight-cap %zu slots-used %zu "
+                 "encode-cpu-ms %.3f\n",
                  static_cast<unsigned long long>(stats.events), static_cast<unsigned long long>(stats.frames),
                  static_cast<unsigned long long>(stats.bytes_in), static_cast<unsigned long long>(stats.bytes_out),
-                 stats.in_flight_cap, stats.slots_used);
+                 stats.in_flight_cap, stats.slots_used, static_cast<double>(stats.encode_cpu_ns) / 1e6);
   }
   if (!status.is_ok()) {
     if (status.code() == codec::Errc::interrupted) {

@@ -117,6 +117,8 @@ struct EncoderStats {
   std::uint64_t context_bytes = 0;   // their bytes (included in bytes_out)
   std::size_t in_flight_cap = 0;     // K
   std::size_t slots_used = 0;        // slots whose buffers were allocated: the most frames alive at once, <= K
+  std::uint64_t encode_cpu_ns = 0;   // CPU time of the encode stage (serialize + compress, the frame context),
+                                     // summed over the pool's threads (CLOCK_THREAD_CPUTIME_ID around each frame)
 };
 
 // Bytes one slot reserves for `options` (compact: the CompactFrameEncoder's memory_bytes instead of the
