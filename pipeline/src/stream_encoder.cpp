@@ -286,7 +286,7 @@ class Engine {
     {
       std::lock_guard lock(mutex_);
       slot.frame = next_submit_++;
-      order_[slot.frame % k_] = &slot;  // at most k_ frames are unwritten, so no unwritten frame's entry
+      order_[slot.frame % k_] = &slot;  // at most k_ frames are unwritten: this overwrites none of theirs
       slot.state.store(SlotState::Encoding, std::memory_order_release);
     }
     arena_.enqueue([this, &slot] { encode(slot); });
