@@ -67,6 +67,17 @@ class FailingSink : public Sink {
   MemorySink inner_;
 };
 
+// A memory sink that counts its writes, readable from another thread while the encoder runs.
+struct CountingSink : Sink {
+  std::atomic<std::uint64_t> writes{0};
+  MemorySink inner;
+  codec::Status write(std::span<const std::byte> bytes) override {
+    codec::Status s = inner.write(bytes);
+    writes.fetch_add(1);
+    return s;
+  }
+};
+
 EncoderOptions small_frames(std::size_t frame_events, unsigned workers, std::size_t k) {
   EncoderOptions o;
   o.frame_events = frame_events;
@@ -222,16 +233,6 @@ TEST(StreamEncoder, OrderPreservedAcrossHundredsOfFramesWithRandomEncodeDelays) 
   constexpr std::size_t kFrame = 64;
   constexpr std::size_t kK = 6;
   const auto events = EventGenerator(5).take(kFrame * 300 + 17);
-
-  struct CountingSink : Sink {
-    std::atomic<std::uint64_t> writes{0};
-    MemorySink inner;
-    codec::Status write(std::span<const std::byte> bytes) override {
-      codec::Status s = inner.write(bytes);
-      writes.fetch_add(1);
-      return s;
-    }
-  };
   for (const bool pull : {false, true}) {
     CountingSink sink;
     std::atomic<std::uint64_t> max_ahead{0};
@@ -275,15 +276,6 @@ TEST(StreamEncoder, FramesWrittenOneAtATimeReuseOneSlot) {
   constexpr std::size_t kFrame = 64;
   constexpr std::size_t kFrames = 20;
   const auto events = EventGenerator(4).take(kFrame * kFrames);
-  struct CountingSink : Sink {
-    std::atomic<std::uint64_t> writes{0};
-    MemorySink inner;
-    codec::Status write(std::span<const std::byte> bytes) override {
-      codec::Status s = inner.write(bytes);
-      writes.fetch_add(1);
-      return s;
-    }
-  };
   CountingSink sink;
   StreamEncoder encoder(sink, small_frames(kFrame, 2, 6));
   for (std::size_t i = 0; i < kFrames; ++i) {

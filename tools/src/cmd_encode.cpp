@@ -91,7 +91,8 @@ int run_encode(int argc, char** argv) {
   close_fd(in_fd);
   close_fd(out_fd);
   if (print_stats) {
-    std::fprintf(stderr, "events %llu frames %llu msgpack-bytes %llu zstd-bytes %llu in-flight-cap %zu slots-used %zu "
+    std::fprintf(stderr,
+                 "events %llu frames %llu msgpack-bytes %llu zstd-bytes %llu in-flight-cap %zu slots-used %zu "
                  "encode-cpu-ms %.3f\n",
                  static_cast<unsigned long long>(stats.events), static_cast<unsigned long long>(stats.frames),
                  static_cast<unsigned long long>(stats.bytes_in), static_cast<unsigned long long>(stats.bytes_out),
