@@ -26,6 +26,7 @@
 
 #include <atomic>
 
+#include "gnu_hash.h"
 #include "patch/patch.h"
 #include "ring_client.h"
 #include "stacks.h"
@@ -184,9 +185,7 @@ void note_mode() {
 // ---- Finding the runtime: an image's dynamic symbols, through its GNU hash table in memory -----------------
 
 struct DynSyms {
-  const Elf64_Sym* syms;
-  const char* strs;
-  const uint32_t* gnu_hash;
+  GnuHashSymbols table;
   uintptr_t bias;
 };
 
@@ -196,34 +195,19 @@ bool dyn_syms(const struct dl_phdr_info* info, DynSyms& out) {
     if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
       dyn = reinterpret_cast<const Elf64_Dyn*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
   if (dyn == nullptr) return false;
-  out = DynSyms{nullptr, nullptr, nullptr, info->dlpi_addr};
+  out = DynSyms{GnuHashSymbols{}, info->dlpi_addr};
   // glibc relocates these entries in place on x86-64; an unrelocated one is below the load bias.
   auto at = [&](Elf64_Addr v) { return v < info->dlpi_addr ? v + info->dlpi_addr : v; };
   for (const Elf64_Dyn* d = dyn; d->d_tag != DT_NULL; ++d) {
-    if (d->d_tag == DT_SYMTAB) out.syms = reinterpret_cast<const Elf64_Sym*>(at(d->d_un.d_ptr));
-    if (d->d_tag == DT_STRTAB) out.strs = reinterpret_cast<const char*>(at(d->d_un.d_ptr));
-    if (d->d_tag == DT_GNU_HASH) out.gnu_hash = reinterpret_cast<const uint32_t*>(at(d->d_un.d_ptr));
+    if (d->d_tag == DT_SYMTAB) out.table.syms = reinterpret_cast<const Elf64_Sym*>(at(d->d_un.d_ptr));
+    if (d->d_tag == DT_STRTAB) out.table.strs = reinterpret_cast<const char*>(at(d->d_un.d_ptr));
+    if (d->d_tag == DT_GNU_HASH) out.table.hash = reinterpret_cast<const uint32_t*>(at(d->d_un.d_ptr));
   }
-  return out.syms != nullptr && out.strs != nullptr && out.gnu_hash != nullptr;
+  return out.table.syms != nullptr && out.table.strs != nullptr && out.table.hash != nullptr;
 }
 
 // The defined symbol `name` of the image, or nullptr.
-const Elf64_Sym* lookup(const DynSyms& s, const char* name) {
-  uint32_t h = 5381;
-  for (const char* c = name; *c; ++c) h = h * 33 + static_cast<uint8_t>(*c);
-  const uint32_t nbuckets = s.gnu_hash[0], symoffset = s.gnu_hash[1], bloom_words = s.gnu_hash[2];
-  if (nbuckets == 0) return nullptr;
-  const uint32_t* buckets = s.gnu_hash + 4 + 2 * bloom_words;  // 64-bit bloom words
-  const uint32_t* chain = buckets + nbuckets;
-  uint32_t i = buckets[h % nbuckets];
-  if (i < symoffset) return nullptr;
-  for (;; ++i) {
-    const uint32_t ch = chain[i - symoffset];
-    if ((ch | 1) == (h | 1) && strcmp(s.strs + s.syms[i].st_name, name) == 0)
-      return s.syms[i].st_shndx != SHN_UNDEF && s.syms[i].st_value != 0 ? &s.syms[i] : nullptr;
-    if ((ch & 1) != 0) return nullptr;
-  }
-}
+const Elf64_Sym* lookup(const DynSyms& s, const char* name) { return gnu_hash_lookup(s.table, name); }
 
 struct Found {
   DynSyms syms;

@@ -147,6 +147,13 @@ TEST(Allocators, JemallocStatic) { check_region("region_jemalloc_static"); }
 TEST(Allocators, MimallocDynamic) { check_region("region_mimalloc"); }
 TEST(Allocators, TcmallocDynamic) { check_region("region_tcmalloc"); }
 TEST(Allocators, TcmallocStatic) { check_region("region_tcmalloc_static"); }
+// A stripped executable: its jemalloc entries are found through .dynsym's GNU hash table.
+TEST(Allocators, JemallocStaticInAStrippedExecutable) {
+  const std::string program = kDir + "/region_jemalloc_stripped";
+  ASSERT_NE(shell("readelf -S -W '" + program + "' | grep -q ' .symtab'"), 0) << "the copy still has .symtab";
+  ASSERT_EQ(shell("readelf -S -W '" + program + "' | grep -q ' .gnu.hash'"), 0) << "no .gnu.hash to look names up in";
+  check_region("region_jemalloc_stripped");
+}
 
 void check_dlopen(int threads) {
   const RecordRun run = record({kDir + "/dlopen_threads", MEMTRACK_MIMALLOC_SO, std::to_string(threads)});

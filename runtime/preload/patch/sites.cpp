@@ -1,8 +1,9 @@
 // Finding allocator entry points by name in loaded images and hooking them (sites.h, patch.h).
 //
 // Symbols come from each image's file: .symtab when it has one (an executable that is not stripped names
-// its statically linked allocator there), else .dynsym. The file is mapped read-only with a raw mmap (not an
-// event) and unmapped after. Each patched function is a "site" with its own hook (an instance of site_hook
+// its statically linked allocator there), else .dynsym, each name of the tables looked up through the
+// file's .gnu.hash (gnu_hash.h) when it has one. The file is mapped read-only with a raw mmap (not an event)
+// and unmapped after: only the pages read are faulted in. Each patched function is a "site" with its own hook (an instance of site_hook
 // below) and trampoline; aliases (mimalloc's malloc is mi_malloc) are one site.
 #include "sites.h"
 
@@ -18,6 +19,7 @@
 #include <utility>
 
 #include "../resolve.h"
+#include "../gnu_hash.h"
 #include "../ring_client.h"
 #include "../stacks.h"
 #include "patch.h"
@@ -315,6 +317,16 @@ void patch_extra(const Image& im, const Found* found, const int* which, int n, c
   }
 }
 
+// Calls f(const EntrySpec&) for every entry of the tables (the standard names only when `standard`).
+template <typename F>
+void for_each_entry_name(bool standard, F&& f) {
+  const EntryTable* tables[] = {&kJemallocEntries, &kMimallocEntries, &kTcmallocEntries, &kStandardEntries};
+  for (const EntryTable* t : tables) {
+    if (t->standard && !standard) continue;
+    for (size_t i = 0; i < t->count; ++i) f(t->specs[i]);
+  }
+}
+
 const EntrySpec* lookup(const char* name, bool standard) {
   const EntryTable* tables[] = {&kJemallocEntries, &kMimallocEntries, &kTcmallocEntries, &kStandardEntries};
   for (const EntryTable* t : tables) {
@@ -354,15 +366,47 @@ void patch_image(const Image& im, bool standard) {
   const Elf64_Sym* all_syms = nullptr;  // the symbol table found below, for patch_entry's padding proof
   size_t all_nsyms = 0;
   bool reaches_malloc = false;  // the image imports malloc, or defines one found here (hooked below)
+  // A defined function symbol `s` named `name`: an extra entry, an allocator entry of the tables, or neither.
+  auto consider = [&](const Elf64_Sym& s, const char* name, const EntrySpec* spec) {
+    const int type = ELF64_ST_TYPE(s.st_info), bind = ELF64_ST_BIND(s.st_info);
+    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || (bind != STB_GLOBAL && bind != STB_WEAK)) return;
+    if (extra && type == STT_FUNC && nextra < kMaxExtra) {
+      const int which = extra_index(name);
+      if (which >= 0) {
+        extra_which[nextra] = which;
+        extra_found[nextra++] = Found{nullptr, im.bias + s.st_value, s.st_size};
+        return;
+      }
+    }
+    if (spec == nullptr) return;
+    if (type == STT_GNU_IFUNC) {
+      report(name, im.path, "it is an IFUNC (its address is chosen at load time)");
+      return;
+    }
+    if (strcmp(name, "malloc") == 0) reaches_malloc = true;
+    if (nfound < 96) found[nfound++] = Found{spec, im.bias + s.st_value, s.st_size};
+  };
+  // An import of malloc (.symtab names it with its version, "malloc@GLIBC_2.2.5"; .dynsym without).
+  auto imports_malloc = [](const Elf64_Sym& s, const char* name) {
+    return s.st_shndx == SHN_UNDEF && strncmp(name, "malloc", 6) == 0 && (name[6] == '\0' || name[6] == '@');
+  };
   if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shoff != 0 &&
       eh->e_shoff + eh->e_shnum * sizeof(Elf64_Shdr) <= len) {
     const auto* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
     const Elf64_Shdr* symtab = nullptr;
     for (int i = 0; i < eh->e_shnum; ++i)
       if (sh[i].sh_type == SHT_SYMTAB) symtab = &sh[i];
+    // A stripped image: its .dynsym, through the .gnu.hash table that indexes it when it has one (below).
+    const Elf64_Shdr* gnu_hash = nullptr;
     if (symtab == nullptr)
-      for (int i = 0; i < eh->e_shnum; ++i)
+      for (int i = 0; i < eh->e_shnum; ++i) {
         if (sh[i].sh_type == SHT_DYNSYM) symtab = &sh[i];
+        if (sh[i].sh_type == SHT_GNU_HASH) gnu_hash = &sh[i];
+      }
+    if (gnu_hash != nullptr &&
+        (gnu_hash->sh_link >= eh->e_shnum || &sh[gnu_hash->sh_link] != symtab || gnu_hash->sh_offset % 4 != 0 ||
+         gnu_hash->sh_offset + gnu_hash->sh_size > len))
+      gnu_hash = nullptr;
     if (symtab != nullptr && symtab->sh_link < eh->e_shnum && symtab->sh_offset + symtab->sh_size <= len &&
         sh[symtab->sh_link].sh_offset + sh[symtab->sh_link].sh_size <= len) {
       const auto* syms = reinterpret_cast<const Elf64_Sym*>(base + symtab->sh_offset);
@@ -371,33 +415,33 @@ void patch_image(const Image& im, bool standard) {
       const size_t strs_len = sh[symtab->sh_link].sh_size;
       all_syms = syms;
       all_nsyms = nsyms;
-      for (size_t i = 0; i < nsyms && nfound < 96; ++i) {
-        const Elf64_Sym& s = syms[i];
-        // .symtab names an import with its version ("malloc@GLIBC_2.2.5"), .dynsym without.
-        if (s.st_shndx == SHN_UNDEF && s.st_name < strs_len && strncmp(strs + s.st_name, "malloc", 6) == 0 &&
-            (strs[s.st_name + 6] == '\0' || strs[s.st_name + 6] == '@'))
-          reaches_malloc = true;
-        if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || s.st_name >= strs_len) continue;
-        const int type = ELF64_ST_TYPE(s.st_info), bind = ELF64_ST_BIND(s.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || (bind != STB_GLOBAL && bind != STB_WEAK)) continue;
-        const char* name = strs + s.st_name;
-        if (extra && type == STT_FUNC && nextra < kMaxExtra) {
-          const int which = extra_index(name);
-          if (which >= 0) {
-            extra_which[nextra] = which;
-            extra_found[nextra++] = Found{nullptr, im.bias + s.st_value, s.st_size};
-            continue;
-          }
+      if (gnu_hash != nullptr) {
+        // Each name looked up, not every symbol read: cc1 exports 28,902 symbols, and reading them all (the
+        // file's pages, a name compare for most) was a fifth of what recording added to each cc1 process.
+        const GnuHashSymbols table{syms, nsyms, strs, strs_len, reinterpret_cast<const uint32_t*>(base + gnu_hash->sh_offset),
+                                   gnu_hash->sh_size / 4};
+        // Imports are not in the hash table: they come first, below its first hashed symbol.
+        const size_t unhashed = table.hash_words >= 4 && table.hash[1] < nsyms ? table.hash[1] : nsyms;
+        for (size_t i = 0; i < unhashed; ++i)
+          if (syms[i].st_name < strs_len && imports_malloc(syms[i], strs + syms[i].st_name)) reaches_malloc = true;
+        const auto each_name = [&](const char* name, const EntrySpec* spec) {
+          for_each_gnu_hash_match(table, name, [&](const Elf64_Sym& sym) {
+            consider(sym, name, spec);
+            return true;
+          });
+        };
+        for_each_entry_name(standard, [&](const EntrySpec& spec) { each_name(spec.name, &spec); });
+        if (extra)
+          for (int i = 0; i < g_extra_count; ++i) each_name(g_extra[i].name, nullptr);
+      } else {
+        for (size_t i = 0; i < nsyms && nfound < 96; ++i) {
+          const Elf64_Sym& s = syms[i];
+          if (s.st_name >= strs_len) continue;
+          const char* name = strs + s.st_name;
+          if (imports_malloc(s, name)) reaches_malloc = true;
+          if (s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
+          consider(s, name, maybe_ours(name) ? lookup(name, standard) : nullptr);
         }
-        if (!maybe_ours(name)) continue;
-        const EntrySpec* spec = lookup(name, standard);
-        if (spec == nullptr) continue;
-        if (type == STT_GNU_IFUNC) {
-          report(name, im.path, "it is an IFUNC (its address is chosen at load time)");
-          continue;
-        }
-        if (strcmp(name, "malloc") == 0) reaches_malloc = true;
-        found[nfound++] = Found{spec, im.bias + s.st_value, s.st_size};
       }
     }
   }
