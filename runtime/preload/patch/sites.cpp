@@ -3,8 +3,8 @@
 // Symbols come from each image's file: .symtab when it has one (an executable that is not stripped names
 // its statically linked allocator there), else .dynsym, each name of the tables looked up through the
 // file's .gnu.hash (gnu_hash.h) when it has one. The file is mapped read-only with a raw mmap (not an event)
-// and unmapped after: only the pages read are faulted in. Each patched function is a "site" with its own hook (an instance of site_hook
-// below) and trampoline; aliases (mimalloc's malloc is mi_malloc) are one site.
+// and unmapped after: only the pages read are faulted in. Each patched function is a "site" with its own
+// hook (an instance of site_hook below) and trampoline; aliases (mimalloc's malloc is mi_malloc) are one site.
 #include "sites.h"
 
 #include <dlfcn.h>
@@ -18,8 +18,8 @@
 #include <atomic>
 #include <utility>
 
-#include "../resolve.h"
 #include "../gnu_hash.h"
+#include "../resolve.h"
 #include "../ring_client.h"
 #include "../stacks.h"
 #include "patch.h"
@@ -403,9 +403,8 @@ void patch_image(const Image& im, bool standard) {
         if (sh[i].sh_type == SHT_DYNSYM) symtab = &sh[i];
         if (sh[i].sh_type == SHT_GNU_HASH) gnu_hash = &sh[i];
       }
-    if (gnu_hash != nullptr &&
-        (gnu_hash->sh_link >= eh->e_shnum || &sh[gnu_hash->sh_link] != symtab || gnu_hash->sh_offset % 4 != 0 ||
-         gnu_hash->sh_offset + gnu_hash->sh_size > len))
+    if (gnu_hash != nullptr && (gnu_hash->sh_link >= eh->e_shnum || &sh[gnu_hash->sh_link] != symtab ||
+                                gnu_hash->sh_offset % 4 != 0 || gnu_hash->sh_offset + gnu_hash->sh_size > len))
       gnu_hash = nullptr;
     if (symtab != nullptr && symtab->sh_link < eh->e_shnum && symtab->sh_offset + symtab->sh_size <= len &&
         sh[symtab->sh_link].sh_offset + sh[symtab->sh_link].sh_size <= len) {
@@ -417,8 +416,12 @@ void patch_image(const Image& im, bool standard) {
       all_nsyms = nsyms;
       if (gnu_hash != nullptr) {
         // Each name looked up, not every symbol read: cc1 exports 28,902 symbols, and reading them all (the
-        // file's pages, a name compare for most) was a fifth of what recording added to each cc1 process.
-        const GnuHashSymbols table{syms, nsyms, strs, strs_len, reinterpret_cast<const uint32_t*>(base + gnu_hash->sh_offset),
+        // file's pages, a name compare for most) was a third of what recording added to a `cc1 --version`.
+        const GnuHashSymbols table{syms,
+                                   nsyms,
+                                   strs,
+                                   strs_len,
+                                   reinterpret_cast<const uint32_t*>(base + gnu_hash->sh_offset),
                                    gnu_hash->sh_size / 4};
         // Imports are not in the hash table: they come first, below its first hashed symbol.
         const size_t unhashed = table.hash_words >= 4 && table.hash[1] < nsyms ? table.hash[1] : nsyms;
