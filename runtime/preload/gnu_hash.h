@@ -41,9 +41,10 @@ void for_each_gnu_hash_match(const GnuHashSymbols& s, const char* name, F&& f) {
     if (link >= s.hash_words - chains_at) return;
     const uint32_t ch = chain[link];
     if ((ch | 1) == (h | 1)) {
+      // strncmp stops at the name's NUL: in memory the string table's size is not known.
       const Elf64_Sym& sym = s.syms[i];
       if (sym.st_name < s.strs_len && s.strs_len - sym.st_name > name_len &&
-          memcmp(s.strs + sym.st_name, name, name_len + 1) == 0 && sym.st_shndx != SHN_UNDEF && sym.st_value != 0 &&
+          strncmp(s.strs + sym.st_name, name, name_len + 1) == 0 && sym.st_shndx != SHN_UNDEF && sym.st_value != 0 &&
           !f(sym))
         return;
     }
