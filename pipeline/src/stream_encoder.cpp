@@ -108,14 +108,15 @@ namespace {
 std::size_t content_bound(bool compact, std::size_t events) {
   return compact ? codec::CompactFrameEncoder::output_bound(events) : codec::FrameSerializer::output_bound(events);
 }
+std::size_t compressed_buffer_bytes(bool compact, std::size_t events) {
+  return codec::FrameCompressor::bound(content_bound(compact, events), compact ? codec::kMaxCompactBlockEnds : 0);
+}
+
 // The calling thread's CPU time (one system call: per frame, not per event).
 std::uint64_t thread_cpu_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-std::size_t compressed_buffer_bytes(bool compact, std::size_t events) {
-  return codec::FrameCompressor::bound(content_bound(compact, events), compact ? codec::kMaxCompactBlockEnds : 0);
 }
 
 }  // namespace

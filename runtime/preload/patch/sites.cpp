@@ -317,24 +317,25 @@ void patch_extra(const Image& im, const Found* found, const int* which, int n, c
   }
 }
 
-// Calls f(const EntrySpec&) for every entry of the tables (the standard names only when `standard`).
+// Calls f(const EntrySpec&) for every entry of the tables (the standard names only when `standard`), in
+// order, until f returns false.
 template <typename F>
-void for_each_entry_name(bool standard, F&& f) {
-  const EntryTable* tables[] = {&kJemallocEntries, &kMimallocEntries, &kTcmallocEntries, &kStandardEntries};
-  for (const EntryTable* t : tables) {
-    if (t->standard && !standard) continue;
-    for (size_t i = 0; i < t->count; ++i) f(t->specs[i]);
-  }
-}
-
-const EntrySpec* lookup(const char* name, bool standard) {
+void for_each_entry(bool standard, F&& f) {
   const EntryTable* tables[] = {&kJemallocEntries, &kMimallocEntries, &kTcmallocEntries, &kStandardEntries};
   for (const EntryTable* t : tables) {
     if (t->standard && !standard) continue;
     for (size_t i = 0; i < t->count; ++i)
-      if (strcmp(t->specs[i].name, name) == 0) return &t->specs[i];
+      if (!f(t->specs[i])) return;
   }
-  return nullptr;
+}
+
+const EntrySpec* lookup(const char* name, bool standard) {
+  const EntrySpec* found = nullptr;
+  for_each_entry(standard, [&](const EntrySpec& spec) {
+    if (strcmp(spec.name, name) == 0) found = &spec;
+    return found == nullptr;
+  });
+  return found;
 }
 
 // First-character filter: every name in the tables starts with one of these.
@@ -433,7 +434,10 @@ void patch_image(const Image& im, bool standard) {
             return true;
           });
         };
-        for_each_entry_name(standard, [&](const EntrySpec& spec) { each_name(spec.name, &spec); });
+        for_each_entry(standard, [&](const EntrySpec& spec) {
+          each_name(spec.name, &spec);
+          return true;
+        });
         if (extra)
           for (int i = 0; i < g_extra_count; ++i) each_name(g_extra[i].name, nullptr);
       } else {
