@@ -176,6 +176,7 @@ constexpr bool tiers_hold_their_ids() {
   for (uint32_t t = 0; t < kTiers; ++t) {
     const uint32_t end = t + 1 < kTiers ? kTier[t + 1].first_id : kMaxNodes;
     if (2 * (end - kTier[t].first_id) > kTier[t].mask + 1) return false;  // load factor <= 0.5
+    if (2 * end > kTier[t].mask + 1) return false;  // every home line of its nodes' parents in the tier
     if (t + 1 < kTiers && kTier[t + 1].base != kTier[t].base + kTier[t].mask + 1) return false;
   }
   return true;
@@ -194,23 +195,51 @@ constexpr uint32_t kIdBits = 22;
 static_assert(kMaxNodes <= 1u << kIdBits);
 constexpr uint32_t kIdMask = (1u << kIdBits) - 1;
 
+// Where a key's node goes: its parent's home line, then overflow. The home line (16 slots, one 64-byte cache
+// line) is the one of the parent id's group of 8 consecutive ids, so the nodes of a stack interned in one go
+// (consecutive ids, each the parent of the next) share lines, and a lookup down a known stack touches a line
+// per 8 frames rather than one per frame. A key probes its home line from its offset in it (wrapping inside
+// the line), then, if the line is full, linearly from its overflow slot (anywhere in the tier, from the
+// hash): a parent with many children (a call through a function pointer) overflows. A line holds on average
+// the children of 8 ids, about 8 nodes (a tree has about one child per node), so its load factor is about
+// the tier's, <= 0.5. The home line fits the tier: a node's tier is its own id's, and ids are above their
+// parent's, so 2 x parent is below the tier's slot count (tiers_hold_their_ids). Nodes are never removed, so
+// linear probing's argument holds for this sequence too: an insert takes the first empty slot of the
+// sequence, and a lookup that meets an empty slot knows the key is not in the tier.
+constexpr uint32_t kLineSlots = 16;
 struct Key {
-  uint32_t index;  // the slot to probe first (masked by the tier)
-  uint32_t tag;    // the hash bits a slot keeps above the id
+  uint32_t home;      // the first slot of the home line
+  uint32_t offset;    // the first slot probed in the line
+  uint32_t overflow;  // the slot from which a full line's probe goes on (masked by the tier)
+  uint32_t tag;       // the hash bits a slot keeps above the id
 };
 inline Key key_of(uint32_t parent, uint64_t address) {
   uint64_t h = (address ^ (static_cast<uint64_t>(parent) << 40) ^ parent) * 0x9E3779B97F4A7C15u;
   h ^= h >> 29;
-  return {static_cast<uint32_t>(h), static_cast<uint32_t>(h >> (64 - (32 - kIdBits))) << kIdBits};
+  return {(parent * 2) & ~(kLineSlots - 1), static_cast<uint32_t>(h) & (kLineSlots - 1), static_cast<uint32_t>(h >> 4),
+          static_cast<uint32_t>(h >> (64 - (32 - kIdBits))) << kIdBits};
 }
+
+// The probe sequence of a key in a tier (above): next() gives its slots in order, without end (a tier is at
+// most half full, so the overflow part meets an empty slot).
+struct Probe {
+  uint32_t home, offset, overflow, mask, k = 0;
+  Probe(const Key& key, uint32_t tier_mask)
+      : home(key.home & tier_mask), offset(key.offset), overflow(key.overflow & tier_mask), mask(tier_mask) {}
+  uint32_t next() {
+    if (k < kLineSlots) return home | ((offset + k++) & (kLineSlots - 1));
+    const uint32_t s = overflow;
+    overflow = (overflow + 1) & mask;
+    return s;
+  }
+};
 
 // The node (parent, address) in `tier`, or 0. Lock-free: a slot is published only after its node's fields
 // were written (seq_cst: insert's cross-tier check below needs it; plain loads on x86).
 uint32_t find_in(uint32_t tier, Key key, uint32_t parent, uint64_t address) {
   std::atomic<uint32_t>* slots = g_tree.slots + kTier[tier].base;
-  const uint32_t mask = kTier[tier].mask;
-  for (uint32_t s = key.index & mask;; s = (s + 1) & mask) {
-    const uint32_t slot = slots[s].load(std::memory_order_seq_cst);
+  for (Probe probe(key, kTier[tier].mask);;) {
+    const uint32_t slot = slots[probe.next()].load(std::memory_order_seq_cst);
     if (slot == 0) return 0;
     const uint32_t id = slot & kIdMask;
     if ((slot & ~kIdMask) == key.tag && g_tree.parents[id] == parent && g_tree.addresses[id] == address) return id;
@@ -253,8 +282,8 @@ uint32_t insert(uint32_t id, uint32_t parent, uint64_t address) {
   const Key key = key_of(parent, address);
   const uint32_t tier = tier_of(id);
   std::atomic<uint32_t>* slots = g_tree.slots + kTier[tier].base;
-  const uint32_t mask = kTier[tier].mask;
-  for (uint32_t s = key.index & mask;; s = (s + 1) & mask) {
+  for (Probe probe(key, kTier[tier].mask);;) {
+    const uint32_t s = probe.next();
     uint32_t cur = slots[s].load(std::memory_order_seq_cst);
     if (cur == 0) {
       if (slots[s].compare_exchange_strong(cur, id | key.tag, std::memory_order_seq_cst)) break;
@@ -369,9 +398,7 @@ void punch_file_pages() {
 // slots (a lookup reads a slot before an insert writes it, so each page would fault twice: read-only first,
 // then copy-on-write) and the node arrays' first pages. Best effort: without MADV_POPULATE_WRITE (Linux
 // 5.14) the pages fault in as they are used.
-void populate_for_write(void* p, size_t len) {
-  (void)syscall(SYS_madvise, p, len, MADV_POPULATE_WRITE);
-}
+void populate_for_write(void* p, size_t len) { (void)syscall(SYS_madvise, p, len, MADV_POPULATE_WRITE); }
 
 void say_fallback_unavailable();
 

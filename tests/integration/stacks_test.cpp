@@ -517,6 +517,47 @@ TEST(StacksTree, PastTheBoundStacksAreCutToAKnownPrefixAndSaidSo) {
   EXPECT_LT(t.leaf_depths.back(), whole);
 }
 
+TEST(StacksTree, AParentWithHundredsOfChildrenFindsEachOfThemAgain) {
+  // tree_fanout.c: one indirect call site reaching 320 leaves, each allocating 2000 + its number bytes, in two
+  // rounds. The call site's node has 320 children: more than its line of hash slots holds, so most go to
+  // overflow slots; the second round must find every one of them again (the same node, no new ones).
+  const fs::path dir = scratch_dir();
+  const Ran r =
+      run({kMemtrack, "record", "-q", "-o", (dir / "f.mt").string(), "--", kPrograms + "/tree_fanout"}, {}, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Artifact a = read_artifact(dir / "f.mt");
+  fs::remove_all(dir);
+  const Stacks s(a);
+  std::vector<std::uint32_t> leaves;
+  for (int digit1 = 1; digit1 <= 5; ++digit1)
+    for (int digit2 = 0; digit2 < 8; ++digit2)
+      for (int digit3 = 0; digit3 < 8; ++digit3) {
+        const int n = digit1 * 100 + digit2 * 10 + digit3;
+        const std::vector<std::size_t> at = events_of_size(a, 2000 + static_cast<std::uint64_t>(n));
+        ASSERT_EQ(at.size(), 2u) << n;
+        const std::uint32_t id = s.id_of(at[0]);
+        ASSERT_NE(id, 0u) << n;
+        EXPECT_EQ(s.id_of(at[1]), id) << "leaf " << n << ": the second round's stack is another node";
+        const Names f = s.functions_of(at[0]);
+        ASSERT_GE(f.size(), 3u) << n;
+        EXPECT_EQ(f[0], "leaf_" + std::to_string(n)) << joined(f);
+        EXPECT_EQ(f[1], "call") << joined(f);
+        EXPECT_EQ(f[2], "main") << joined(f);
+        leaves.push_back(id);
+      }
+  std::sort(leaves.begin(), leaves.end());
+  EXPECT_EQ(std::unique(leaves.begin(), leaves.end()), leaves.end()) << "two leaves share a node";
+  // A lookup that missed a node the tree holds would note a twin of it (insert finds the node and keeps it, but
+  // the new id was taken and noted): no (parent, address) pair is noted twice.
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> noted;
+  for (const ContextRecord& rec : a.context)
+    if (const auto* n = std::get_if<StackNodes>(&rec))
+      for (std::size_t i = 0; i < n->parents.size(); ++i) noted.emplace_back(n->parents[i], n->addresses[i]);
+  EXPECT_GT(noted.size(), 320u);
+  std::sort(noted.begin(), noted.end());
+  EXPECT_EQ(std::adjacent_find(noted.begin(), noted.end()), noted.end()) << "a node noted twice";
+}
+
 TEST(StacksRecordCxx, DemangledNamesAndAnInlinedFrame) {
   const fs::path dir = scratch_dir();
   const Ran r =
@@ -555,8 +596,8 @@ TEST(StacksRecordCxx, DemangledNamesAndAnInlinedFrame) {
 // the summary; after it the same chain unwinds through it to main.
 TEST(StacksFallback, LibunwindIsLoadedAtTheFirstDlopen) {
   const fs::path dir = scratch_dir();
-  const Ran r = run({kMemtrack, "record", "-o", (dir / "f.msgpack").string(), "--", kPrograms + "/stacks_fallback"},
-                    {}, dir);
+  const Ran r =
+      run({kMemtrack, "record", "-o", (dir / "f.msgpack").string(), "--", kPrograms + "/stacks_fallback"}, {}, dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("libunwind before dlopen: not mapped"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("libunwind after dlopen: mapped"), std::string::npos) << r.err;
