@@ -417,6 +417,8 @@ void stacks_attach() {
   }
   // No capture has run in this image yet (they start when attach publishes kRecording).
   memtrack_unwind_use_cache_memory(map);
+  // The rules every process of the recording computed, by module build-id (the ring's part for them).
+  memtrack_unwind_use_shared_rules(runtime::ring_shared_rules(g_ring), runtime::kSharedRulesBytes);
   g_tree.addresses = reinterpret_cast<uint64_t*>(map + cache);
   g_tree.parents = reinterpret_cast<uint32_t*>(g_tree.addresses + kMaxNodes);
   g_tree.slots = reinterpret_cast<std::atomic<uint32_t>*>(g_tree.parents + kMaxNodes);

@@ -4,7 +4,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -125,6 +127,81 @@ TEST(UnwindCapture, CachedAndUncachedAgreeInBothTables) {
   }
   EXPECT_GE(misses[0], 24u);
   EXPECT_EQ(misses[1], 0u);
+}
+
+// Whether a capture through a chain of `depth` frames holds the chain's own return addresses (for a fork
+// child, which cannot report through gtest).
+bool chain_captured_right(int depth) {
+  Capture capture;
+  Chain chain;
+  chain.depth = depth;
+  chain.leaf = capture_leaf;
+  chain.arg = &capture;
+  memtrack::unwind_test::run_chain(&chain);
+  const auto expected = expected_of(chain);
+  return capture.count >= expected.size() + 1 && captured(capture, 1, expected.size()) == expected &&
+         !capture.truncated;
+}
+
+// Rules shared between processes (memtrack_unwind_use_shared_rules): what one process computed, another takes
+// instead of computing it, and unwinds the same stack with it.
+TEST(UnwindCapture, RulesComputedInOneProcessAreTakenByAnother) {
+  constexpr std::size_t kBytes = std::size_t{1} << 20;
+  void* shared = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  memtrack_unwind_use_shared_rules(shared, kBytes);
+  // This process computes the chain's rules (its cache emptied first) and adds them to the shared ones.
+  memtrack_unwind_invalidate();
+  const memtrack_unwind_stats before = memtrack_unwind_get_stats();
+  run_and_check(memtrack::unwind_test::run_chain, 24);
+  const memtrack_unwind_stats after = memtrack_unwind_get_stats();
+  EXPECT_GE(after.misses - before.misses, 24u);
+  EXPECT_GE(after.shared_stores - before.shared_stores, 24u);
+  EXPECT_EQ(after.shared_hits, before.shared_hits);
+  // A child, its own cache emptied, computes none of them: the chain's misses are answered by the shared rules.
+  // Only the child's own frames (chain_captured_right and its call site here, which the parent's capture did
+  // not pass through) are computed.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    memtrack_unwind_invalidate();
+    const memtrack_unwind_stats b = memtrack_unwind_get_stats();
+    const bool right = chain_captured_right(24);
+    const memtrack_unwind_stats a = memtrack_unwind_get_stats();
+    const std::uint64_t misses = a.misses - b.misses, hits = a.shared_hits - b.shared_hits;
+    const std::uint64_t computed = misses - hits;
+    _exit(!right ? 1 : hits < 24 ? 2 : computed > 3 ? 3 : a.shared_stores - b.shared_stores != computed ? 4 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: wrong frames, 2: too few rules taken, 3: more rules computed, 4: computed rules not stored";
+  memtrack_unwind_use_shared_rules(nullptr, 0);
+  munmap(shared, kBytes);
+}
+
+// A shared table whose entries all hold other keys (every group full, as a recording's table could become):
+// nothing is taken from it or added, and the rules computed here are right.
+TEST(UnwindCapture, AFullSharedTableIsPassedBy) {
+  constexpr std::size_t kBytes = std::size_t{1} << 20;
+  auto* shared =
+      static_cast<std::uint64_t*>(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(shared, MAP_FAILED);
+  for (std::size_t i = 0; i < kBytes / 8; i += 2) {  // (key, value) pairs: odd keys no rule has, a kCfaRsp value
+    shared[i] = 0x5555555555555555ull + 2 * i;
+    shared[i + 1] = 1;
+  }
+  memtrack_unwind_use_shared_rules(shared, kBytes);
+  memtrack_unwind_invalidate();
+  const memtrack_unwind_stats before = memtrack_unwind_get_stats();
+  run_and_check(memtrack::unwind_test::run_chain, 24);
+  const memtrack_unwind_stats after = memtrack_unwind_get_stats();
+  EXPECT_GE(after.misses - before.misses, 24u);
+  EXPECT_EQ(after.shared_hits, before.shared_hits);
+  EXPECT_EQ(after.shared_stores, before.shared_stores);
+  memtrack_unwind_use_shared_rules(nullptr, 0);
+  munmap(shared, kBytes);
 }
 
 // Walks the frame-pointer chain from the leaf: [rbp] is the caller's rbp, [rbp + 8] the return address.

@@ -87,6 +87,26 @@ std::atomic<std::uint32_t> g_generation{1};
 std::atomic<std::uint64_t> g_dl_adds{0}, g_dl_subs{0};
 std::atomic<std::uint64_t> g_misses{0}, g_fallback_steps{0}, g_invalidations{0}, g_fallback_unavailable{0};
 std::atomic<std::uint64_t> g_tier0_misses{0};
+
+// The rules shared by the processes of a recording (memtrack_unwind_use_shared_rules): a table in shared memory
+// keyed by what a rule depends on, the module's contents (its build-id) and the address's offset in it, so a
+// process takes the rules another process computed for the same libraries instead of computing them again
+// (a shell or a build runs the same few images thousands of times). Entries are written once and never
+// changed: `key` is claimed with a CAS from 0, then `value` is stored (the packed rule, never 0); a reader
+// that finds the key but not yet the value computes the rule itself. A group of kSharedGroupEntries entries
+// (a 4 KiB page) holds the rules of 4 KiB pages of code (one module's page and the others hashed to the same
+// group), an entry per 16 bytes of code, so a process touches a page of the table per page of code it unwinds
+// through, not one per rule (each first touch is a page fault); a key is probed at kSharedProbes entries from
+// its 16 bytes' entry at most (all taken: the rule is computed and not shared).
+struct SharedEntry {
+  std::atomic<std::uint64_t> key;
+  std::atomic<std::uint64_t> value;
+};
+constexpr std::size_t kSharedGroupEntries = 4096 / sizeof(SharedEntry);
+constexpr unsigned kSharedProbes = 8;
+std::atomic<SharedEntry*> g_shared{nullptr};
+std::size_t g_shared_groups_mask = 0;  // the number of groups - 1 (a power of two)
+std::atomic<std::uint64_t> g_shared_hits{0}, g_shared_stores{0};
 // Called once, at the first step that needed libunwind while it was not loaded (unwind.h).
 std::atomic<void (*)(void)> g_unavailable_hook{nullptr};
 #ifdef MEMTRACK_UNWIND_TEST_HOOKS
@@ -254,8 +274,88 @@ struct FindModule {
   bool found = false;
   bool executable = false;
   std::uintptr_t segment_start = 0, segment_end = 0;  // the PT_LOAD segment holding the address
+  std::uintptr_t bias = 0;                            // the module's load bias (dlpi_addr)
+  std::uint64_t identity = 0;  // a hash of its GNU build-id, 0 when it has none or nothing is shared
   ModuleCfi cfi;
 };
+
+inline std::uint64_t mix64(std::uint64_t h) {  // splitmix64's finalizer: a bijection
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+// A hash of the module's GNU build-id (the NT_GNU_BUILD_ID note of a PT_NOTE segment that lies inside one of
+// its PT_LOAD segments, so it is mapped), or 0 when it has none: then its rules are not shared.
+std::uint64_t build_id_hash(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& note = info->dlpi_phdr[i];
+    if (note.p_type != PT_NOTE) continue;
+    bool mapped = false;
+    for (int j = 0; j < info->dlpi_phnum && !mapped; ++j) {
+      const ElfW(Phdr)& load = info->dlpi_phdr[j];
+      mapped = load.p_type == PT_LOAD && note.p_vaddr >= load.p_vaddr && note.p_filesz <= load.p_filesz &&
+               note.p_vaddr - load.p_vaddr <= load.p_filesz - note.p_filesz;
+    }
+    if (!mapped) continue;
+    const std::size_t align = note.p_align == 8 ? 8 : 4;
+    const auto round = [align](std::size_t n) { return (n + align - 1) & ~(align - 1); };
+    const auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + note.p_vaddr);
+    std::size_t left = note.p_filesz;
+    while (left >= 12) {
+      std::uint32_t header[3];  // namesz, descsz, type
+      std::memcpy(header, p, sizeof header);
+      const std::size_t name = round(header[0]), desc = round(header[1]);
+      if (name > left - 12 || desc > left - 12 - name) break;
+      if (header[2] == NT_GNU_BUILD_ID && header[0] == 4 && std::memcmp(p + 12, "GNU", 4) == 0 && header[1] != 0) {
+        std::uint64_t h = 0xcbf29ce484222325ull ^ header[1];  // FNV-1a over the id's bytes, then mixed
+        for (std::uint32_t k = 0; k < header[1]; ++k) h = (h ^ p[12 + name + k]) * 0x100000001b3ull;
+        return mix64(h) | 1;
+      }
+      p += 12 + name + desc;
+      left -= 12 + name + desc;
+    }
+  }
+  return 0;
+}
+
+// The shared table's key of a rule: the module's identity and the address's offset in it (a return address
+// minus one and an exact address apart). Never 0 (an empty entry).
+inline std::uint64_t shared_key(std::uint64_t identity, std::uintptr_t offset, bool is_return) {
+  return (identity ^ mix64(offset << 1 | (is_return ? 1 : 0))) | 1;
+}
+
+// The first entry of the key's group: the group from the identity and the page of code.
+inline SharedEntry* shared_group(SharedEntry* table, std::uint64_t identity, std::uintptr_t offset) {
+  const std::uint64_t group = mix64(identity ^ (offset >> 12)) & g_shared_groups_mask;
+  return table + group * kSharedGroupEntries;
+}
+
+// The shared rule for `key`, or 0.
+std::uint64_t shared_lookup(SharedEntry* group, std::uintptr_t offset, std::uint64_t key) {
+  for (unsigned i = 0; i < kSharedProbes; ++i) {
+    SharedEntry& e = group[((offset >> 4) + i) & (kSharedGroupEntries - 1)];
+    const std::uint64_t k = e.key.load(std::memory_order_acquire);
+    if (k == 0) return 0;
+    if (k == key) return e.value.load(std::memory_order_acquire) & 0xffffffffffffull;
+  }
+  return 0;
+}
+
+void shared_store(SharedEntry* group, std::uintptr_t offset, std::uint64_t key, std::uint64_t bits) {
+  for (unsigned i = 0; i < kSharedProbes; ++i) {
+    SharedEntry& e = group[((offset >> 4) + i) & (kSharedGroupEntries - 1)];
+    std::uint64_t k = e.key.load(std::memory_order_relaxed);
+    if (k == 0 && e.key.compare_exchange_strong(k, key, std::memory_order_relaxed, std::memory_order_relaxed)) {
+      e.value.store(bits, std::memory_order_release);
+      g_shared_stores.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (k == key) return;  // another process or thread has it (or is storing it)
+  }
+}
 
 int find_module(dl_phdr_info* info, std::size_t, void* data) {
   auto* find = static_cast<FindModule*>(data);
@@ -290,6 +390,8 @@ int find_module(dl_phdr_info* info, std::size_t, void* data) {
   find->found = true;
   find->executable = executable;
   find->cfi.eh_frame_hdr = hdr;
+  find->bias = info->dlpi_addr;
+  if (executable && g_shared.load(std::memory_order_relaxed) != nullptr) find->identity = build_id_hash(info);
   return 1;
 }
 
@@ -308,6 +410,19 @@ __attribute__((noinline)) std::uint64_t compute_rule(std::uintptr_t key, bool is
   // Read after dl_iterate_phdr, which may have bumped it: a rule is never stored in a generation older
   // than the module list it was computed from.
   const std::uint32_t generation = g_generation.load(std::memory_order_acquire);
+  SharedEntry* const shared = g_shared.load(std::memory_order_acquire);
+  SharedEntry* group = nullptr;
+  std::uint64_t shared_at = 0;
+  const std::uintptr_t module_offset = key - find.bias;
+  if (shared != nullptr && find.found && find.executable && find.identity != 0) {
+    group = shared_group(shared, find.identity, module_offset);
+    shared_at = shared_key(find.identity, module_offset, is_return);
+    if (const std::uint64_t bits = shared_lookup(group, module_offset, shared_at); bits != 0) {
+      g_shared_hits.fetch_add(1, std::memory_order_relaxed);
+      if (key < kAddressLimit) cache_store(key, generation, bits);
+      return bits;
+    }
+  }
   Rule rule;
   if (!find.found || !find.executable)
     rule.kind = RuleKind::kNoInfo;
@@ -331,6 +446,7 @@ __attribute__((noinline)) std::uint64_t compute_rule(std::uintptr_t key, bool is
     pack_rule(fallback, &bits);
   }
   if (key < kAddressLimit) cache_store(key, generation, bits);
+  if (group != nullptr) shared_store(group, module_offset, shared_at, bits);
   return bits;
 }
 
@@ -742,10 +858,24 @@ extern "C" bool memtrack_unwind_init(void* (*open)(const char*, int), void* (*sy
 }
 
 extern "C" memtrack_unwind_stats memtrack_unwind_get_stats(void) {
-  return {g_misses.load(std::memory_order_relaxed), g_fallback_steps.load(std::memory_order_relaxed),
-          g_invalidations.load(std::memory_order_relaxed), sizeof(g_static_cache),
+  return {g_misses.load(std::memory_order_relaxed),
+          g_fallback_steps.load(std::memory_order_relaxed),
+          g_invalidations.load(std::memory_order_relaxed),
+          sizeof(g_static_cache),
           g_fallback_unavailable.load(std::memory_order_relaxed),
-          g_cache_state.tier1.load(std::memory_order_relaxed) ? 1u : 0u};
+          g_cache_state.tier1.load(std::memory_order_relaxed) ? 1u : 0u,
+          g_shared_hits.load(std::memory_order_relaxed),
+          g_shared_stores.load(std::memory_order_relaxed)};
+}
+
+extern "C" void memtrack_unwind_use_shared_rules(void* memory, std::size_t bytes) {
+  const std::size_t groups = bytes / (kSharedGroupEntries * sizeof(SharedEntry));
+  if (memory == nullptr || groups == 0 || (groups & (groups - 1)) != 0) {
+    g_shared.store(nullptr, std::memory_order_release);
+    return;
+  }
+  g_shared_groups_mask = groups - 1;
+  g_shared.store(static_cast<SharedEntry*>(memory), std::memory_order_release);
 }
 
 extern "C" void memtrack_unwind_on_fallback_unavailable(void (*hook)(void)) {

@@ -41,7 +41,8 @@ inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 // 10: RingHeader::outside_regions.
 // 11: NotePythonCode (CPython frames in stacks, runtime/preload/python.cpp).
 // 12: RingSlot::seq holds seq_word(seq), the sequence number less the slot's index.
-inline constexpr std::uint32_t kRingVersion = 12;
+// 13: the shared unwind rules after the owner words (ring_shared_rules).
+inline constexpr std::uint32_t kRingVersion = 13;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -292,9 +293,18 @@ struct alignas(64) RingHeader {
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
-// Layout: the header, `slots` slots, then 2 * slots owner words.
+// The unwind rules the processes of a recording share (memtrack_unwind_use_shared_rules, runtime/unwind): 2 MiB,
+// zero until a process writes a rule, touched as used (a page per page of code unwound through).
+inline constexpr std::size_t kSharedRulesBytes = std::size_t{2} << 20;
+
+// Layout: the header, `slots` slots, 2 * slots owner words, then, at the next 4 KiB boundary (a group of the
+// shared rules is a page), kSharedRulesBytes of shared unwind rules.
+[[nodiscard]] inline constexpr std::size_t ring_shared_rules_offset(std::uint64_t slots) {
+  const std::size_t owners_end = sizeof(RingHeader) + slots * sizeof(RingSlot) + 2 * slots * sizeof(std::uint64_t);
+  return (owners_end + 4095) & ~std::size_t{4095};
+}
 [[nodiscard]] inline constexpr std::size_t ring_bytes(std::uint64_t slots) {
-  return sizeof(RingHeader) + slots * sizeof(RingSlot) + 2 * slots * sizeof(std::uint64_t);
+  return ring_shared_rules_offset(slots) + kSharedRulesBytes;
 }
 
 // A hash (FNV-1a) of the ring's layout: every field's offset and size, each struct's size and alignment,
@@ -369,6 +379,8 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
       return 0xbca35e9322650f6eu;
     case 12:  // seq_word, a meaning: the layout of 10
       return 0xbca35e9322650f6eu;
+    case 13:  // the shared unwind rules after the owners
+      return 0xa5098def2f9a9d7fu;
     default:
       return 0;
   }
@@ -382,6 +394,11 @@ static_assert(ring_layout_fingerprint() == ring_layout_of_version(kRingVersion),
 
 [[nodiscard]] inline std::atomic<std::uint64_t>* ring_owners(RingHeader* h) {
   return reinterpret_cast<std::atomic<std::uint64_t>*>(ring_slots(h) + h->capacity);
+}
+
+// kSharedRulesBytes for the unwinder's shared rules (zeroed by the memfd, written only by the preloads).
+[[nodiscard]] inline void* ring_shared_rules(RingHeader* h) {
+  return reinterpret_cast<char*>(h) + ring_shared_rules_offset(h->capacity);
 }
 
 // ---- What both sides write: the producers (libmemtrack-preload.so) and the recorder, which takes tickets
@@ -466,8 +483,7 @@ bool write_note_block(RingHeader* h, RingEventKind kind, std::int32_t pid, std::
   for (;;) {
     if (((word & kRingControlPaused) != 0) == pause) return 0;
     const std::uint64_t next = next_control(word, pause);
-    if (h->control.compare_exchange_weak(word, next, std::memory_order_acq_rel, std::memory_order_acquire))
-      return next;
+    if (h->control.compare_exchange_weak(word, next, std::memory_order_acq_rel, std::memory_order_acquire)) return next;
   }
 }
 

@@ -5,8 +5,8 @@
 // rule is computed from the .eh_frame_hdr / .eh_frame of the module holding the address (found with
 // dl_iterate_phdr), from memory that is already mapped, without allocating. Frames whose rule is not compact
 // (a CFA or register given by a general DWARF expression) are stepped by libunwind if memtrack_unwind_init()
-// loaded it, otherwise the stack ends there (counted: memtrack_unwind_stats::fallback_unavailable). Signal frames (glibc's __restore_rt) are stepped through the
-// kernel's ucontext on the stack.
+// loaded it, otherwise the stack ends there (counted: memtrack_unwind_stats::fallback_unavailable). Signal frames
+// (glibc's __restore_rt) are stepped through the kernel's ucontext on the stack.
 //
 // Contracts:
 // - No malloc, no exceptions, no locks taken by this code on any path. The cached path is async-signal-safe.
@@ -54,25 +54,40 @@ void memtrack_unwind_on_fallback_unavailable(void (*hook)(void));
 
 // Counters since the start, for tests and the recorder's summary (relaxed reads; not on the hot path).
 struct memtrack_unwind_stats {
-  std::uint64_t misses;          // rules computed (each a dl_iterate_phdr + FDE search + CFI run)
-  std::uint64_t fallback_steps;  // steps taken by libunwind
-  std::uint64_t invalidations;   // generation bumps (explicit or seen through dl_iterate_phdr)
-  std::uint64_t cache_bytes;     // size of the rule cache
+  std::uint64_t misses;  // cache misses: each a dl_iterate_phdr, then the shared rules or an FDE search + CFI run
+  std::uint64_t fallback_steps;        // steps taken by libunwind
+  std::uint64_t invalidations;         // generation bumps (explicit or seen through dl_iterate_phdr)
+  std::uint64_t cache_bytes;           // size of the rule cache
   std::uint64_t fallback_unavailable;  // steps that needed libunwind before it was loaded: the stack ended there
   std::uint64_t cache_tier;            // 0: the small first table, 1: the big one (after 512 rules computed)
+  std::uint64_t shared_hits;           // misses answered by the shared rules (not computed here)
+  std::uint64_t shared_stores;         // rules this process computed and added to the shared rules
 };
 memtrack_unwind_stats memtrack_unwind_get_stats(void);
 
 // The rule cache lives in this library's .bss unless this moves it: `memory` is memtrack_unwind_cache_bytes()
-// zeroed bytes, 16-aligned (page-aligned keeps each set of the small table in one page), that stay mapped for the rest of the process. Call it before the first capture and
-// never concurrently with one (the preload calls it at attach, to keep the cache in memory it names: its
-// pages are memtrack's, not the program's, docs/RUNTIME.md "Resident memory"). Rules cached before are lost.
+// zeroed bytes, 16-aligned (page-aligned keeps each set of the small table in one page), that stay mapped for the rest
+// of the process. Call it before the first capture and never concurrently with one (the preload calls it at attach, to
+// keep the cache in memory it names: its pages are memtrack's, not the program's, docs/RUNTIME.md "Resident memory").
+// Rules cached before are lost.
 std::size_t memtrack_unwind_cache_bytes(void);
 void memtrack_unwind_use_cache_memory(void* memory);
 
+// Rules shared between processes: `memory` is `bytes` (a power of two times 4 KiB) of zeroed memory mapped
+// shared by every process that captures (the preload gives the part of the recorder's ring set aside for it),
+// staying mapped for the rest of the process. A miss in this process's cache looks there, by the module's GNU
+// build-id and the address's offset in the module, before computing the rule from .eh_frame, and a rule it
+// computes is added. What a rule depends on is the module's contents, which its build-id names, so a rule
+// from another process (another load address, another program) holds here; a module without a build-id is
+// not shared. Entries are written once, lock-free; when the table's group for a rule is full, the rule is
+// just not shared. nullptr (or a size that is not one) stops using it. Call it while no capture runs (the
+// preload: at attach, before the first).
+void memtrack_unwind_use_shared_rules(void* memory, std::size_t bytes);
+
 // Prefix reuse (on by default): each thread keeps its last complete stack (up to 128 frames, 10 KiB of
-// initial-exec TLS, or of memory the caller gives in memtrack::unwind_pointer) and a capture that reaches one of its frames checks the rest with one load per frame
-// instead of unwinding it. Off: every frame is unwound through the rule cache (for benchmarks and tests).
+// initial-exec TLS, or of memory the caller gives in memtrack::unwind_pointer) and a capture that reaches one of its
+// frames checks the rest with one load per frame instead of unwinding it. Off: every frame is unwound through the rule
+// cache (for benchmarks and tests).
 void memtrack_unwind_set_prefix_reuse(bool on);
 
 #ifdef MEMTRACK_UNWIND_RECORD_POINTER
