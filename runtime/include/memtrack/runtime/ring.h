@@ -41,8 +41,9 @@ inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 // 10: RingHeader::outside_regions.
 // 11: NotePythonCode (CPython frames in stacks, runtime/preload/python.cpp).
 // 12: RingSlot::seq holds seq_word(seq), the sequence number less the slot's index.
-// 13: the shared unwind rules after the owner words (ring_shared_rules).
-inline constexpr std::uint32_t kRingVersion = 13;
+// 13: the shared unwind rules after the owner words (ring_shared_rules), 2 MiB.
+// 14: the shared unwind rules take 512 KiB.
+inline constexpr std::uint32_t kRingVersion = 14;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -293,9 +294,11 @@ struct alignas(64) RingHeader {
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
-// The unwind rules the processes of a recording share (memtrack_unwind_use_shared_rules, runtime/unwind): 2 MiB,
-// zero until a process writes a rule, touched as used (a page per page of code unwound through).
-inline constexpr std::size_t kSharedRulesBytes = std::size_t{2} << 20;
+// The unwind rules the processes of a recording share (memtrack_unwind_use_shared_rules, runtime/unwind):
+// 512 KiB, 32 Ki rules, zero until a process writes a rule, touched as used (a page per page of code unwound
+// through). Not more: a process maps the pages it reads with a page fault per 64 KiB (the kernel's fault-around
+// maps the present pages around a read fault), and 2 MiB cost each `git --version` about 17 page faults more.
+inline constexpr std::size_t kSharedRulesBytes = std::size_t{512} << 10;
 
 // Layout: the header, `slots` slots, 2 * slots owner words, then, at the next 4 KiB boundary (a group of the
 // shared rules is a page), kSharedRulesBytes of shared unwind rules.
@@ -381,6 +384,8 @@ inline constexpr std::size_t kSharedRulesBytes = std::size_t{2} << 20;
       return 0xbca35e9322650f6eu;
     case 13:  // the shared unwind rules after the owners
       return 0xa5098def2f9a9d7fu;
+    case 14:  // 512 KiB of them
+      return 0xff6ccd47ace27f47u;
     default:
       return 0;
   }
