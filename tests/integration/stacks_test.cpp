@@ -517,16 +517,23 @@ TEST(StacksTree, PastTheBoundStacksAreCutToAKnownPrefixAndSaidSo) {
   EXPECT_LT(t.leaf_depths.back(), whole);
 }
 
+// `memtrack record -q` of test program `program`, its artifact read back (the scratch directory removed).
+Artifact record_quietly(const std::string& program) {
+  const fs::path dir = scratch_dir();
+  const Ran r =
+      run({kMemtrack, "record", "-q", "-o", (dir / "a.mt").string(), "--", kPrograms + "/" + program}, {}, dir);
+  EXPECT_EQ(r.status, 0) << r.err;
+  Artifact a = r.status == 0 ? read_artifact(dir / "a.mt") : Artifact{};
+  fs::remove_all(dir);
+  return a;
+}
+
 TEST(StacksTree, AParentWithHundredsOfChildrenFindsEachOfThemAgain) {
   // tree_fanout.c: one indirect call site reaching 320 leaves, each allocating 2000 + its number bytes, in two
   // rounds. The call site's node has 320 children: more than its line of hash slots holds, so most go to
   // overflow slots; the second round must find every one of them again (the same node, no new ones).
-  const fs::path dir = scratch_dir();
-  const Ran r =
-      run({kMemtrack, "record", "-q", "-o", (dir / "f.mt").string(), "--", kPrograms + "/tree_fanout"}, {}, dir);
-  ASSERT_EQ(r.status, 0) << r.err;
-  const Artifact a = read_artifact(dir / "f.mt");
-  fs::remove_all(dir);
+  const Artifact a = record_quietly("tree_fanout");
+  ASSERT_FALSE(a.events.empty());
   const Stacks s(a);
   std::vector<std::uint32_t> leaves;
   for (int digit1 = 1; digit1 <= 5; ++digit1)
@@ -559,11 +566,8 @@ TEST(StacksTree, AParentWithHundredsOfChildrenFindsEachOfThemAgain) {
 }
 
 TEST(StacksRecordCxx, DemangledNamesAndAnInlinedFrame) {
-  const fs::path dir = scratch_dir();
-  const Ran r =
-      run({kMemtrack, "record", "-q", "-o", (dir / "x.msgpack").string(), "--", kPrograms + "/stacks_cxx"}, {}, dir);
-  ASSERT_EQ(r.status, 0) << r.err;
-  const Artifact a = read_artifact(dir / "x.msgpack");
+  const Artifact a = record_quietly("stacks_cxx");
+  ASSERT_FALSE(a.events.empty());
   const Stacks s(a);
   const std::vector<std::size_t> made = events_of_size(a, 2001 * sizeof(int));
   ASSERT_EQ(made.size(), 1u);
@@ -588,7 +592,6 @@ TEST(StacksRecordCxx, DemangledNamesAndAnInlinedFrame) {
   EXPECT_EQ(g[0].line, inlined_line);
   EXPECT_EQ(g[1].function, "shapes::holder(unsigned long)");
   EXPECT_EQ(g[2].function, "main");
-  fs::remove_all(dir);
 }
 
 // The unwinder's fallback (libunwind) for a frame without a compact rule is loaded at the program's first

@@ -143,21 +143,49 @@ bool chain_captured_right(int depth) {
          !capture.truncated;
 }
 
-// Rules shared between processes (memtrack_unwind_use_shared_rules): what one process computed, another takes
-// instead of computing it, and unwinds the same stack with it.
-TEST(UnwindCapture, RulesComputedInOneProcessAreTakenByAnother) {
-  constexpr std::size_t kBytes = std::size_t{1} << 20;
-  void* shared = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(shared, MAP_FAILED);
-  memtrack_unwind_use_shared_rules(shared, kBytes);
-  // This process computes the chain's rules (its cache emptied first) and adds them to the shared ones.
+// Shared memory for memtrack_unwind_use_shared_rules, in use while the object lives.
+class SharedRules {
+ public:
+  static constexpr std::size_t kBytes = std::size_t{1} << 20;
+  SharedRules() : memory_(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) {}
+  ~SharedRules() {
+    memtrack_unwind_use_shared_rules(nullptr, 0);
+    if (ok()) munmap(memory_, kBytes);
+  }
+  SharedRules(const SharedRules&) = delete;
+  SharedRules& operator=(const SharedRules&) = delete;
+  [[nodiscard]] bool ok() const { return memory_ != MAP_FAILED; }
+  [[nodiscard]] std::uint64_t* words() const { return static_cast<std::uint64_t*>(memory_); }
+  void use() const { memtrack_unwind_use_shared_rules(memory_, kBytes); }
+
+ private:
+  void* memory_;
+};
+
+// What one capture through a 24-frame chain moved in the unwinder's counters, its rule cache emptied first.
+struct Moved {
+  std::uint64_t misses, shared_hits, shared_stores;
+};
+Moved capture_with_an_empty_cache() {
   memtrack_unwind_invalidate();
   const memtrack_unwind_stats before = memtrack_unwind_get_stats();
   run_and_check(memtrack::unwind_test::run_chain, 24);
   const memtrack_unwind_stats after = memtrack_unwind_get_stats();
-  EXPECT_GE(after.misses - before.misses, 24u);
-  EXPECT_GE(after.shared_stores - before.shared_stores, 24u);
-  EXPECT_EQ(after.shared_hits, before.shared_hits);
+  return {after.misses - before.misses, after.shared_hits - before.shared_hits,
+          after.shared_stores - before.shared_stores};
+}
+
+// Rules shared between processes (memtrack_unwind_use_shared_rules): what one process computed, another takes
+// instead of computing it, and unwinds the same stack with it.
+TEST(UnwindCapture, RulesComputedInOneProcessAreTakenByAnother) {
+  const SharedRules shared;
+  ASSERT_TRUE(shared.ok());
+  shared.use();
+  // This process computes the chain's rules and adds them to the shared ones.
+  const Moved parent = capture_with_an_empty_cache();
+  EXPECT_GE(parent.misses, 24u);
+  EXPECT_GE(parent.shared_stores, 24u);
+  EXPECT_EQ(parent.shared_hits, 0u);
   // A child, its own cache emptied, computes none of them: the chain's misses are answered by the shared rules.
   // Only the child's own frames (chain_captured_right and its call site here, which the parent's capture did
   // not pass through) are computed.
@@ -177,31 +205,22 @@ TEST(UnwindCapture, RulesComputedInOneProcessAreTakenByAnother) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0)
       << "1: wrong frames, 2: too few rules taken, 3: more rules computed, 4: computed rules not stored";
-  memtrack_unwind_use_shared_rules(nullptr, 0);
-  munmap(shared, kBytes);
 }
 
 // A shared table whose entries all hold other keys (every group full, as a recording's table could become):
 // nothing is taken from it or added, and the rules computed here are right.
 TEST(UnwindCapture, AFullSharedTableIsPassedBy) {
-  constexpr std::size_t kBytes = std::size_t{1} << 20;
-  auto* shared =
-      static_cast<std::uint64_t*>(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  ASSERT_NE(shared, MAP_FAILED);
-  for (std::size_t i = 0; i < kBytes / 8; i += 2) {  // (key, value) pairs: odd keys no rule has, a kCfaRsp value
-    shared[i] = 0x5555555555555555ull + 2 * i;
-    shared[i + 1] = 1;
+  const SharedRules shared;
+  ASSERT_TRUE(shared.ok());
+  for (std::size_t i = 0; i < SharedRules::kBytes / 8; i += 2) {  // (key, value): odd keys no rule has, kCfaRsp
+    shared.words()[i] = 0x5555555555555555ull + 2 * i;
+    shared.words()[i + 1] = 1;
   }
-  memtrack_unwind_use_shared_rules(shared, kBytes);
-  memtrack_unwind_invalidate();
-  const memtrack_unwind_stats before = memtrack_unwind_get_stats();
-  run_and_check(memtrack::unwind_test::run_chain, 24);
-  const memtrack_unwind_stats after = memtrack_unwind_get_stats();
-  EXPECT_GE(after.misses - before.misses, 24u);
-  EXPECT_EQ(after.shared_hits, before.shared_hits);
-  EXPECT_EQ(after.shared_stores, before.shared_stores);
-  memtrack_unwind_use_shared_rules(nullptr, 0);
-  munmap(shared, kBytes);
+  shared.use();
+  const Moved moved = capture_with_an_empty_cache();
+  EXPECT_GE(moved.misses, 24u);
+  EXPECT_EQ(moved.shared_hits, 0u);
+  EXPECT_EQ(moved.shared_stores, 0u);
 }
 
 // Walks the frame-pointer chain from the leaf: [rbp] is the caller's rbp, [rbp + 8] the return address.
