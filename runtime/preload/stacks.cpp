@@ -150,9 +150,11 @@ inline ThreadStacks* thread_stacks_if_any() { return t_block != nullptr ? &t_blo
 // The hash slots are in tiers, and a node's id says its tier: tier 0 holds the first 2^13 ids in 2^14 slots
 // (64 KiB), tier 1 the ids up to 2^16 in 2^17 slots (512 KiB), tier 2 those up to 2^20 in 2^21 (8 MiB), tier
 // 3 those up to 2^21 in 2^22 (16 MiB), tier 4 the rest in 2^23 (32 MiB), so every tier's load factor stays <=
-// 0.5. Why: a new node's slot is a random one, so one flat table touches a new page for almost every node of a
-// small process (its first touch is a page fault, microseconds in a VM, and two when a lookup reads the page
-// before an insert writes it), and a build or a shell starts thousands of small processes: one with a few
+// 0.5. Why (measured when a node's slot was a random one in its tier; the home lines below now also keep a
+// small tree's slots near the start of its tier, but for those that overflow): one flat table touched a new
+// page for almost every node of a small process (its first touch is a page fault, microseconds in a VM, and
+// two when a lookup reads the page before an insert writes it), and a build or a shell starts thousands of
+// small processes: one with a few
 // thousand nodes touches tier 0's 16 pages only; one with tens of thousands (a compiler's cc1) tier 1's 128
 // pages, not the 2,048 of an 8 MiB tier; and a tree of a few hundred thousand nodes touches tier 2's 8 MiB,
 // not the 32 MiB a flat table for 4M nodes would. The price, a miss in each earlier tier in use before a
