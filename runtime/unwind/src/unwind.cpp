@@ -13,6 +13,7 @@
 #include <initializer_list>
 
 #include "cfi.h"
+#include "memtrack/symbolize/build_id.h"
 
 #if !defined(__x86_64__) || !defined(__linux__)
 #error "memtrack-unwind supports x86_64 Linux only"
@@ -287,38 +288,13 @@ inline std::uint64_t mix64(std::uint64_t h) {  // splitmix64's finalizer: a bije
   return h ^ (h >> 31);
 }
 
-// A hash of the module's GNU build-id (the NT_GNU_BUILD_ID note of a PT_NOTE segment that lies inside one of
-// its PT_LOAD segments, so it is mapped), or 0 when it has none: then its rules are not shared.
+// A hash of the module's GNU build-id, or 0 when it has none: then its rules are not shared.
 std::uint64_t build_id_hash(const dl_phdr_info* info) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& note = info->dlpi_phdr[i];
-    if (note.p_type != PT_NOTE) continue;
-    bool mapped = false;
-    for (int j = 0; j < info->dlpi_phnum && !mapped; ++j) {
-      const ElfW(Phdr)& load = info->dlpi_phdr[j];
-      mapped = load.p_type == PT_LOAD && note.p_vaddr >= load.p_vaddr && note.p_filesz <= load.p_filesz &&
-               note.p_vaddr - load.p_vaddr <= load.p_filesz - note.p_filesz;
-    }
-    if (!mapped) continue;
-    const std::size_t align = note.p_align == 8 ? 8 : 4;
-    const auto round = [align](std::size_t n) { return (n + align - 1) & ~(align - 1); };
-    const auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + note.p_vaddr);
-    std::size_t left = note.p_filesz;
-    while (left >= 12) {
-      std::uint32_t header[3];  // namesz, descsz, type
-      std::memcpy(header, p, sizeof header);
-      const std::size_t name = round(header[0]), desc = round(header[1]);
-      if (name > left - 12 || desc > left - 12 - name) break;
-      if (header[2] == NT_GNU_BUILD_ID && header[0] == 4 && std::memcmp(p + 12, "GNU", 4) == 0 && header[1] != 0) {
-        std::uint64_t h = 0xcbf29ce484222325ull ^ header[1];  // FNV-1a over the id's bytes, then mixed
-        for (std::uint32_t k = 0; k < header[1]; ++k) h = (h ^ p[12 + name + k]) * 0x100000001b3ull;
-        return mix64(h) | 1;
-      }
-      p += 12 + name + desc;
-      left -= 12 + name + desc;
-    }
-  }
-  return 0;
+  memtrack::symbolize::BuildId id;
+  if (!memtrack::symbolize::build_id_of(*info, id)) return 0;
+  std::uint64_t h = 0xcbf29ce484222325ull ^ id.size;  // FNV-1a over the id's bytes, then mixed
+  for (std::size_t k = 0; k < id.size; ++k) h = (h ^ id.bytes[k]) * 0x100000001b3ull;
+  return mix64(h) | 1;
 }
 
 // The shared table's key of a rule: the module's identity and the address's offset in it (a return address
@@ -333,10 +309,15 @@ inline SharedEntry* shared_group(SharedEntry* table, std::uint64_t identity, std
   return table + group * kSharedGroupEntries;
 }
 
+// A key's i-th probe in its group: from the entry of its 16 bytes of code, wrapping inside the group.
+inline SharedEntry& shared_probe(SharedEntry* group, std::uintptr_t offset, unsigned i) {
+  return group[((offset >> 4) + i) & (kSharedGroupEntries - 1)];
+}
+
 // The shared rule for `key`, or 0.
 std::uint64_t shared_lookup(SharedEntry* group, std::uintptr_t offset, std::uint64_t key) {
   for (unsigned i = 0; i < kSharedProbes; ++i) {
-    SharedEntry& e = group[((offset >> 4) + i) & (kSharedGroupEntries - 1)];
+    SharedEntry& e = shared_probe(group, offset, i);
     const std::uint64_t k = e.key.load(std::memory_order_acquire);
     if (k == 0) return 0;
     if (k == key) return e.value.load(std::memory_order_acquire) & 0xffffffffffffull;
@@ -346,7 +327,7 @@ std::uint64_t shared_lookup(SharedEntry* group, std::uintptr_t offset, std::uint
 
 void shared_store(SharedEntry* group, std::uintptr_t offset, std::uint64_t key, std::uint64_t bits) {
   for (unsigned i = 0; i < kSharedProbes; ++i) {
-    SharedEntry& e = group[((offset >> 4) + i) & (kSharedGroupEntries - 1)];
+    SharedEntry& e = shared_probe(group, offset, i);
     std::uint64_t k = e.key.load(std::memory_order_relaxed);
     if (k == 0 && e.key.compare_exchange_strong(k, key, std::memory_order_relaxed, std::memory_order_relaxed)) {
       e.value.store(bits, std::memory_order_release);
