@@ -206,9 +206,6 @@ bool dyn_syms(const struct dl_phdr_info* info, DynSyms& out) {
   return out.table.syms != nullptr && out.table.strs != nullptr && out.table.hash != nullptr;
 }
 
-// The defined symbol `name` of the image, or nullptr.
-const Elf64_Sym* lookup(const DynSyms& s, const char* name) { return gnu_hash_lookup(s.table, name); }
-
 struct Found {
   DynSyms syms;
   uintptr_t text_start, text_end;  // the image's executable segments
@@ -218,7 +215,7 @@ struct Found {
 int find_runtime(struct dl_phdr_info* info, size_t, void* data) {
   auto* f = static_cast<Found*>(data);
   DynSyms s;
-  if (!dyn_syms(info, s) || lookup(s, "PyMem_SetAllocator") == nullptr) return 0;
+  if (!dyn_syms(info, s) || gnu_hash_lookup(s.table, "PyMem_SetAllocator") == nullptr) return 0;
   f->syms = s;
   f->ok = true;
   f->text_start = ~uintptr_t{0};
@@ -283,7 +280,8 @@ struct FrameReader {
 constinit FrameReader g_frames = {0, 0, 0, 0, 0, nullptr, false};
 
 // Code objects seen in stacks: open addressing on the code's address. `value` is the code's pseudo-address
-// prefix (tag | generation | id) with 20 bits of a fingerprint of the code in its low bits (fingerprint()): a code freed and another allocated at its address gets a new id.
+// prefix (tag | generation | id) with 20 bits of a fingerprint of the code in its low bits (fingerprint()): a code
+// freed and another allocated at its address gets a new id.
 constexpr uint32_t kCodeSlots = 1u << 15;
 struct CodeSlot {
   std::atomic<uint64_t> code;
@@ -447,9 +445,9 @@ void python_attach() {
   Found f = {};
   dl_iterate_phdr(find_runtime, &f);
   if (!f.ok) return;
-  const Elf64_Sym* get = lookup(f.syms, "PyMem_GetAllocator");
-  const Elf64_Sym* set = lookup(f.syms, "PyMem_SetAllocator");
-  const Elf64_Sym* version = lookup(f.syms, "Py_Version");
+  const Elf64_Sym* get = gnu_hash_lookup(f.syms.table, "PyMem_GetAllocator");
+  const Elf64_Sym* set = gnu_hash_lookup(f.syms.table, "PyMem_SetAllocator");
+  const Elf64_Sym* version = gnu_hash_lookup(f.syms.table, "Py_Version");
   g_py.found = true;
   if (get == nullptr || set == nullptr) return;
   if (version == nullptr) {
@@ -461,7 +459,7 @@ void python_attach() {
   if (g_py.version < 0x030B0000) return;  // Py_Version appeared in 3.11
   g_py.get = reinterpret_cast<GetAllocatorFn>(f.syms.bias + get->st_value);
   g_py.set = reinterpret_cast<SetAllocatorFn>(f.syms.bias + set->st_value);
-  if (const Elf64_Sym* setup = lookup(f.syms, "_PyMem_SetupAllocators")) {
+  if (const Elf64_Sym* setup = gnu_hash_lookup(f.syms.table, "_PyMem_SetupAllocators")) {
     const uintptr_t entry = f.syms.bias + setup->st_value;
     uintptr_t original = 0;
     const char* why =
@@ -476,9 +474,9 @@ void python_attach() {
   }
   wrap_domains();
   // Frames: 3.11's layouts only.
-  const Elf64_Sym* eval = lookup(f.syms, "_PyEval_EvalFrameDefault");
-  const Elf64_Sym* code_type = lookup(f.syms, "PyCode_Type");
-  const Elf64_Sym* this_tstate = lookup(f.syms, "PyGILState_GetThisThreadState");
+  const Elf64_Sym* eval = gnu_hash_lookup(f.syms.table, "_PyEval_EvalFrameDefault");
+  const Elf64_Sym* code_type = gnu_hash_lookup(f.syms.table, "PyCode_Type");
+  const Elf64_Sym* this_tstate = gnu_hash_lookup(f.syms.table, "PyGILState_GetThisThreadState");
   if ((g_py.version >> 16) != 0x030B) {
     char ver[16];
     version_string(ver);
@@ -589,8 +587,7 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut
   size_t kept = 0;
   for (size_t k = 0; k < o; ++k) {
     const uintptr_t a = out[k];
-    if (k > first && k < last && !is_python_address(a) && a >= g_frames.text_start && a < g_frames.text_end)
-      continue;
+    if (k > first && k < last && !is_python_address(a) && a >= g_frames.text_start && a < g_frames.text_end) continue;
     // The caller keeps the innermost `keep` frames (and knows the stack was cut when there are more): the
     // frames past those are not needed, so their codes are not looked up.
     if (kept == keep) {
