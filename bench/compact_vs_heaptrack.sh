@@ -33,18 +33,21 @@ make_churn_work
 cpu_of() { timed "$@" > /dev/null 2> "$work/cpu.err" || { cat "$work/cpu.err" >&2; exit 1; }; echo "$cpu"; }
 events_of() { "$memtrack" stats --json "$1" | grep -o '"events":[0-9]*' | head -1 | cut -d: -f2; }
 
-# pair_cpu "CMD_A" "CMD_B": "A B", the medians of their CPU over 3 interleaved runs (A B A B A B); each
-# command a string split as words (no quoting inside).
-pair_cpu() {
-  local a=() b=() _
-  for _ in 1 2 3; do
+# interleaved MEASURE ROUNDS "ARGS_A" "ARGS_B": "A B", the medians of `MEASURE ARGS_A` and `MEASURE ARGS_B` over
+# ROUNDS interleaved runs (A B A B ...); each ARGS a string split as words (no quoting inside).
+interleaved() {
+  local measure=$1 rounds=$2 a=() b=() r
+  for ((r = 0; r < rounds; r++)); do
     # shellcheck disable=SC2086 # split on purpose
-    a+=("$(cpu_of $1)")
+    a+=("$($measure $3)")
     # shellcheck disable=SC2086
-    b+=("$(cpu_of $2)")
+    b+=("$($measure $4)")
   done
   echo "$(printf '%s\n' "${a[@]}" | median)" "$(printf '%s\n' "${b[@]}" | median)"
 }
+
+# pair_cpu "CMD_A" "CMD_B": "A B", the medians of their CPU over 3 interleaved runs.
+pair_cpu() { interleaved cpu_of 3 "$1" "$2"; }
 
 # stage_cpu ARGS...: the encode stage's CPU seconds of `memtrack encode --stats ARGS...`.
 stage_cpu() {
@@ -55,12 +58,8 @@ stage_cpu() {
 # encode_cpu RAW: "compatible compact" encode-stage CPU of RAW's records at level 1, one worker (medians of
 # 5 interleaved runs).
 encode_cpu() {
-  local a=() b=() _
-  for _ in 1 2 3 4 5; do
-    a+=("$(stage_cpu --workers 1 --level 1 -i "$1" -o "$work/e.compatible")")
-    b+=("$(stage_cpu --workers 1 --compact --level 1 -i "$1" -o "$work/e.compact")")
-  done
-  echo "$(printf '%s\n' "${a[@]}" | median)" "$(printf '%s\n' "${b[@]}" | median)"
+  interleaved stage_cpu 5 "--workers 1 --level 1 -i $1 -o $work/e.compatible" \
+    "--workers 1 --compact --level 1 -i $1 -o $work/e.compact"
 }
 
 # workload NAME ENV CMD...: one line for CMD run with environment assignment ENV (or "" for none).

@@ -297,7 +297,8 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 // The unwind rules the processes of a recording share (memtrack_unwind_use_shared_rules, runtime/unwind):
 // 512 KiB, 32 Ki rules, zero until a process writes a rule, touched as used (a page per page of code unwound
 // through). Not more: a process maps the pages it reads with a page fault per 64 KiB (the kernel's fault-around
-// maps the present pages around a read fault), and 2 MiB cost each `git --version` about 17 page faults more.
+// maps the present pages around a read fault), and 2 MiB cost each `git --version` about 17 page faults more
+// (bench/record_cost.sh's extra faults per git process measure it; docs/UNWIND.md).
 inline constexpr std::size_t kSharedRulesBytes = std::size_t{512} << 10;
 
 // Layout: the header, `slots` slots, 2 * slots owner words, then, at the next 4 KiB boundary (a group of the
