@@ -230,41 +230,71 @@ int find_runtime(struct dl_phdr_info* info, size_t, void* data) {
   return 1;  // the first image defining it is the interpreter the program runs
 }
 
-// ---- Python frames (CPython 3.11) ----------------------------------------------------------------------------
+// ---- Python frames (CPython 3.11, 3.12, 3.13) -----------------------------------------------------------------
 //
 // At each capture the calling thread's own frame chain is read: its thread state (PyGILState_GetThisThreadState:
-// a TSS read, no allocation, null on threads the interpreter does not know and before it is initialized),
-// `tstate->cframe->current_frame`, then each `_PyInterpreterFrame`'s `previous`. Only this thread's chain:
-// it changes only on this thread, which is inside an allocator call, and each frame holds a strong reference
-// to its code object, so the chain is stable while we read it whether or not this thread holds the GIL. Each
-// frame is checked (aligned, its f_code's type PyCode_Type) and a chain that fails the check ends there.
+// a TSS read, no allocation, null on threads the interpreter does not know and before it is initialized), its
+// innermost frame (`tstate->cframe->current_frame` up to 3.12, `tstate->current_frame` in 3.13), then each
+// `_PyInterpreterFrame`'s `previous`. Only this thread's chain: it changes only on this thread, which is inside
+// an allocator call, and each frame holds a strong reference to its code object, so the chain is stable while
+// we read it whether or not this thread holds the GIL. Each frame is checked (aligned, its code's type
+// PyCode_Type) and a chain that fails the check ends there.
 //
-// The layouts are 3.11's (Include/internal/pycore_frame.h, Include/cpython/code.h, unicodeobject.h), the
-// same in every 3.11.x; Py_Version says which interpreter runs, and other versions get native frames only.
-namespace py311 {
-constexpr size_t kTstateCframe = 56;    // PyThreadState.cframe
-constexpr size_t kCframeCurrent = 8;    // _PyCFrame.current_frame
-constexpr size_t kFrameCode = 32;       // _PyInterpreterFrame.f_code
-constexpr size_t kFramePrevious = 48;   // .previous
-constexpr size_t kFramePrevInstr = 56;  // .prev_instr (_Py_CODEUNIT*: the instruction being executed)
-constexpr size_t kFrameIsEntry = 68;    // .is_entry: the first frame of its _PyEval_EvalFrameDefault call
+// Where one call of _PyEval_EvalFrameDefault starts: 3.11 marks its first frame (`is_entry`); 3.12 and 3.13
+// put a frame of their own on the chain before it instead (an entry frame on the C stack, owner
+// FRAME_OWNED_BY_CSTACK, running a trampoline code object), which is skipped and ends the group.
+//
+// The offsets are those of Include/internal/pycore_frame.h, Include/cpython/code.h, Include/cpython/pystate.h
+// and unicodeobject.h of each version, the same in every x.y.z of one version (read with offsetof from the
+// headers of pyenv's 3.11.7, 3.12.1 and 3.13.0 builds); Py_Version says which interpreter runs, and other
+// versions get native frames only. These are the same in the three:
+namespace py {
 constexpr size_t kObType = 8;           // PyObject.ob_type
 constexpr size_t kVarSize = 16;         // PyVarObject.ob_size
 constexpr size_t kCodeConsts = 24;      // PyCodeObject.co_consts
 constexpr size_t kCodeNames = 32;       // .co_names
 constexpr size_t kCodeExceptions = 40;  // .co_exceptiontable
-constexpr size_t kCodeFirstLine = 72;   // .co_firstlineno (int)
 constexpr size_t kCodeFilename = 112;   // .co_filename
 constexpr size_t kCodeQualname = 128;   // .co_qualname
 constexpr size_t kCodeLinetable = 136;  // .co_linetable (bytes)
-constexpr size_t kCodeAdaptive = 184;   // .co_code_adaptive: the instructions, 2 bytes each
 constexpr size_t kBytesData = 32;       // PyBytesObject.ob_sval
 constexpr size_t kStrLength = 16;       // PyASCIIObject.length
 constexpr size_t kStrState = 32;        // .state: bit 5 compact, bit 6 ascii
-constexpr size_t kAsciiData = 48;       // sizeof(PyASCIIObject): a compact ASCII string's characters
-constexpr size_t kUtf8Length = 48;      // PyCompactUnicodeObject.utf8_length
-constexpr size_t kUtf8 = 56;            // .utf8 (may be null)
-}  // namespace py311
+constexpr int8_t kOwnedByCstack = 3;    // FRAME_OWNED_BY_CSTACK (3.12, 3.13)
+}  // namespace py
+
+// What differs between versions.
+struct Layout {
+  size_t tstate_cframe;   // PyThreadState.cframe; 0: the current frame is in the thread state (3.13)
+  size_t current_frame;   // _PyCFrame.current_frame, or PyThreadState.current_frame (3.13)
+  size_t frame_code;      // _PyInterpreterFrame.f_code (f_executable in 3.13)
+  size_t frame_previous;  // .previous
+  size_t frame_instr;     // .prev_instr (3.11, 3.12: the instruction being executed), .instr_ptr (3.13)
+  size_t frame_is_entry;  // .is_entry (3.11); 0: entry frames on the chain instead (3.12, 3.13)
+  size_t frame_owner;     // .owner (char)
+  size_t code_firstline;  // PyCodeObject.co_firstlineno (int)
+  size_t code_adaptive;   // .co_code_adaptive: the instructions, 2 bytes each
+  size_t ascii_data;      // sizeof(PyASCIIObject): a compact ASCII string's characters
+  size_t utf8_length;     // PyCompactUnicodeObject.utf8_length
+  size_t utf8;            // .utf8 (may be null)
+};
+constexpr Layout kPy311 = {56, 8, 32, 48, 56, 68, 69, 72, 184, 48, 48, 56};
+constexpr Layout kPy312 = {56, 0, 0, 8, 56, 0, 70, 68, 192, 40, 40, 48};
+constexpr Layout kPy313 = {0, 72, 0, 8, 56, 0, 70, 68, 200, 40, 40, 48};
+
+// The layout of CPython `version` (Py_Version, 0xMMmmppRS), or null.
+const Layout* layout_of(uint64_t version) {
+  switch (version >> 16) {
+    case 0x030B:
+      return &kPy311;
+    case 0x030C:
+      return &kPy312;
+    case 0x030D:
+      return &kPy313;
+    default:
+      return nullptr;
+  }
+}
 
 constexpr size_t kMaxPythonFrames = 256;
 constexpr uint64_t kIdShift = 20, kIdMask = (uint64_t{1} << 20) - 1, kIndexMask = (uint64_t{1} << 20) - 1;
@@ -275,9 +305,10 @@ struct FrameReader {
   uintptr_t text_start, text_end;  // the interpreter's image (its executable segments)
   uintptr_t code_type;             // &PyCode_Type
   void* (*this_tstate)();          // PyGILState_GetThisThreadState
+  Layout layout;                   // the running version's
   bool on;
 };
-constinit FrameReader g_frames = {0, 0, 0, 0, 0, nullptr, false};
+constinit FrameReader g_frames = {0, 0, 0, 0, 0, nullptr, {}, false};
 
 // Code objects seen in stacks: open addressing on the code's address. `value` is the code's pseudo-address
 // prefix (tag | generation | id) with 20 bits of a fingerprint of the code in its low bits (fingerprint()): a code
@@ -310,9 +341,9 @@ inline uint64_t module_base(uint64_t generation) { return kPythonAddressTag | ge
 // pytest): its size in code units and its constants', names' and exception table's objects, which a code
 // allocated where a freed one was does not share (each code has tuples of its own, but for the empty ones).
 uint64_t fingerprint(uintptr_t code) {
-  const uint64_t f = load<uintptr_t>(code + py311::kCodeConsts) ^ (load<uintptr_t>(code + py311::kCodeNames) >> 4) ^
-                     (load<uintptr_t>(code + py311::kCodeExceptions) << 4) ^
-                     static_cast<uint64_t>(load<int64_t>(code + py311::kVarSize)) << 44;
+  const uint64_t f = load<uintptr_t>(code + py::kCodeConsts) ^ (load<uintptr_t>(code + py::kCodeNames) >> 4) ^
+                     (load<uintptr_t>(code + py::kCodeExceptions) << 4) ^
+                     static_cast<uint64_t>(load<int64_t>(code + py::kVarSize)) << 44;
   return (f ^ (f >> 20) ^ (f >> 40)) & kIndexMask;
 }
 
@@ -320,17 +351,17 @@ uint64_t fingerprint(uintptr_t code) {
 // exists); else false.
 bool str_bytes(uintptr_t s, const char*& out, size_t& n) {
   if (s == 0 || (s & 7) != 0) return false;
-  const uint32_t state = load<uint32_t>(s + py311::kStrState);
+  const uint32_t state = load<uint32_t>(s + py::kStrState);
   if ((state & (1u << 5)) == 0) return false;
   if ((state & (1u << 6)) != 0) {
-    out = reinterpret_cast<const char*>(s + py311::kAsciiData);
-    n = static_cast<size_t>(load<int64_t>(s + py311::kStrLength));
+    out = reinterpret_cast<const char*>(s + g_frames.layout.ascii_data);
+    n = static_cast<size_t>(load<int64_t>(s + py::kStrLength));
     return true;
   }
-  const uintptr_t utf8 = load<uintptr_t>(s + py311::kUtf8);
+  const uintptr_t utf8 = load<uintptr_t>(s + g_frames.layout.utf8);
   if (utf8 == 0) return false;
   out = reinterpret_cast<const char*>(utf8);
-  n = static_cast<size_t>(load<int64_t>(s + py311::kUtf8Length));
+  n = static_cast<size_t>(load<int64_t>(s + g_frames.layout.utf8_length));
   return true;
 }
 
@@ -363,16 +394,16 @@ uint64_t note_code(uintptr_t code) {
   const uint64_t prefix = module_base(g_generation) | g_next_id << kIdShift;
   const char *name = "?", *file = "?";
   size_t name_n = 1, file_n = 1;
-  if (!str_bytes(load<uintptr_t>(code + py311::kCodeQualname), name, name_n)) name_n = 1;
-  if (!str_bytes(load<uintptr_t>(code + py311::kCodeFilename), file, file_n)) file_n = 1;
+  if (!str_bytes(load<uintptr_t>(code + py::kCodeQualname), name, name_n)) name_n = 1;
+  if (!str_bytes(load<uintptr_t>(code + py::kCodeFilename), file, file_n)) file_n = 1;
   if (name_n > 1024) name_n = 1024;
   if (file_n > 4096) file_n = 4096;
-  const uintptr_t lt = load<uintptr_t>(code + py311::kCodeLinetable);
-  size_t lt_n = lt != 0 ? static_cast<size_t>(load<int64_t>(lt + py311::kVarSize)) : 0;
+  const uintptr_t lt = load<uintptr_t>(code + py::kCodeLinetable);
+  size_t lt_n = lt != 0 ? static_cast<size_t>(load<int64_t>(lt + py::kVarSize)) : 0;
   const size_t room = sizeof g_note - sizeof(runtime::RingPythonCodePayload) - name_n - file_n;
   if (lt_n > room) lt_n = room;  // lines past the cut are unknown
   runtime::RingPythonCodePayload h = {};
-  h.first_line = static_cast<uint32_t>(load<int>(code + py311::kCodeFirstLine));
+  h.first_line = static_cast<uint32_t>(load<int>(code + g_frames.layout.code_firstline));
   h.name_bytes = static_cast<uint16_t>(name_n);
   h.file_bytes = static_cast<uint16_t>(file_n);
   h.linetable_bytes = static_cast<uint32_t>(lt_n);
@@ -383,7 +414,7 @@ uint64_t note_code(uintptr_t code) {
   w += name_n;
   memcpy(w, file, file_n);
   w += file_n;
-  if (lt_n != 0) memcpy(w, reinterpret_cast<const void*>(lt + py311::kBytesData), lt_n);
+  if (lt_n != 0) memcpy(w, reinterpret_cast<const void*>(lt + py::kBytesData), lt_n);
   w += lt_n;
   if (!write_note(RingEventKind::NotePythonCode, g_pid, prefix, g_note, static_cast<size_t>(w - g_note))) return 0;
   ++g_next_id;
@@ -473,15 +504,16 @@ void python_attach() {
       g_py.setup_original.store(original, std::memory_order_release);
   }
   wrap_domains();
-  // Frames: 3.11's layouts only.
+  // Frames: the layouts of 3.11, 3.12 and 3.13 (layout_of).
   const Elf64_Sym* eval = gnu_hash_lookup(f.syms.table, "_PyEval_EvalFrameDefault");
   const Elf64_Sym* code_type = gnu_hash_lookup(f.syms.table, "PyCode_Type");
   const Elf64_Sym* this_tstate = gnu_hash_lookup(f.syms.table, "PyGILState_GetThisThreadState");
-  if ((g_py.version >> 16) != 0x030B) {
+  const Layout* layout = layout_of(g_py.version);
+  if (layout == nullptr) {
     char ver[16];
     version_string(ver);
     say("python ", ver,
-        ": its frames are not shown in stacks (the frame layouts known are 3.11's); native frames only");
+        ": its frames are not shown in stacks (the frame layouts known are 3.11's to 3.13's); native frames only");
   } else if (eval == nullptr || code_type == nullptr || this_tstate == nullptr) {
     say("python: _PyEval_EvalFrameDefault, PyCode_Type or PyGILState_GetThisThreadState not found: Python frames "
         "are not shown in stacks");
@@ -494,6 +526,7 @@ void python_attach() {
     g_frames.text_start = f.text_start;
     g_frames.text_end = f.text_end;
     g_frames.this_tstate = reinterpret_cast<void* (*)()>(f.syms.bias + this_tstate->st_value);
+    g_frames.layout = *layout;
     g_frames.on = true;
   }
 }
@@ -502,9 +535,15 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut
   if (!g_frames.on) return n;
   const auto ts = reinterpret_cast<uintptr_t>(g_frames.this_tstate());
   if (ts == 0) return n;
-  const uintptr_t cframe = load<uintptr_t>(ts + py311::kTstateCframe);
-  if (cframe == 0 || (cframe & 7) != 0) return n;
-  uintptr_t f = load<uintptr_t>(cframe + py311::kCframeCurrent);
+  const Layout& L = g_frames.layout;
+  uintptr_t f;
+  if (L.tstate_cframe != 0) {
+    const uintptr_t cframe = load<uintptr_t>(ts + L.tstate_cframe);
+    if (cframe == 0 || (cframe & 7) != 0) return n;
+    f = load<uintptr_t>(cframe + L.current_frame);
+  } else {
+    f = load<uintptr_t>(ts + L.current_frame);
+  }
   // The chain is read as the native frames need it: each evaluation loop's frames when its native frame is
   // met, innermost first, so a cut native stack reads only its loops' frames. And at most keep + 1 of them:
   // every Python frame takes a place in the stack, so the ones past those are past what the caller keeps.
@@ -518,19 +557,31 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut
   // `entry` when it is the first frame of its evaluation loop.
   auto next_frame = [&](bool& entry) {
     if (f == 0 || (f & 7) != 0 || np == max_frames) return false;
-    const uintptr_t code = load<uintptr_t>(f + py311::kFrameCode);
-    if (code == 0 || (code & 7) != 0 || load<uintptr_t>(code + py311::kObType) != g_frames.code_type) {
+    // 3.12, 3.13: an entry frame (the C stack's, between two evaluation loops' frames) is not a function.
+    if (L.frame_is_entry == 0 && load<int8_t>(f + L.frame_owner) == py::kOwnedByCstack) {
+      f = load<uintptr_t>(f + L.frame_previous);
+      if (f == 0 || (f & 7) != 0 || load<int8_t>(f + L.frame_owner) == py::kOwnedByCstack) {
+        f = 0;  // two entry frames in a row: not a chain this reader knows
+        return false;
+      }
+    }
+    const uintptr_t code = load<uintptr_t>(f + L.frame_code);
+    if (code == 0 || (code & 7) != 0 || load<uintptr_t>(code + py::kObType) != g_frames.code_type) {
       f = 0;  // the chain ends at the first frame that fails the check
       return false;
     }
-    const auto instr = static_cast<intptr_t>(load<uintptr_t>(f + py311::kFramePrevInstr));
-    const intptr_t index = (instr - static_cast<intptr_t>(code + py311::kCodeAdaptive)) / 2;
+    const auto instr = static_cast<intptr_t>(load<uintptr_t>(f + L.frame_instr));
+    const intptr_t index = (instr - static_cast<intptr_t>(code + L.code_adaptive)) / 2;
     at[np] = index < 0                                       ? 0
              : static_cast<uint64_t>(index) + 1 > kIndexMask ? kIndexMask
                                                              : static_cast<uint64_t>(index) + 1;
     codes[np++] = code;
-    entry = load<bool>(f + py311::kFrameIsEntry);
-    f = load<uintptr_t>(f + py311::kFramePrevious);
+    const uintptr_t previous = load<uintptr_t>(f + L.frame_previous);
+    if (L.frame_is_entry != 0)
+      entry = load<bool>(f + L.frame_is_entry);
+    else
+      entry = previous == 0 || ((previous & 7) == 0 && load<int8_t>(previous + L.frame_owner) == py::kOwnedByCstack);
+    f = previous;
     return true;
   };
   // Placed first as kPythonAddressTag | index into codes[]: is_python_address holds for them, as for the

@@ -20,7 +20,7 @@ namespace memtrack::preload {
 // before the interpreter allocates its first object. Once per image; never allocates.
 void python_attach();
 
-// ---- Python frames in stacks (CPython 3.11) -------------------------------------------------------------------
+// ---- Python frames in stacks (CPython 3.11 to 3.13) ------------------------------------------------------------
 // A Python frame in a stack is a pseudo-address in no real module: kPythonAddressTag | module generation << 40
 // | code id << 20 | (instruction index + 1). The code ids are this image's (noted once each with
 // NotePythonCode, ring.h), the generation its Python module's ("[python]", noted with NoteModule: a fork
@@ -33,8 +33,8 @@ inline bool is_python_address(uint64_t a) { return (a >> 48) == 0x7079; }
 // addresses, innermost first) in place of the _PyEval_EvalFrameDefault frames that evaluate them; returns
 // the new count (<= cap). Only the innermost `keep` frames are wanted (< cap): past them one more frame is
 // returned, unconverted, to say there are more, and the chain is read no further than the evaluation loops
-// of a stack cut by the unwinder (`cut`) need. `may_note`: new code objects may be noted (this thread holds no unfilled ticket);
-// else they show as an unknown Python frame. Returns n unchanged when frames are off (not 3.11, no
+// of a stack cut by the unwinder (`cut`) need. `may_note`: new code objects may be noted (this thread holds no unfilled
+// ticket); else they show as an unknown Python frame. Returns n unchanged when frames are off (not 3.11 to 3.13, no
 // interpreter, no thread state on this thread).
 size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut, bool may_note);
 
