@@ -6,7 +6,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -171,6 +173,42 @@ TEST(SymbolsWriter, AnAddressWhoseRangeAnotherModuleTookIsSymbolizedInTheLaterMo
   EXPECT_EQ(ahead.addresses, 1u);
   EXPECT_EQ(ahead.ahead, 0u);  // prefetched in the earlier module, which is not where it ends up
   EXPECT_EQ(ahead.resolved, 1u);
+}
+
+// A trace tree holds each address under many parents: the end lists every distinct address of a module once,
+// however the repeats fall (write() skips most of them with a small filter before it sorts). 20,000 nodes
+// over 3,000 addresses of the executable, in an order that makes the filter's slots collide, and the same
+// addresses in another image, where another module holds them.
+TEST(SymbolsWriter, AnAddressUnderManyParentsIsListedOnce) {
+  Module m = this_executable();
+  pipeline::ContextChannel channel;
+  StackTables tables(channel);
+  SymbolsWriter writer(false);
+  const std::uint64_t base = reinterpret_cast<std::uint64_t>(&symbols_writer_test_first);
+  m.end = std::max(m.end, base + 3'000 * 16 + 16);  // the test's own code (gtest's) is larger than that
+  std::vector<std::uint64_t> addresses;
+  for (std::uint64_t i = 0; i < 20'000; ++i) addresses.push_back(base + 1 + (i * 7919 % 3'000) * 16);
+  // The same addresses in another image, in a module of its own there (another file at the same range).
+  note_module(tables, 7, m.path, m.bias, m.start, m.end);
+  note_nodes(tables, 7, 1, addresses);
+  note_module(tables, 8, "/nonexistent/other.so", m.bias, m.start, m.end);
+  note_nodes(tables, 8, 1, addresses);
+  SymbolsSummary summary;
+  const std::vector<std::byte> frame = symbols_frame(writer, tables, channel, summary);
+  EXPECT_EQ(summary.modules, 2u);
+  EXPECT_EQ(summary.addresses, 6'000u);
+  std::vector<codec::ContextRecord> records;
+  ASSERT_TRUE(codec::decode_context_frame(frame, 0, records).is_ok());
+  std::map<std::string, std::vector<std::uint64_t>> listed;  // by module path
+  for (const auto& r : records)
+    if (const auto* symbols = std::get_if<codec::Symbols>(&r))
+      listed[symbols->path].insert(listed[symbols->path].end(), symbols->addresses.begin(), symbols->addresses.end());
+  ASSERT_EQ(listed.size(), 2u);
+  for (const auto& [path, list] : listed) {
+    EXPECT_EQ(list.size(), 3'000u) << path;
+    EXPECT_TRUE(std::is_sorted(list.begin(), list.end())) << path;
+    EXPECT_EQ(std::adjacent_find(list.begin(), list.end()), list.end()) << path;
+  }
 }
 
 }  // namespace

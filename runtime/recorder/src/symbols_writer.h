@@ -36,7 +36,6 @@ struct SymbolsSummary {
   std::uint64_t modules = 0;     // modules with at least one address
   std::uint64_t addresses = 0;   // distinct module-relative addresses symbolized
   std::uint64_t resolved = 0;    // of which have at least a function name
-  std::uint64_t outside = 0;     // addresses in no noted module (JIT code, the pseudo-node excluded)
   std::uint64_t ahead = 0;       // of `addresses`, symbolized by the worker while the program ran
   double ahead_cpu_seconds = 0;  // the worker's CPU time
   double seconds_at_end = 0;     // wall time after the program ended (what the user waits for)
