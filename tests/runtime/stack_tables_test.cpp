@@ -120,6 +120,17 @@ TEST(PythonLine, DecodesA311LocationTable) {
   EXPECT_EQ(python_line(table.substr(0, 40), 1, 50), 0u);        // a table cut by the note's limit
   EXPECT_EQ(python_line(std::string("\x01\x02", 2), 1, 0), 0u);  // not an entry's first byte
   EXPECT_EQ(python_line(std::string("\xf8", 1), 5, 0), 0u);      // code 15: no location
+
+  // PythonLines, one reading of the table for indices in increasing order, gives the same lines; asked out of
+  // order (back from past the end, then down the table), it starts again and still does.
+  PythonLines cursor(table, 1);
+  for (std::size_t i = 0; i < lines.size(); i += 3) EXPECT_EQ(cursor.line(i), lines[i]) << "code unit " << i;
+  EXPECT_EQ(cursor.line(lines.size() + 5), 0u);
+  for (std::size_t i = lines.size(); i-- > 0;) EXPECT_EQ(cursor.line(i), lines[i]) << "code unit " << i << ", down";
+  const std::string cut_table = table.substr(0, 40);  // the cursor keeps a view of it
+  PythonLines cut(cut_table, 1);
+  EXPECT_EQ(cut.line(50), 0u);
+  EXPECT_EQ(cut.line(1), lines[1]);
 }
 
 }  // namespace memtrack::runtime

@@ -32,35 +32,51 @@ std::int64_t svarint(std::string_view t, std::size_t& i) {
 
 }  // namespace
 
-std::uint32_t python_line(std::string_view t, std::uint32_t first_line, std::uint64_t index) {
-  std::int64_t line = first_line;
-  std::uint64_t at = 0;
-  std::size_t i = 0;
-  while (i < t.size()) {
-    const auto b = static_cast<std::uint8_t>(t[i++]);
-    if ((b & 0x80) == 0) return 0;  // not an entry's first byte: a table cut short or not 3.11's
-    const unsigned code = (b >> 3) & 15;
-    const std::uint64_t length = (b & 7) + 1u;
-    bool none = false;
-    if (code == 15) {
-      none = true;
-    } else if (code == 14) {  // long form: line delta, end line delta, column + 1, end column + 1
-      line += svarint(t, i);
-      (void)varint(t, i);
-      (void)varint(t, i);
-      (void)varint(t, i);
-    } else if (code == 13) {  // no column
-      line += svarint(t, i);
-    } else if (code >= 10) {  // one-line form: the line moves by code - 10, then column, end column
-      line += code - 10;
-      i += 2;
-    } else {  // short form: the same line, one byte of columns
-      i += 1;
-    }
-    if (index < at + length) return none || line <= 0 ? 0 : static_cast<std::uint32_t>(line);
-    at += length;
+bool PythonLines::next() {
+  if (ended_) return false;
+  at_ += length_;
+  length_ = 0;
+  const std::string_view t = table_;
+  std::size_t& i = i_;
+  if (i >= t.size()) {
+    ended_ = true;
+    return false;
   }
-  return 0;
+  const auto b = static_cast<std::uint8_t>(t[i++]);
+  if ((b & 0x80) == 0) {  // not an entry's first byte: a table cut short or not in this format
+    ended_ = true;
+    return false;
+  }
+  const unsigned code = (b >> 3) & 15;
+  length_ = (b & 7) + 1u;
+  none_ = false;
+  if (code == 15) {
+    none_ = true;
+  } else if (code == 14) {  // long form: line delta, end line delta, column + 1, end column + 1
+    line_ += svarint(t, i);
+    (void)varint(t, i);
+    (void)varint(t, i);
+    (void)varint(t, i);
+  } else if (code == 13) {  // no column
+    line_ += svarint(t, i);
+  } else if (code >= 10) {  // one-line form: the line moves by code - 10, then column, end column
+    line_ += code - 10;
+    i += 2;
+  } else {  // short form: the same line, one byte of columns
+    i += 1;
+  }
+  return true;
+}
+
+std::uint32_t PythonLines::line(std::uint64_t index) {
+  if (index < at_) restart();
+  while (length_ == 0 || index >= at_ + length_)
+    if (!next()) return 0;  // past the table's end (or a malformed entry): no line
+  return none_ || line_ <= 0 ? 0 : static_cast<std::uint32_t>(line_);
+}
+
+std::uint32_t python_line(std::string_view t, std::uint32_t first_line, std::uint64_t index) {
+  return PythonLines(t, first_line).line(index);
 }
 
 void ImageTables::add_module(ModuleEntry module) {

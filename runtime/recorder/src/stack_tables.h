@@ -44,9 +44,40 @@ struct PythonCode {
 // Whether `m` is an image's Python pseudo-module ("[python]" at the preload's tag): its addresses are named
 // from the PythonCode notes, not symbolized.
 inline bool is_python_module(const ModuleEntry& m) { return m.path == "[python]" && (m.start >> 48) == 0x7079; }
-// The line of code unit `index` of a code whose co_linetable is `table` (CPython 3.11's location table,
-// Objects/locations.md), or 0 when it has none.
+// The line of code unit `index` of a code whose co_linetable is `table` (CPython's location table, the same
+// format in 3.11, 3.12 and 3.13: Objects/locations.md), or 0 when it has none.
 std::uint32_t python_line(std::string_view table, std::uint32_t first_line, std::uint64_t index);
+
+// The lines of one code's units asked in increasing order, reading its table once (python_line reads it from
+// the start at each call): a code's frames in the recording's symbol table, sorted by address, are its
+// units in order. An index below the previous one starts again from the table's start.
+// The cursor keeps a view of `table`: the table must outlive it.
+class PythonLines {
+ public:
+  PythonLines(std::string_view table, std::uint32_t first_line) : table_(table), first_line_(first_line) { restart(); }
+  std::uint32_t line(std::uint64_t index);
+
+ private:
+  void restart() {
+    i_ = 0;
+    at_ = 0;
+    length_ = 0;
+    line_ = first_line_;
+    none_ = true;
+    ended_ = false;
+  }
+  // Moves to the next entry (length_, line_, none_); false at the table's end or a malformed entry, which
+  // ends it (length_ 0).
+  bool next();
+
+  std::string_view table_;
+  std::uint32_t first_line_;
+  std::size_t i_ = 0;         // the next entry's first byte
+  std::uint64_t at_ = 0;      // the first code unit of the current entry
+  std::uint64_t length_ = 0;  // its code units (0: no current entry)
+  std::int64_t line_ = 0;
+  bool none_ = true, ended_ = false;
+};
 
 // Node id -> return address (address 0 is no node). A std::map's node, about 48 bytes and an allocation each,
 // was a third of the recorder's extra CPU with Python frames on pytest.
@@ -119,13 +150,11 @@ class StackTables {
   }
   [[nodiscard]] StackSummary summary() const;
 
-  // The code `id` of the Python module (path, build id), or null when none was noted.
-  [[nodiscard]] const PythonCode* python_code(const std::string& path, const std::vector<std::uint8_t>& build_id,
-                                              std::uint32_t id) const {
+  // The codes of the Python module (path, build id) by id, or null when none was noted.
+  [[nodiscard]] const std::map<std::uint32_t, PythonCode>* python_codes(
+      const std::string& path, const std::vector<std::uint8_t>& build_id) const {
     const auto m = python_codes_.find({path, build_id});
-    if (m == python_codes_.end()) return nullptr;
-    const auto c = m->second.find(id);
-    return c == m->second.end() ? nullptr : &c->second;
+    return m == python_codes_.end() ? nullptr : &m->second;
   }
 
  private:

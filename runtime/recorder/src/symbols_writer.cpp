@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -210,16 +212,26 @@ SymbolsSummary SymbolsWriter::write(const StackTables& tables, pipeline::Context
   for (const auto& [key, addresses] : by_module) {
     Cache& cache = cache_[key];
     if (key.path == "[python]") {
-      // A Python module's frames (stack_tables.h, PythonCode): module-relative id << 20 | (index + 1).
+      // A Python module's frames (stack_tables.h, PythonCode): module-relative id << 20 | (index + 1). Sorted,
+      // so each code's frames come together, its units in order: its table is read once for all of them.
+      const std::map<std::uint32_t, PythonCode>* codes = tables.python_codes(key.path, key.build_id);
+      const PythonCode* code = nullptr;
+      std::optional<PythonLines> lines;
+      std::uint64_t code_id = ~std::uint64_t{0};
       for (const std::uint64_t a : addresses) {
+        if ((a >> 20) != code_id) {
+          code_id = a >> 20;
+          const auto c = codes != nullptr ? codes->find(static_cast<std::uint32_t>(code_id)) : decltype(codes->end()){};
+          code = codes != nullptr && c != codes->end() ? &c->second : nullptr;
+          if (code != nullptr) lines.emplace(code->linetable, code->first_line);
+        }
         symbolize::SymbolizedAddress s;
         s.address = a;
-        const PythonCode* code = tables.python_code(key.path, key.build_id, static_cast<std::uint32_t>(a >> 20));
         const std::uint64_t index = a & 0xFFFFF;
         symbolize::Frame f;
         f.function = code != nullptr ? code->name : "<python>";
         if (code != nullptr) f.file = code->file;
-        if (code != nullptr && index != 0) f.line = python_line(code->linetable, code->first_line, index - 1);
+        if (code != nullptr && index != 0) f.line = lines->line(index - 1);
         s.frames.push_back(std::move(f));
         cache.emplace(a, std::move(s));
       }
