@@ -230,7 +230,7 @@ int find_runtime(struct dl_phdr_info* info, size_t, void* data) {
   return 1;  // the first image defining it is the interpreter the program runs
 }
 
-// ---- Python frames (CPython 3.11, 3.12, 3.13) -----------------------------------------------------------------
+// ---- Python frames (CPython 3.10 to 3.13) --------------------------------------------------------------------
 //
 // At each capture the calling thread's own frame chain is read: its thread state (PyGILState_GetThisThreadState:
 // a TSS read, no allocation, null on threads the interpreter does not know and before it is initialized), its
@@ -240,51 +240,91 @@ int find_runtime(struct dl_phdr_info* info, size_t, void* data) {
 // we read it whether or not this thread holds the GIL. Each frame is checked (aligned, its code's type
 // PyCode_Type) and a chain that fails the check ends there.
 //
-// Where one call of _PyEval_EvalFrameDefault starts: 3.11 marks its first frame (`is_entry`); 3.12 and 3.13
-// put a frame of their own on the chain before it instead (an entry frame on the C stack, owner
-// FRAME_OWNED_BY_CSTACK, running a trampoline code object), which is skipped and ends the group.
+// Where one call of _PyEval_EvalFrameDefault starts: 3.10 evaluates each frame (a PyFrameObject, linked by
+// f_back) in a call of its own; 3.11 runs Python-to-Python calls inside one call and marks its first frame
+// (`is_entry`); 3.12 and 3.13 put a frame of their own on the chain before it instead (an entry frame on the
+// C stack, owner FRAME_OWNED_BY_CSTACK, running a trampoline code object), which is skipped and ends the group.
 //
-// The offsets are those of Include/internal/pycore_frame.h, Include/cpython/code.h, Include/cpython/pystate.h
-// and unicodeobject.h of each version, the same in every x.y.z of one version (read with offsetof from the
-// headers of pyenv's 3.11.7, 3.12.1 and 3.13.0 builds); Py_Version says which interpreter runs, and other
-// versions get native frames only. These are the same in the three:
+// The offsets are those of Include/internal/pycore_frame.h (Include/cpython/frameobject.h in 3.10),
+// Include/cpython/code.h, Include/cpython/pystate.h and unicodeobject.h of each version, the same in every
+// x.y.z of one version (read with offsetof from the headers of pyenv's 3.10.13, 3.11.7, 3.12.1 and 3.13.0
+// builds); the interpreter's version says which, and other versions get native frames only. These are the
+// same in the four:
 namespace py {
-constexpr size_t kObType = 8;           // PyObject.ob_type
-constexpr size_t kVarSize = 16;         // PyVarObject.ob_size
-constexpr size_t kCodeConsts = 24;      // PyCodeObject.co_consts
-constexpr size_t kCodeNames = 32;       // .co_names
-constexpr size_t kCodeExceptions = 40;  // .co_exceptiontable
-constexpr size_t kCodeFilename = 112;   // .co_filename
-constexpr size_t kCodeQualname = 128;   // .co_qualname
-constexpr size_t kCodeLinetable = 136;  // .co_linetable (bytes)
-constexpr size_t kBytesData = 32;       // PyBytesObject.ob_sval
-constexpr size_t kStrLength = 16;       // PyASCIIObject.length
-constexpr size_t kStrState = 32;        // .state: bit 5 compact, bit 6 ascii
-constexpr int8_t kOwnedByCstack = 3;    // FRAME_OWNED_BY_CSTACK (3.12, 3.13)
+constexpr size_t kObType = 8;         // PyObject.ob_type
+constexpr size_t kVarSize = 16;       // PyVarObject.ob_size
+constexpr size_t kBytesData = 32;     // PyBytesObject.ob_sval
+constexpr size_t kStrLength = 16;     // PyASCIIObject.length
+constexpr size_t kStrState = 32;      // .state: bit 5 compact, bit 6 ascii
+constexpr int8_t kOwnedByCstack = 3;  // FRAME_OWNED_BY_CSTACK (3.12, 3.13)
 }  // namespace py
+
+// How a version links its frames and says where an evaluation loop's call starts.
+enum class Chain : uint8_t {
+  kFrameObjects,  // 3.10: PyFrameObjects, one evaluation call each; the instruction an int (f_lasti)
+  kIsEntry,       // 3.11: _PyInterpreterFrames, the first of a call marked is_entry
+  kEntryFrames,   // 3.12, 3.13: _PyInterpreterFrames, a C-stack-owned frame before the first of a call
+};
 
 // What differs between versions.
 struct Layout {
-  size_t tstate_cframe;   // PyThreadState.cframe; 0: the current frame is in the thread state (3.13)
-  size_t current_frame;   // _PyCFrame.current_frame, or PyThreadState.current_frame (3.13)
-  size_t frame_code;      // _PyInterpreterFrame.f_code (f_executable in 3.13)
-  size_t frame_previous;  // .previous
-  size_t frame_instr;     // .prev_instr (3.11, 3.12: the instruction being executed), .instr_ptr (3.13)
-  size_t frame_is_entry;  // .is_entry (3.11); 0: entry frames on the chain instead (3.12, 3.13)
-  size_t frame_owner;     // .owner (char)
-  size_t code_firstline;  // PyCodeObject.co_firstlineno (int)
-  size_t code_adaptive;   // .co_code_adaptive: the instructions, 2 bytes each
+  Chain chain;
+  size_t tstate_cframe;   // PyThreadState.cframe; 0: the current frame is in the thread state (3.10, 3.13)
+  size_t current_frame;   // _PyCFrame.current_frame, or PyThreadState.current_frame (3.13), .frame (3.10)
+  size_t frame_code;      // _PyInterpreterFrame.f_code (f_executable in 3.13), PyFrameObject.f_code (3.10)
+  size_t frame_previous;  // .previous, PyFrameObject.f_back (3.10)
+  size_t frame_instr;     // .prev_instr (3.11, 3.12: the instruction being executed), .instr_ptr (3.13),
+                          // PyFrameObject.f_lasti (3.10: an int, the instruction's index)
+  size_t frame_is_entry;  // .is_entry (3.11)
+  size_t frame_owner;     // .owner (char; 3.11 to 3.13)
+  size_t code_consts;     // PyCodeObject.co_consts
+  size_t code_names;      // .co_names
+  size_t code_unique;     // .co_exceptiontable (3.11 to 3.13), .co_code (3.10): an object of this code's own
+  size_t code_firstline;  // .co_firstlineno (int)
+  size_t code_filename;   // .co_filename
+  size_t code_name;       // .co_qualname (3.11 to 3.13), .co_name (3.10, which has no qualified name)
+  size_t code_linetable;  // .co_linetable (bytes)
+  size_t code_adaptive;   // .co_code_adaptive: the instructions, 2 bytes each (3.11 to 3.13)
   size_t ascii_data;      // sizeof(PyASCIIObject): a compact ASCII string's characters
   size_t utf8_length;     // PyCompactUnicodeObject.utf8_length
   size_t utf8;            // .utf8 (may be null)
+  uint32_t table_format;  // RingPythonCodePayload.table_format of its co_linetable
 };
-constexpr Layout kPy311 = {56, 8, 32, 48, 56, 68, 69, 72, 184, 48, 48, 56};
-constexpr Layout kPy312 = {56, 0, 0, 8, 56, 0, 70, 68, 192, 40, 40, 48};
-constexpr Layout kPy313 = {0, 72, 0, 8, 56, 0, 70, 68, 200, 40, 40, 48};
+constexpr Layout kPy310 = {
+    Chain::kFrameObjects,        0, 24, 32, 24, 96, 0, 0, 56, 64, 48, 40, 104, 112, 120, 0, 48, 48, 56,
+    runtime::kPythonLineTable310};
+constexpr Layout kPy311 = {Chain::kIsEntry,
+                           56,
+                           8,
+                           32,
+                           48,
+                           56,
+                           68,
+                           69,
+                           24,
+                           32,
+                           40,
+                           72,
+                           112,
+                           128,
+                           136,
+                           184,
+                           48,
+                           48,
+                           56,
+                           runtime::kPythonLocationTable};
+constexpr Layout kPy312 = {
+    Chain::kEntryFrames,          56, 0, 0, 8, 56, 0, 70, 24, 32, 40, 68, 112, 128, 136, 192, 40, 40, 48,
+    runtime::kPythonLocationTable};
+constexpr Layout kPy313 = {
+    Chain::kEntryFrames,          0, 72, 0, 8, 56, 0, 70, 24, 32, 40, 68, 112, 128, 136, 200, 40, 40, 48,
+    runtime::kPythonLocationTable};
 
-// The layout of CPython `version` (Py_Version, 0xMMmmppRS), or null.
+// The layout of CPython `version` (0xMMmmppRS, as Py_Version), or null.
 const Layout* layout_of(uint64_t version) {
   switch (version >> 16) {
+    case 0x030A:
+      return &kPy310;
     case 0x030B:
       return &kPy311;
     case 0x030C:
@@ -341,8 +381,9 @@ inline uint64_t module_base(uint64_t generation) { return kPythonAddressTag | ge
 // pytest): its size in code units and its constants', names' and exception table's objects, which a code
 // allocated where a freed one was does not share (each code has tuples of its own, but for the empty ones).
 uint64_t fingerprint(uintptr_t code) {
-  const uint64_t f = load<uintptr_t>(code + py::kCodeConsts) ^ (load<uintptr_t>(code + py::kCodeNames) >> 4) ^
-                     (load<uintptr_t>(code + py::kCodeExceptions) << 4) ^
+  const Layout& L = g_frames.layout;
+  const uint64_t f = load<uintptr_t>(code + L.code_consts) ^ (load<uintptr_t>(code + L.code_names) >> 4) ^
+                     (load<uintptr_t>(code + L.code_unique) << 4) ^
                      static_cast<uint64_t>(load<int64_t>(code + py::kVarSize)) << 44;
   return (f ^ (f >> 20) ^ (f >> 40)) & kIndexMask;
 }
@@ -394,16 +435,17 @@ uint64_t note_code(uintptr_t code) {
   const uint64_t prefix = module_base(g_generation) | g_next_id << kIdShift;
   const char *name = "?", *file = "?";
   size_t name_n = 1, file_n = 1;
-  if (!str_bytes(load<uintptr_t>(code + py::kCodeQualname), name, name_n)) name_n = 1;
-  if (!str_bytes(load<uintptr_t>(code + py::kCodeFilename), file, file_n)) file_n = 1;
+  if (!str_bytes(load<uintptr_t>(code + g_frames.layout.code_name), name, name_n)) name_n = 1;
+  if (!str_bytes(load<uintptr_t>(code + g_frames.layout.code_filename), file, file_n)) file_n = 1;
   if (name_n > 1024) name_n = 1024;
   if (file_n > 4096) file_n = 4096;
-  const uintptr_t lt = load<uintptr_t>(code + py::kCodeLinetable);
+  const uintptr_t lt = load<uintptr_t>(code + g_frames.layout.code_linetable);
   size_t lt_n = lt != 0 ? static_cast<size_t>(load<int64_t>(lt + py::kVarSize)) : 0;
   const size_t room = sizeof g_note - sizeof(runtime::RingPythonCodePayload) - name_n - file_n;
   if (lt_n > room) lt_n = room;  // lines past the cut are unknown
   runtime::RingPythonCodePayload h = {};
   h.first_line = static_cast<uint32_t>(load<int>(code + g_frames.layout.code_firstline));
+  h.table_format = g_frames.layout.table_format;
   h.name_bytes = static_cast<uint16_t>(name_n);
   h.file_bytes = static_cast<uint16_t>(file_n);
   h.linetable_bytes = static_cast<uint32_t>(lt_n);
@@ -469,6 +511,27 @@ uint64_t code_prefix(uintptr_t code, bool may_note) {
   return prefix != 0 ? prefix : unknown;
 }
 
+// The interpreter's version as 0xMMmmpp00: Py_Version (3.11 and later), else parsed from Py_GetVersion()'s
+// "3.10.13 (main, ...)" (a static buffer formatted by snprintf; nothing is allocated); 0 when neither says.
+uint64_t interpreter_version(const DynSyms& syms) {
+  if (const Elf64_Sym* v = gnu_hash_lookup(syms.table, "Py_Version"))
+    return *reinterpret_cast<const unsigned long*>(syms.bias + v->st_value);
+  const Elf64_Sym* get = gnu_hash_lookup(syms.table, "Py_GetVersion");
+  if (get == nullptr || ELF64_ST_TYPE(get->st_info) != STT_FUNC) return 0;
+  const char* s = reinterpret_cast<const char* (*)()>(syms.bias + get->st_value)();
+  if (s == nullptr) return 0;
+  uint64_t parts[3] = {0, 0, 0};
+  for (int k = 0; k < 3; ++k) {
+    if (*s < '0' || *s > '9') return 0;
+    while (*s >= '0' && *s <= '9') {
+      parts[k] = parts[k] * 10 + static_cast<uint64_t>(*s++ - '0');
+      if (parts[k] > 255) return 0;
+    }
+    if (k < 2 && *s++ != '.') return 0;
+  }
+  return parts[0] << 24 | parts[1] << 16 | parts[2] << 8;
+}
+
 }  // namespace
 
 void python_attach() {
@@ -478,16 +541,17 @@ void python_attach() {
   if (!f.ok) return;
   const Elf64_Sym* get = gnu_hash_lookup(f.syms.table, "PyMem_GetAllocator");
   const Elf64_Sym* set = gnu_hash_lookup(f.syms.table, "PyMem_SetAllocator");
-  const Elf64_Sym* version = gnu_hash_lookup(f.syms.table, "Py_Version");
   g_py.found = true;
   if (get == nullptr || set == nullptr) return;
-  if (version == nullptr) {
-    say("python: an interpreter older than 3.11 (no Py_Version): pymalloc's allocations are not recorded; "
+  g_py.version = interpreter_version(f.syms);
+  if (g_py.version < 0x030A0000) {
+    char ver[16];
+    version_string(ver);
+    say("python ", g_py.version != 0 ? ver : "(version unknown)",
+        ": an interpreter older than 3.10: pymalloc's allocations are not recorded and its frames are not shown; "
         "--python-malloc records its objects as malloc calls");
     return;
   }
-  g_py.version = *reinterpret_cast<const unsigned long*>(f.syms.bias + version->st_value);
-  if (g_py.version < 0x030B0000) return;  // Py_Version appeared in 3.11
   g_py.get = reinterpret_cast<GetAllocatorFn>(f.syms.bias + get->st_value);
   g_py.set = reinterpret_cast<SetAllocatorFn>(f.syms.bias + set->st_value);
   if (const Elf64_Sym* setup = gnu_hash_lookup(f.syms.table, "_PyMem_SetupAllocators")) {
@@ -504,7 +568,7 @@ void python_attach() {
       g_py.setup_original.store(original, std::memory_order_release);
   }
   wrap_domains();
-  // Frames: the layouts of 3.11, 3.12 and 3.13 (layout_of).
+  // Frames: the layouts of 3.10 to 3.13 (layout_of).
   const Elf64_Sym* eval = gnu_hash_lookup(f.syms.table, "_PyEval_EvalFrameDefault");
   const Elf64_Sym* code_type = gnu_hash_lookup(f.syms.table, "PyCode_Type");
   const Elf64_Sym* this_tstate = gnu_hash_lookup(f.syms.table, "PyGILState_GetThisThreadState");
@@ -513,7 +577,7 @@ void python_attach() {
     char ver[16];
     version_string(ver);
     say("python ", ver,
-        ": its frames are not shown in stacks (the frame layouts known are 3.11's to 3.13's); native frames only");
+        ": its frames are not shown in stacks (the frame layouts known are 3.10's to 3.13's); native frames only");
   } else if (eval == nullptr || code_type == nullptr || this_tstate == nullptr) {
     say("python: _PyEval_EvalFrameDefault, PyCode_Type or PyGILState_GetThisThreadState not found: Python frames "
         "are not shown in stacks");
@@ -558,7 +622,7 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut
   auto next_frame = [&](bool& entry) {
     if (f == 0 || (f & 7) != 0 || np == max_frames) return false;
     // 3.12, 3.13: an entry frame (the C stack's, between two evaluation loops' frames) is not a function.
-    if (L.frame_is_entry == 0 && load<int8_t>(f + L.frame_owner) == py::kOwnedByCstack) {
+    if (L.chain == Chain::kEntryFrames && load<int8_t>(f + L.frame_owner) == py::kOwnedByCstack) {
       f = load<uintptr_t>(f + L.frame_previous);
       if (f == 0 || (f & 7) != 0 || load<int8_t>(f + L.frame_owner) == py::kOwnedByCstack) {
         f = 0;  // two entry frames in a row: not a chain this reader knows
@@ -570,14 +634,21 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut
       f = 0;  // the chain ends at the first frame that fails the check
       return false;
     }
-    const auto instr = static_cast<intptr_t>(load<uintptr_t>(f + L.frame_instr));
-    const intptr_t index = (instr - static_cast<intptr_t>(code + L.code_adaptive)) / 2;
+    intptr_t index;
+    if (L.chain == Chain::kFrameObjects) {
+      index = load<int>(f + L.frame_instr);  // -1 before the frame's first instruction
+    } else {
+      const auto instr = static_cast<intptr_t>(load<uintptr_t>(f + L.frame_instr));
+      index = (instr - static_cast<intptr_t>(code + L.code_adaptive)) / 2;
+    }
     at[np] = index < 0                                       ? 0
              : static_cast<uint64_t>(index) + 1 > kIndexMask ? kIndexMask
                                                              : static_cast<uint64_t>(index) + 1;
     codes[np++] = code;
     const uintptr_t previous = load<uintptr_t>(f + L.frame_previous);
-    if (L.frame_is_entry != 0)
+    if (L.chain == Chain::kFrameObjects)
+      entry = true;
+    else if (L.chain == Chain::kIsEntry)
       entry = load<bool>(f + L.frame_is_entry);
     else
       entry = previous == 0 || ((previous & 7) == 0 && load<int8_t>(previous + L.frame_owner) == py::kOwnedByCstack);

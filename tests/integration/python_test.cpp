@@ -27,7 +27,7 @@ const std::string kPython = MEMTRACK_SYSTEM_PYTHON;
 const std::string kScripts = MEMTRACK_INTEGRATION_DIR "/programs/python";
 
 // The interpreters the frame tests run on: Debian's (always; the only one on Debian 12, so the only one CI
-// has) and, where this machine has them, CPython 3.12 and 3.13, whose frame layouts the preload knows too
+// has) and, where this machine has them, CPython 3.10, 3.12 and 3.13, whose frame layouts the preload knows too
 // (docs/RUNTIME.md, "Python programs"). A version's interpreter is the first of: a path in
 // MEMTRACK_TEST_PYTHONS (colon-separated) that is that version, `python3.N` on PATH, pyenv's build
 // ($PYENV_ROOT or ~/.pyenv, versions/3.N.*/bin/python3.N). Absent: its tests are skipped, saying so.
@@ -79,8 +79,13 @@ class PythonFrames : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << "no CPython " << GetParam() << " here (MEMTRACK_TEST_PYTHONS, python" << GetParam()
                    << " on PATH or pyenv's build)";
   }
+  int minor() const { return std::atoi(python_.version.c_str() + 2); }  // "3.12.1": 12
   // At least 3.12: list comprehensions are inlined in their function (PEP 709).
-  bool inlines_comprehensions() const { return python_.version.rfind("3.11.", 0) != 0; }
+  bool inlines_comprehensions() const { return minor() >= 12; }
+  // A function as a stack names it: its qualified name, or in 3.10 (no co_qualname) its name alone.
+  std::string shown(const std::string& qualname) const {
+    return minor() >= 11 ? qualname : qualname.substr(qualname.rfind('.') + 1);
+  }
   Interpreter python_;
 };
 
@@ -191,7 +196,7 @@ TEST_P(PythonFrames, FramesNameTheScriptsFunctionsAndLines) {
   const RunResult top = run(memtrack_bin() + " top '" + (dir / "i.art").string() + "' -n 3");
   ASSERT_EQ(top.status, 0) << top.err;
   // index.py:16 is Item.__init__'s "key-%d" line, :23 build_index's loop body, :34 main's call.
-  EXPECT_NE(top.out.find("Item.__init__ ("), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find(shown("Item.__init__") + " ("), std::string::npos) << top.out;
   EXPECT_NE(r.err.find(": python " + python_.version + ": pymalloc's allocations are recorded"), std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("frames are not shown"), std::string::npos) << r.err;
@@ -294,9 +299,9 @@ TEST_P(PythonFrames, GeneratorsCallbacksAndCoroutines) {
   EXPECT_NE(stacks.find("30000 * produce:5 consume:13 <module>:26 *"), std::string::npos) << stacks;
   EXPECT_NE(stacks.find(" * key_of:9 consume:14 <module>:26 *"), std::string::npos) << stacks;
   // From 3.12 the list comprehension runs in coro_alloc's own frame (PEP 709).
-  const std::string coroutine = inlines_comprehensions()
-                                    ? "30000 * coro_alloc:18 * Handle._run:"
-                                    : "30000 * coro_alloc.<locals>.<listcomp>:18 coro_alloc:18 * Handle._run:";
+  const std::string coroutine = inlines_comprehensions() ? "30000 * coro_alloc:18 * " + shown("Handle._run") + ":"
+                                                         : "30000 * " + shown("coro_alloc.<locals>.<listcomp>") +
+                                                               ":18 coro_alloc:18 * " + shown("Handle._run") + ":";
   EXPECT_NE(stacks.find(coroutine), std::string::npos) << stacks;
 }
 
@@ -362,7 +367,7 @@ TEST_P(PythonFrames, ACodeMadeWhereAFreedOneWasIsNamedAfterItself) {
   EXPECT_GE(named, 300u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, PythonFrames, ::testing::Values("system", "3.12", "3.13"),
+INSTANTIATE_TEST_SUITE_P(Versions, PythonFrames, ::testing::Values("system", "3.10", "3.12", "3.13"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string name = p.param;
                            for (char& c : name)

@@ -133,4 +133,20 @@ TEST(PythonLine, DecodesA311LocationTable) {
   EXPECT_EQ(cut.line(1), lines[1]);
 }
 
+// The same function compiled by CPython 3.10 (its co_linetable and, per code unit, the line co_lines() gives):
+// byte pairs of a bytecode delta and a line delta, through python_line and PythonLines in the 3.10 format.
+TEST(PythonLine, DecodesA310LineTable) {
+  const std::string table("\x0a\x01\x02\x02\x02\x01\x06\x01\x02\xff\x06\xff\x0c\x03\x0c\x01\x04\x01", 18);
+  const std::vector<std::uint32_t> lines = {2, 2, 2, 2, 2, 4, 5, 6, 6, 6, 5, 4, 4, 4,
+                                            7, 7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8, 9, 9};
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    EXPECT_EQ(python_line(table, 1, i, kPythonLineTable310), lines[i]) << "code unit " << i;
+  EXPECT_EQ(python_line(table, 1, lines.size(), kPythonLineTable310), 0u);  // past the table
+  PythonLines cursor(table, 1, kPythonLineTable310);
+  for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(cursor.line(i), lines[i]) << "code unit " << i;
+  EXPECT_EQ(python_line(std::string("\x04\x80\x04\x01", 4), 7, 1, kPythonLineTable310), 0u);  // -128: no line
+  EXPECT_EQ(python_line(std::string("\x04\x80\x04\x01", 4), 7, 2, kPythonLineTable310), 8u);
+  EXPECT_EQ(python_line(std::string("\x04", 1), 7, 0, kPythonLineTable310), 0u);  // half a pair
+}
+
 }  // namespace memtrack::runtime

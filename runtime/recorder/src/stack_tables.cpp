@@ -42,6 +42,20 @@ bool PythonLines::next() {
     ended_ = true;
     return false;
   }
+  if (format_ == kPythonLineTable310) {
+    // A byte pair: the entry's length in bytes of bytecode (2 per code unit), the line's change (-128: no line).
+    if (i + 2 > t.size()) {
+      ended_ = true;
+      return false;
+    }
+    const auto bytes = static_cast<std::uint8_t>(t[i]);
+    const auto delta = static_cast<std::int8_t>(t[i + 1]);
+    i += 2;
+    length_ = bytes / 2u;
+    none_ = delta == -128;
+    if (!none_) line_ += delta;
+    return true;
+  }
   const auto b = static_cast<std::uint8_t>(t[i++]);
   if ((b & 0x80) == 0) {  // not an entry's first byte: a table cut short or not in this format
     ended_ = true;
@@ -70,13 +84,13 @@ bool PythonLines::next() {
 
 std::uint32_t PythonLines::line(std::uint64_t index) {
   if (index < at_) restart();
-  while (length_ == 0 || index >= at_ + length_)
-    if (!next()) return 0;  // past the table's end (or a malformed entry): no line
+  while (length_ == 0 || index >= at_ + length_)  // an empty entry (3.10) only moves the line
+    if (!next()) return 0;                        // past the table's end (or a malformed entry): no line
   return none_ || line_ <= 0 ? 0 : static_cast<std::uint32_t>(line_);
 }
 
-std::uint32_t python_line(std::string_view t, std::uint32_t first_line, std::uint64_t index) {
-  return PythonLines(t, first_line).line(index);
+std::uint32_t python_line(std::string_view t, std::uint32_t first_line, std::uint64_t index, std::uint32_t format) {
+  return PythonLines(t, first_line, format).line(index);
 }
 
 void ImageTables::add_module(ModuleEntry module) {
@@ -184,6 +198,7 @@ void StackTables::finish_note() {
     code.name = p.substr(sizeof c, c.name_bytes);
     code.file = p.substr(sizeof c + c.name_bytes, c.file_bytes);
     code.linetable = p.substr(sizeof c + c.name_bytes + c.file_bytes, c.linetable_bytes);
+    code.table_format = c.table_format;
     const auto id = static_cast<std::uint32_t>((h.addr - m->bias) >> 20);
     python_codes_[{m->path, m->build_id}][id] = std::move(code);
     return;

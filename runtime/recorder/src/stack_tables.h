@@ -39,14 +39,17 @@ struct ModuleEntry {
 struct PythonCode {
   std::string name, file;
   std::uint32_t first_line = 0;
-  std::string linetable;  // co_linetable, 3.11's format
+  std::string linetable;                              // co_linetable
+  std::uint32_t table_format = kPythonLocationTable;  // its format (ring.h)
 };
 // Whether `m` is an image's Python pseudo-module ("[python]" at the preload's tag): its addresses are named
 // from the PythonCode notes, not symbolized.
 inline bool is_python_module(const ModuleEntry& m) { return m.path == "[python]" && (m.start >> 48) == 0x7079; }
-// The line of code unit `index` of a code whose co_linetable is `table` (CPython's location table, the same
-// format in 3.11, 3.12 and 3.13: Objects/locations.md), or 0 when it has none.
-std::uint32_t python_line(std::string_view table, std::uint32_t first_line, std::uint64_t index);
+// The line of code unit `index` of a code whose co_linetable is `table`, or 0 when it has none. `format`:
+// kPythonLocationTable (3.11, 3.12 and 3.13: Objects/locations.md) or kPythonLineTable310 (3.10:
+// Objects/lnotab_notes.txt, byte pairs of a bytecode delta in bytes and a signed line delta, -128 for none).
+std::uint32_t python_line(std::string_view table, std::uint32_t first_line, std::uint64_t index,
+                          std::uint32_t format = kPythonLocationTable);
 
 // The lines of one code's units asked in increasing order, reading its table once (python_line reads it from
 // the start at each call): a code's frames in the recording's symbol table, sorted by address, are its
@@ -54,7 +57,10 @@ std::uint32_t python_line(std::string_view table, std::uint32_t first_line, std:
 // The cursor keeps a view of `table`: the table must outlive it.
 class PythonLines {
  public:
-  PythonLines(std::string_view table, std::uint32_t first_line) : table_(table), first_line_(first_line) { restart(); }
+  PythonLines(std::string_view table, std::uint32_t first_line, std::uint32_t format = kPythonLocationTable)
+      : table_(table), first_line_(first_line), format_(format) {
+    restart();
+  }
   std::uint32_t line(std::uint64_t index);
 
  private:
@@ -72,6 +78,7 @@ class PythonLines {
 
   std::string_view table_;
   std::uint32_t first_line_;
+  std::uint32_t format_;
   std::size_t i_ = 0;         // the next entry's first byte
   std::uint64_t at_ = 0;      // the first code unit of the current entry
   std::uint64_t length_ = 0;  // its code units (0: no current entry)

@@ -223,7 +223,7 @@ SymbolsSummary SymbolsWriter::write(const StackTables& tables, pipeline::Context
           code_id = a >> 20;
           const auto c = codes != nullptr ? codes->find(static_cast<std::uint32_t>(code_id)) : decltype(codes->end()){};
           code = codes != nullptr && c != codes->end() ? &c->second : nullptr;
-          if (code != nullptr) lines.emplace(code->linetable, code->first_line);
+          if (code != nullptr) lines.emplace(code->linetable, code->first_line, code->table_format);
         }
         symbolize::SymbolizedAddress s;
         s.address = a;

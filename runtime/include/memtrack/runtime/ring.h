@@ -43,7 +43,7 @@ inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 // 12: RingSlot::seq holds seq_word(seq), the sequence number less the slot's index.
 // 13: the shared unwind rules after the owner words (ring_shared_rules), 2 MiB.
 // 14: the shared unwind rules take 512 KiB.
-inline constexpr std::uint32_t kRingVersion = 14;
+inline constexpr std::uint32_t kRingVersion = 15;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -102,16 +102,20 @@ enum class RingEventKind : std::uint8_t {
   // A CPython code object met in a stack for the first time (runtime/preload/python.cpp), a block like the
   // stack notes: pid, addr = the code's pseudo-address prefix (its Python module's base | id << 20: stack
   // addresses prefix | (instruction index + 1) are frames of this code); payload: RingPythonCodePayload, then
-  // the qualified name, the file name and the line table (co_linetable, 3.11's format).
+  // the qualified name (the name in 3.10), the file name and the line table (co_linetable, in the format
+  // table_format says).
   NotePythonCode = 48,
 };
 
+// A line table's format (RingPythonCodePayload.table_format, ring version 15; 0 before).
+inline constexpr std::uint32_t kPythonLocationTable = 0;  // 3.11 to 3.13: the location table (locations.md)
+inline constexpr std::uint32_t kPythonLineTable310 = 1;   // 3.10: (bytecode delta, line delta) byte pairs
 struct RingPythonCodePayload {
   std::uint32_t first_line;  // co_firstlineno
   std::uint16_t name_bytes;
   std::uint16_t file_bytes;
   std::uint32_t linetable_bytes;
-  std::uint32_t reserved;
+  std::uint32_t table_format;  // kPythonLocationTable or kPythonLineTable310
 };
 static_assert(sizeof(RingPythonCodePayload) == 16);
 
@@ -386,6 +390,8 @@ inline constexpr std::size_t kSharedRulesBytes = std::size_t{512} << 10;
     case 13:  // the shared unwind rules after the owners
       return 0xa5098def2f9a9d7fu;
     case 14:  // 512 KiB of them
+      return 0xff6ccd47ace27f47u;
+    case 15:  // RingPythonCodePayload.table_format, a meaning: the layout of 14
       return 0xff6ccd47ace27f47u;
     default:
       return 0;
