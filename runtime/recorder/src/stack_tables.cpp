@@ -53,7 +53,7 @@ bool PythonLines::next() {
     i += 2;
     length_ = bytes / 2u;
     none_ = delta == -128;
-    if (!none_) line_ += delta;
+    if (!none_) move_line(delta);
     return true;
   }
   const auto b = static_cast<std::uint8_t>(t[i++]);
@@ -67,14 +67,14 @@ bool PythonLines::next() {
   if (code == 15) {
     none_ = true;
   } else if (code == 14) {  // long form: line delta, end line delta, column + 1, end column + 1
-    line_ += svarint(t, i);
+    move_line(svarint(t, i));
     (void)varint(t, i);
     (void)varint(t, i);
     (void)varint(t, i);
   } else if (code == 13) {  // no column
-    line_ += svarint(t, i);
+    move_line(svarint(t, i));
   } else if (code >= 10) {  // one-line form: the line moves by code - 10, then column, end column
-    line_ += code - 10;
+    move_line(code - 10);
     i += 2;
   } else {  // short form: the same line, one byte of columns
     i += 1;
@@ -86,7 +86,7 @@ std::uint32_t PythonLines::line(std::uint64_t index) {
   if (index < at_) restart();
   while (length_ == 0 || index >= at_ + length_)  // an empty entry (3.10) only moves the line
     if (!next()) return 0;                        // past the table's end (or a malformed entry): no line
-  return none_ || line_ <= 0 ? 0 : static_cast<std::uint32_t>(line_);
+  return none_ || line_ <= 0 || line_ > std::int64_t{UINT32_MAX} ? 0 : static_cast<std::uint32_t>(line_);
 }
 
 std::uint32_t python_line(std::string_view t, std::uint32_t first_line, std::uint64_t index, std::uint32_t format) {

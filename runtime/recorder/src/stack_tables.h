@@ -72,6 +72,10 @@ class PythonLines {
     none_ = true;
     ended_ = false;
   }
+  // A hostile table's deltas may add up past 64 bits: they wrap (such a line is no line, as is one past 2^32).
+  void move_line(std::int64_t delta) {
+    line_ = static_cast<std::int64_t>(static_cast<std::uint64_t>(line_) + static_cast<std::uint64_t>(delta));
+  }
   // Moves to the next entry (length_, line_, none_); false at the table's end or a malformed entry, which
   // ends it (length_ 0).
   bool next();

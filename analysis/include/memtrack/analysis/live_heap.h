@@ -111,10 +111,12 @@ class LiveHeap {
   // Calls f(pid, size, payload, inherited) on every block of the images still running.
   template <typename F>
   void for_each_live_block(F&& f) const {
-    for (const auto& [pid, b] : books_)
-      b.live.for_each([&](std::uint64_t, std::uint64_t stored, std::uint32_t payload) {
+    for (const auto& entry : books_) {
+      const auto pid = entry.first;  // a named copy: clang 14 cannot capture a structured binding
+      entry.second.live.for_each([&](std::uint64_t, std::uint64_t stored, std::uint32_t payload) {
         f(pid, stored & kSizeMask, payload, (stored & kInherited) != 0);
       });
+    }
   }
 
   // Calls f(addr, size, payload, inherited) on every block of pid's current image (none when it has ended).
