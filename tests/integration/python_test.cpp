@@ -1,5 +1,6 @@
 // CPython under `memtrack record` (docs/RUNTIME.md, "Python programs"): Debian's /usr/bin/python3 (3.11,
-// libpython linked statically), scripts in programs/python/.
+// libpython linked statically) and, for the frame tests, 3.10, 3.12 and 3.13 where this machine has them
+// (PythonFrames below); scripts in programs/python/.
 #include <gtest/gtest.h>
 
 #include <cstdint>
