@@ -564,7 +564,8 @@ uint64_t code_prefix(uintptr_t code, bool may_note) {
 }
 
 // The interpreter's version as 0xMMmmpp00: Py_Version (3.11 and later), else parsed from Py_GetVersion()'s
-// "3.10.13 (main, ...)" (a static buffer formatted by snprintf; nothing is allocated); 0 when neither says.
+// "3.10.13 (main, ...)" (a static buffer formatted by snprintf; one of the functions the C API documents as safe
+// before the interpreter is initialized, "Before Python Initialization"); 0 when neither says.
 uint64_t interpreter_version(const DynSyms& syms) {
   if (const Elf64_Sym* v = gnu_hash_lookup(syms.table, "Py_Version"))
     return *reinterpret_cast<const unsigned long*>(syms.bias + v->st_value);
