@@ -1,5 +1,4 @@
 #include "ring_client.h"
-#include "stacks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +8,8 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+
+#include "stacks.h"
 
 namespace memtrack::preload {
 
@@ -24,6 +25,7 @@ constinit int g_pid = 0;
 constinit MEMTRACK_TLS bool t_busy = false;
 constinit MEMTRACK_TLS uint64_t t_pending = kNoTicket;
 constinit MEMTRACK_TLS uint64_t t_last_ticket = 0;
+constinit MEMTRACK_TLS uint64_t t_free_below = 0;
 constinit MEMTRACK_TLS int t_tid = 0;
 
 void after_fork_in_child() {
@@ -42,8 +44,8 @@ bool write_note(RingEventKind kind, int32_t pid, uint64_t addr, const char* payl
   t_busy = true;
   if (t_tid == 0) t_tid = static_cast<int>(syscall(SYS_gettid));
   uint64_t last = t_last_ticket;
-  const bool ok = runtime::write_note_block(g_ring, kind, pid, t_tid, t_tid, addr, flags, payload, len,
-                                            [](RingSlot* slot, uint64_t t) { return wait_for_slot(slot, t); }, &last);
+  const bool ok = runtime::write_note_block(
+      g_ring, kind, pid, t_tid, t_tid, addr, flags, payload, len, [](uint64_t t) { return wait_for_slot(t); }, &last);
   t_last_ticket = last;
   t_busy = was_busy;
   return ok;
@@ -129,17 +131,16 @@ inline void cpu_relax() {
 
 }  // namespace
 
-bool wait_for_slot(RingSlot* slot, uint64_t ticket) {
-  const uint64_t t = runtime::seq_word(ticket, ticket, g_mask + 1);  // the slot's word when it is free for us
+bool wait_for_slot(uint64_t ticket) {
+  RingHeader* h = g_ring;
   for (int i = 0; i < 256; ++i) {
-    if (slot->seq.load(std::memory_order_acquire) == t) return true;
+    if (runtime::slot_free(h, ticket)) return true;
     cpu_relax();
   }
-  RingHeader* h = g_ring;
   for (;;) {
     h->waiters.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t v = h->wake_futex.load(std::memory_order_seq_cst);
-    if (slot->seq.load(std::memory_order_seq_cst) == t) {
+    if (ticket < h->consumed.load(std::memory_order_seq_cst) + h->capacity) {
       h->waiters.fetch_sub(1, std::memory_order_relaxed);
       return true;
     }
@@ -148,7 +149,7 @@ bool wait_for_slot(RingSlot* slot, uint64_t ticket) {
     const long r = syscall(SYS_futex, &h->wake_futex, FUTEX_WAIT, v, &timeout, nullptr, 0);
     const int err = errno;
     h->waiters.fetch_sub(1, std::memory_order_relaxed);
-    if (slot->seq.load(std::memory_order_acquire) == t) return true;
+    if (runtime::slot_free(h, ticket)) return true;
     if (h->detached.load(std::memory_order_relaxed)) {
       g_state.store(kOff, std::memory_order_release);
       return false;

@@ -40,6 +40,10 @@ inline constexpr uint64_t kNoTicket = ~uint64_t{0};
 extern MEMTRACK_TLS uint64_t t_pending;
 extern MEMTRACK_TLS uint64_t t_last_ticket;  // tickets only grow, so this bounds the next one from below
 extern MEMTRACK_TLS int t_tid;               // cached gettid(); reset in the child after fork
+// Tickets below it have a free slot: RingHeader::consumed + capacity as this thread last read it (it only
+// grows, and so do a thread's tickets, so the thread reads the shared line about once per capacity tickets).
+// A fork child keeps it (the same ring); a new image starts at 0. A process attaches to one ring only.
+extern MEMTRACK_TLS uint64_t t_free_below;
 
 // Maps the ring named by MEMTRACK_RING and sets g_state to kRecording, or to kOff (with one line on stderr)
 // when there is none or it cannot be used. Runs once per process image (a forked child inherits the mapping;
@@ -50,7 +54,9 @@ void attach();
 // Waits until the slot of ticket `t` is free. Spins briefly (the recorder usually frees slots within
 // microseconds), then sleeps on a futex the recorder bumps after freeing slots. Returns false when the
 // process must stop recording (the ring was detached, or the recorder is gone); g_state is then kOff.
-bool wait_for_slot(RingSlot* slot, uint64_t t);
+// Waits until the slot of ticket `t` is free (runtime::slot_free): spins briefly, then sleeps on the ring's
+// futex. False when the ring was detached or the recorder died meanwhile (this image then stops recording).
+bool wait_for_slot(uint64_t t);
 
 // In a child after fork or _Fork: the pid changed, and only the forking thread survives, with a new tid.
 // Writes the child's NoteStart.
@@ -151,12 +157,15 @@ inline bool begin_event(Ticket& tk, bool allocation = false) {
   const uint64_t owner = runtime::slot_owner(tk.t, t_tid);
   tk.slot = &g_slots[tk.t & g_mask];
   tk.timestamp = timestamp_now();
-  if (tk.slot->seq.load(std::memory_order_acquire) != runtime::seq_word(tk.t, tk.t, g_mask + 1)) [[unlikely]] {
-    // The recorder is behind: sign the owners array, where it looks while we wait (ring.h).
-    g_owners[tk.t & g_owner_mask].store(owner, std::memory_order_release);
-    if (!wait_for_slot(tk.slot, tk.t)) {
-      t_pending = tk.outer;
-      return false;
+  if (tk.t >= t_free_below) [[unlikely]] {
+    t_free_below = g_ring->consumed.load(std::memory_order_acquire) + g_mask + 1;
+    if (tk.t >= t_free_below) {
+      // The recorder is behind: sign the owners array, where it looks while we wait (ring.h).
+      g_owners[tk.t & g_owner_mask].store(owner, std::memory_order_release);
+      if (!wait_for_slot(tk.t)) {
+        t_pending = tk.outer;
+        return false;
+      }
     }
   }
   tk.slot->owner.store(owner, std::memory_order_release);

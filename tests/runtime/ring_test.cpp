@@ -1,5 +1,7 @@
 // The ring's helpers both sides share (memtrack/runtime/ring.h): the note-block writer and the pause toggle,
 // on a ring in ordinary memory laid out as the recorder lays it out.
+#include "memtrack/runtime/ring.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,8 +11,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "memtrack/runtime/ring.h"
 
 namespace memtrack::runtime {
 namespace {
@@ -26,9 +26,10 @@ class TestRing {
     header_->head.store(0);
     header_->detached.store(0);
     header_->control.store(0);
+    header_->consumed.store(0);
     RingSlot* s = ring_slots(header_);
     for (std::uint64_t i = 0; i < slots; ++i) {
-      new (&s[i].seq) std::atomic<std::uint64_t>(seq_word(i, i, slots));  // 0: free for ticket i
+      new (&s[i].seq) std::atomic<std::uint64_t>(seq_word(i, i, slots));  // 0: not committed
       new (&s[i].owner) std::atomic<std::uint64_t>(0);
     }
     std::atomic<std::uint64_t>* o = ring_owners(header_);
@@ -37,13 +38,14 @@ class TestRing {
   RingHeader* header() { return header_; }
   RingSlot& slot(std::uint64_t t) { return ring_slots(header_)[t & (header_->capacity - 1)]; }
 
-  // The consumer's side: waits for ticket t, returns its slot's event bytes, then frees the slot.
+  // The consumer's side: waits for ticket t, returns its slot's event bytes, then frees the slot (`consumed`,
+  // the tickets taken in order).
   RingEvent take(std::uint64_t t) {
     RingSlot& s = slot(t);
     const std::uint64_t capacity = header_->capacity;
     while (s.seq.load(std::memory_order_acquire) != seq_word(t + 1, t, capacity)) std::this_thread::yield();
     const RingEvent e = s.event;
-    s.seq.store(seq_word(t + capacity, t, capacity), std::memory_order_release);
+    header_->consumed.store(t + 1, std::memory_order_release);
     return e;
   }
 
@@ -55,7 +57,7 @@ class TestRing {
   RingHeader* header_;
 };
 
-constexpr auto kNeverWaits = [](RingSlot*, std::uint64_t) {
+constexpr auto kNeverWaits = [](std::uint64_t) {
   ADD_FAILURE() << "a free slot was waited for";
   return false;
 };
@@ -71,8 +73,8 @@ TEST(RingNoteBlock, HeadThenDataSlotsInTicketOrder) {
   TestRing ring(64);
   const std::string payload(95, 'x');  // 40 + 40 + 15
   std::uint64_t last = 0;
-  ASSERT_TRUE(write_note_block(ring.header(), RingEventKind::NoteExec, 11, 12, 13, 7, 0, payload.data(),
-                               payload.size(), kNeverWaits, &last));
+  ASSERT_TRUE(write_note_block(ring.header(), RingEventKind::NoteExec, 11, 12, 13, 7, 0, payload.data(), payload.size(),
+                               kNeverWaits, &last));
   EXPECT_EQ(last, 3u);
   EXPECT_EQ(ring.header()->head.load(), 4u);
   const RingEvent head = ring.take(0);
@@ -116,12 +118,12 @@ TEST(RingNoteBlock, DetachedRingTakesNoTicket) {
 
 TEST(RingNoteBlock, AWaitThatGivesUpStopsTheBlockAfterSigningTheOwners) {
   TestRing ring(64);
-  ring.header()->head.store(64);  // ticket 64's slot still holds ticket 0's lap: not free
+  ring.header()->head.store(64);  // ticket 64's slot is free once ticket 0 is consumed: not yet
   std::uint64_t last = 0;
   int waits = 0;
   EXPECT_FALSE(write_note_block(
       ring.header(), RingEventKind::NoteStart, 1, 1, 5, 0, 0, nullptr, 0,
-      [&](RingSlot*, std::uint64_t t) {
+      [&](std::uint64_t t) {
         EXPECT_EQ(t, 64u);
         ++waits;
         return false;
@@ -143,8 +145,8 @@ TEST(RingNoteBlock, WaitsForTheConsumerOnASmallRing) {
       std::uint64_t last = 0;
       ASSERT_TRUE(write_note_block(
           ring.header(), RingEventKind::NoteRegionBegin, i, 0, 1, 0, 0, payload.data(), payload.size(),
-          [](RingSlot* s, std::uint64_t t) {
-            while (s->seq.load(std::memory_order_acquire) != seq_word(t, t, 64)) std::this_thread::yield();
+          [&](std::uint64_t t) {
+            while (!slot_free(ring.header(), t)) std::this_thread::yield();
             return true;
           },
           &last));

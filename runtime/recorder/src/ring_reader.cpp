@@ -102,10 +102,11 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
         out[n] = to_event(s.event);
       else if (kind != 0)
         on_note(s.event, events_ + n);
-      ring_.release(pos_);  // after the slot was read: the producer of ticket pos_ + capacity overwrites it
       ++pos_;
       n += is_event;
     }
+    // After the slots were read: the producers of tickets up to pos_ + capacity may overwrite them.
+    ring_.consumed(pos_);
     read_up_to_.store(pos_, std::memory_order_release);
     if (n != 0 || idle_rounds_ == 0) ring_.wake_waiters();
     if (n != 0) {
@@ -150,8 +151,8 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
           stacks_->on_abandoned();
         else if (lifecycle_ != nullptr)
           lifecycle_->on_abandoned(events_);
-        ring_.release(pos_);
         ++pos_;
+        ring_.consumed(pos_);
         ++abandoned_;
         ring_.wake_waiters();  // a producer may be waiting for exactly this slot's next lap
         continue;

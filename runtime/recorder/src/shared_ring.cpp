@@ -40,8 +40,9 @@ SharedRing::SharedRing(std::uint64_t slots) : slots_(slots) {
   header_->wake_futex.store(0, std::memory_order_relaxed);
   header_->detached.store(0, std::memory_order_relaxed);
   header_->control.store(0, std::memory_order_relaxed);
+  header_->consumed.store(0, std::memory_order_relaxed);  // every slot free for its first ticket
   slots_ptr_ = ring_slots(header_);
-  // The slots (each free for its first ticket: seq_word 0) and the owners array (0: unsigned) start as the
+  // The slots (none committed: seq_word 0) and the owners array (0: unsigned) start as the
   // memfd's zero pages, not written here: 5 MiB of page faults before the program starts, and a short
   // recording never touches most of them (ring.h, seq_word). Zero bytes are those atomics' values.
   owners_ = ring_owners(header_);
@@ -79,9 +80,8 @@ bool write_ring_note(RingHeader* header, RingEventKind kind, std::int32_t pid, s
   std::uint64_t last = 0;
   return write_note_block(
       header, kind, pid, tid, self, addr, flags, payload.data(), payload.size(),
-      [capacity = header->capacity](RingSlot* slot, std::uint64_t ticket) {
-        while (slot->seq.load(std::memory_order_acquire) != seq_word(ticket, ticket, capacity))
-          std::this_thread::sleep_for(std::chrono::microseconds(50));
+      [header](std::uint64_t ticket) {
+        while (!slot_free(header, ticket)) std::this_thread::sleep_for(std::chrono::microseconds(50));
         return true;
       },
       &last);

@@ -15,9 +15,9 @@ namespace memtrack::runtime {
 // capacity, recorder pid), every slot (free for its first ticket) and the owners array, before any producer
 // exists. The tracked processes find it through path(), /proc/<recorder pid>/fd/<n>; the fd is
 // close-on-exec, so the program's fd table is untouched and programs that close all their fds still attach.
-// For the reader it gives access to a ticket's slot and owner, hands slots back to the producers (release)
+// For the reader it gives access to a ticket's slot and owner, hands slots back to the producers (consumed)
 // and wakes producers sleeping on a full ring. Unmaps and closes on destruction. slot(), owner() and
-// release() belong to one consumer thread (the slot protocol has a single consumer); the recorder's main
+// consumed() belong to one consumer thread (the slot protocol has a single consumer); the recorder's main
 // thread fills in the header before the program starts, and afterwards touches only its atomics (detached)
 // and wake_waiters().
 class SharedRing {
@@ -40,10 +40,9 @@ class SharedRing {
   }
   [[nodiscard]] std::uint64_t capacity() const { return slots_; }
 
-  // Hands slot `ticket` back to the producers (for ticket + capacity).
-  void release(std::uint64_t ticket) {
-    slot(ticket).seq.store(seq_word(ticket + slots_, ticket, slots_), std::memory_order_release);
-  }
+  // Hands the slots of every ticket below `position` back to the producers (each for its ticket + capacity):
+  // RingHeader::consumed, after the slots were read.
+  void consumed(std::uint64_t position) { header_->consumed.store(position, std::memory_order_release); }
 
   // After freeing slots: wake producers sleeping on a full ring.
   void wake_waiters();

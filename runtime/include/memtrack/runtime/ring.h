@@ -3,11 +3,15 @@
 // per event from one fetch_add on `head` is the artifact's order, causal across threads and processes
 // (docs/RUNTIME.md, "Transport").
 //
-// Slot protocol (Vyukov's bounded queue, one consumer): slot i % capacity holds `seq`.
-//   seq == t            free for the producer holding ticket t
-//   seq == t + 1        committed: the event of ticket t is readable
-//   seq == t + capacity released by the consumer: free for ticket t + capacity
-// In memory the slot holds seq_word(seq): `seq` less the slot's index (below).
+// Slot protocol (after Vyukov's bounded queue, one consumer): slot t % capacity holds `seq`, and the header
+// holds `consumed`, the consumer's position.
+//   seq == t + 1                committed: the event of ticket t is readable
+//   t < consumed + capacity     the slot is free for ticket t (the consumer has read ticket t - capacity)
+// In memory the slot holds seq_word(seq): `seq` less the slot's index (below). The consumer never writes a
+// slot: it publishes `consumed` once per batch, and a producer keeps the bound it last read (a thread's
+// tickets only grow), so it reads that line about once per capacity tickets. A slot line the consumer only
+// read is clean in its cache, and the producer's next write to it costs an invalidation, not the transfer
+// of a line the other core modified (the per-slot release word this replaced: docs/RUNTIME.md, "Transport").
 // A producer whose slot is not free yet (the recorder is behind) waits: lossless backpressure.
 //
 // This header is the ABI between two binaries built separately (libmemtrack-preload.so, possibly of another
@@ -43,7 +47,9 @@ inline constexpr std::uint32_t kRingMagic = 0x4d54524bu;  // "MTRK"
 // 12: RingSlot::seq holds seq_word(seq), the sequence number less the slot's index.
 // 13: the shared unwind rules after the owner words (ring_shared_rules), 2 MiB.
 // 14: the shared unwind rules take 512 KiB.
-inline constexpr std::uint32_t kRingVersion = 15;
+// 15: RingPythonCodePayload::table_format.
+// 16: RingHeader::consumed; the consumer no longer writes a slot's seq when it has read it.
+inline constexpr std::uint32_t kRingVersion = 16;
 // 4 MiB of 64-byte slots: enough to absorb the encoder's pauses between batches, and small enough to stay
 // in L2/L3. To re-measure the choice, change this value and compare bench/record_overhead.sh runs.
 inline constexpr std::uint64_t kDefaultRingSlots = 1u << 16;
@@ -232,9 +238,9 @@ inline constexpr std::uint64_t kOwnerTicketMask = ~std::uint64_t{0} >> kOwnerTid
 }
 
 // What the slot of `ticket` holds in memory for sequence number `seq` (the protocol above): `seq` less the
-// slot's index. A new ring's slots, each free for its first ticket, are then all 0, as the memfd's pages come
-// from the kernel, so the recorder does not write (and fault in) 4 MiB of slots before the program starts,
-// and a short recording never touches the slots it does not reach (docs/RUNTIME.md, "Cost").
+// slot's index. A new ring's slots, none committed (a committed slot's word is at least 1), are then all 0,
+// as the memfd's pages come from the kernel, so the recorder does not write (and fault in) 4 MiB of slots before the
+// program starts, and a short recording never touches the slots it does not reach (docs/RUNTIME.md, "Cost").
 [[nodiscard]] inline constexpr std::uint64_t seq_word(std::uint64_t seq, std::uint64_t ticket, std::uint64_t capacity) {
   return seq - (ticket & (capacity - 1));
 }
@@ -294,6 +300,10 @@ struct alignas(64) RingHeader {
   std::atomic<std::uint32_t> wake_futex;
   std::atomic<std::uint32_t> exec_count;  // notices written so far; notice i is in exec_notices[i % 64]
   std::atomic<std::uint64_t> exec_notices[kExecNotices];
+  // The consumer's position: every ticket below it has been read, so slot t % capacity is free for ticket t
+  // when t < consumed + capacity (the slot protocol above). Written by the consumer after each batch (release:
+  // its reads of those slots happen before a producer that acquires it writes them again).
+  alignas(64) std::atomic<std::uint64_t> consumed;
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
@@ -356,6 +366,7 @@ inline constexpr std::size_t kSharedRulesBytes = std::size_t{512} << 10;
   MEMTRACK_RING_FIELD(RingHeader, wake_futex);
   MEMTRACK_RING_FIELD(RingHeader, exec_count);
   MEMTRACK_RING_FIELD(RingHeader, exec_notices);
+  MEMTRACK_RING_FIELD(RingHeader, consumed);
   add(sizeof(RingNoteData));
   MEMTRACK_RING_FIELD(RingNoteData, bytes);
   MEMTRACK_RING_FIELD(RingNoteData, kind);
@@ -393,6 +404,8 @@ inline constexpr std::size_t kSharedRulesBytes = std::size_t{512} << 10;
       return 0xff6ccd47ace27f47u;
     case 15:  // RingPythonCodePayload.table_format, a meaning: the layout of 14
       return 0xff6ccd47ace27f47u;
+    case 16:  // RingHeader::consumed
+      return 0x3ad3593ff5c9c1eeu;
     default:
       return 0;
   }
@@ -427,10 +440,17 @@ static_assert(ring_layout_fingerprint() == ring_layout_of_version(kRingVersion),
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
+// Whether the slot of `ticket` (a ticket taken and not yet committed, so at or past `consumed`) is free for it:
+// the consumer has read the ticket one lap before (the slot protocol above). Acquire: what the consumer read
+// there happens before the caller writes the slot.
+[[nodiscard]] inline bool slot_free(const RingHeader* h, std::uint64_t ticket) {
+  return ticket < h->consumed.load(std::memory_order_acquire) + h->capacity;
+}
+
 // Writes one note block ("Lifecycle notes"): 1 + k tickets in one fetch_add for `len` bytes of `payload`
 // (cut to note_max_data_slots(capacity), then flags |= kRingNoteTruncated); the head slot carries pid, tid,
 // addr, flags, the kept length (size) and k (old_addr). Every slot is signed with `owner_tid`, a thread the
-// recorder can check for life. `wait(slot, ticket)` is called when a slot is not free yet: it returns true
+// recorder can check for life. `wait(ticket)` is called when a slot is not free yet (slot_free): it returns true
 // once it is, false to give up (the ring was detached or the recorder is gone: nobody reads the rest).
 // *last_ticket is set to the block's last ticket once taken. Returns false when the ring is detached or
 // `wait` gave up.
@@ -455,9 +475,9 @@ bool write_note_block(RingHeader* h, RingEventKind kind, std::int32_t pid, std::
   for (std::uint64_t j = 0; j <= k; ++j) {
     RingSlot& slot = slots[(t + j) & (capacity - 1)];
     const std::uint64_t owner = slot_owner(t + j, owner_tid);
-    if (slot.seq.load(std::memory_order_acquire) != seq_word(t + j, t + j, capacity)) {
+    if (!slot_free(h, t + j)) {
       owners[(t + j) & (2 * capacity - 1)].store(owner, std::memory_order_release);
-      if (!wait(&slot, t + j)) return false;
+      if (!wait(t + j)) return false;
     }
     slot.owner.store(owner, std::memory_order_release);
     if (j == 0) {
