@@ -51,11 +51,9 @@ extern MEMTRACK_TLS uint64_t t_free_below;
 // another one attaching waits for it.
 void attach();
 
-// Waits until the slot of ticket `t` is free. Spins briefly (the recorder usually frees slots within
-// microseconds), then sleeps on a futex the recorder bumps after freeing slots. Returns false when the
-// process must stop recording (the ring was detached, or the recorder is gone); g_state is then kOff.
-// Waits until the slot of ticket `t` is free (runtime::slot_free): spins briefly, then sleeps on the ring's
-// futex. False when the ring was detached or the recorder died meanwhile (this image then stops recording).
+// Waits until the slot of ticket `t` is free (runtime::slot_free). Spins briefly (the recorder usually frees
+// slots within microseconds), then sleeps on a futex the recorder bumps after freeing slots. Returns false
+// when the process must stop recording (the ring was detached, or the recorder is gone); g_state is then kOff.
 bool wait_for_slot(uint64_t t);
 
 // In a child after fork or _Fork: the pid changed, and only the forking thread survives, with a new tid.
