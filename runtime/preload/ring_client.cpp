@@ -140,7 +140,7 @@ bool wait_for_slot(uint64_t ticket) {
   for (;;) {
     h->waiters.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t v = h->wake_futex.load(std::memory_order_seq_cst);
-    if (ticket < h->consumed.load(std::memory_order_seq_cst) + h->capacity) {
+    if (runtime::slot_free(h, ticket, std::memory_order_seq_cst)) {
       h->waiters.fetch_sub(1, std::memory_order_relaxed);
       return true;
     }

@@ -156,7 +156,7 @@ inline bool begin_event(Ticket& tk, bool allocation = false) {
   tk.slot = &g_slots[tk.t & g_mask];
   tk.timestamp = timestamp_now();
   if (tk.t >= t_free_below) [[unlikely]] {
-    t_free_below = g_ring->consumed.load(std::memory_order_acquire) + g_mask + 1;
+    t_free_below = runtime::free_below(g_ring);
     if (tk.t >= t_free_below) {
       // The recorder is behind: sign the owners array, where it looks while we wait (ring.h).
       g_owners[tk.t & g_owner_mask].store(owner, std::memory_order_release);

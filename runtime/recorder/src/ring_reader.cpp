@@ -90,6 +90,7 @@ bool RingReader::owner_gone(std::uint64_t ticket, std::chrono::steady_clock::dur
 std::size_t RingReader::read(std::span<codec::Event> out) {
   for (;;) {
     std::size_t n = 0;
+    const std::uint64_t from = pos_;
     while (n < out.size()) {
       RingSlot& s = ring_.slot(pos_);
       if (s.seq.load(std::memory_order_acquire) != seq_word(pos_ + 1, pos_, ring_.capacity())) break;
@@ -106,7 +107,7 @@ std::size_t RingReader::read(std::span<codec::Event> out) {
       n += is_event;
     }
     // After the slots were read: the producers of tickets up to pos_ + capacity may overwrite them.
-    ring_.consumed(pos_);
+    if (pos_ != from) ring_.consumed(pos_);
     read_up_to_.store(pos_, std::memory_order_release);
     if (n != 0 || idle_rounds_ == 0) ring_.wake_waiters();
     if (n != 0) {

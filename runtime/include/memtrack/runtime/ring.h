@@ -440,11 +440,18 @@ static_assert(ring_layout_fingerprint() == ring_layout_of_version(kRingVersion),
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
+// The tickets below this have a free slot: `consumed` + capacity (the slot protocol above). Acquire (or
+// stronger): what the consumer read in those slots happens before the caller writes them.
+[[nodiscard]] inline std::uint64_t free_below(const RingHeader* h,
+                                              std::memory_order order = std::memory_order_acquire) {
+  return h->consumed.load(order) + h->capacity;
+}
+
 // Whether the slot of `ticket` (a ticket taken and not yet committed, so at or past `consumed`) is free for it:
-// the consumer has read the ticket one lap before (the slot protocol above). Acquire: what the consumer read
-// there happens before the caller writes the slot.
-[[nodiscard]] inline bool slot_free(const RingHeader* h, std::uint64_t ticket) {
-  return ticket < h->consumed.load(std::memory_order_acquire) + h->capacity;
+// the consumer has read the ticket one lap before.
+[[nodiscard]] inline bool slot_free(const RingHeader* h, std::uint64_t ticket,
+                                    std::memory_order order = std::memory_order_acquire) {
+  return ticket < free_below(h, order);
 }
 
 // Writes one note block ("Lifecycle notes"): 1 + k tickets in one fetch_add for `len` bytes of `payload`
