@@ -54,7 +54,7 @@ constexpr const char* kHelp =
     "                      fraction of the bytes and CPU; every memtrack command reads them, CodSpeed's reader\n"
     "                      does not ('memtrack convert --to codspeed' writes what it reads)\n"
     "  --no-resident       do not sample the processes' resident memory (by default a recorder thread reads\n"
-    "                      /proc/PID/statm and status, about 1.5-3% of one core; the summary says how much,\n"
+    "                      /proc/PID/statm and status, about 1.5-4% of one core; the summary says how much,\n"
     "                      and 'memtrack stats' shows the samples)\n"
     "  --live              a full-screen live view on this terminal while CMD runs: heap now and peak, mapped\n"
     "                      and resident bytes, rates, processes, top sites (keys: l/a/c sort, p pause, tab/n/b\n"
