@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "debug_cache.h"
+#include "debuglink.h"
 #include "module_internal.h"
 
 namespace memtrack::symbolize {
@@ -21,22 +23,28 @@ bool debuginfod_configured() {
   return urls != nullptr && urls[0] != '\0';
 }
 
-// Options::debug_cache_dir of the opener whose module is being opened on this thread (ModuleOpener::open):
-// libdwfl's callbacks have no pointer of their own.
+// Options::debug_cache_dir and Options::debug_dirs of the opener whose module is being opened on this thread
+// (ModuleOpener::open): libdwfl's callbacks have no pointer of their own.
 thread_local const std::string* t_debug_cache_dir = nullptr;
+thread_local const std::vector<std::string>* t_debug_dirs = nullptr;
 
-// libdwfl's standard search (build-id under each debug root, then .gnu_debuglink next to the module and
-// under the roots) ends with a debuginfod query when DEBUGINFOD_URLS is set. Without Options::debuginfod,
-// only the local build-id search runs in that case.
+// The search for a module's separate debug file: by build-id under each debug root, then by its
+// .gnu_debuglink name (debuglink.h), both local. With `any` (Options::debuginfod) and DEBUGINFOD_URLS set,
+// libdwfl's standard search, which does the same and then asks the debuginfod servers. Without a server
+// to ask, libdwfl's search is not used: it loads the debuginfod client library anyway (debuglink.h).
 int find_debuginfo_searched(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
                             const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
                             char** debuginfo_file_name, bool any) {
-  if (any || !debuginfod_configured()) {
+  if (any && debuginfod_configured()) {
     return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
                                         debuginfo_file_name);
   }
-  return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
-                                      debuginfo_file_name);
+  const int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                              debuginfo_file_name);
+  if (fd >= 0) return fd;
+  static const std::vector<std::string> kNoRoots;
+  return find_by_debuglink(mod, file_name, debuglink_file, debuglink_crc,
+                           t_debug_dirs != nullptr ? *t_debug_dirs : kNoRoots, debuginfo_file_name);
 }
 
 // The cache first (debug_cache.h): a valid uncompressed copy of this build is returned as the debug file, and
@@ -219,11 +227,17 @@ void describe_symbols(Module& m) {
 }  // namespace
 
 void ModuleOpener::open(const ModuleRef& ref, Module& m) const {
-  // The debug file is searched for below (describe_symbols), with this opener's cache.
-  struct CacheScope {
-    explicit CacheScope(const std::string* dir) { t_debug_cache_dir = dir; }
-    ~CacheScope() { t_debug_cache_dir = nullptr; }
-  } scope(&options_.debug_cache_dir);
+  // The debug file is searched for below (describe_symbols), with this opener's cache and roots.
+  struct SearchScope {
+    explicit SearchScope(const Options& o) {
+      t_debug_cache_dir = &o.debug_cache_dir;
+      t_debug_dirs = &o.debug_dirs;
+    }
+    ~SearchScope() {
+      t_debug_cache_dir = nullptr;
+      t_debug_dirs = nullptr;
+    }
+  } scope(options_);
   ModuleInfo& info = m.info;
   info.path = ref.path;
 

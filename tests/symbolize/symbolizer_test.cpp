@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -189,6 +190,86 @@ TEST(Symbolizer, SeparateDebugFileFoundByBuildId) {
   ASSERT_EQ(result.frames.size(), 2u);
   expect_frame(result.frames[0], kLeaf, "chain_lib.cpp", marker_line("chain_lib.cpp", "leaf_call"), true);
   expect_frame(result.frames[1], kMiddle, "chain_lib.cpp", marker_line("chain_lib.cpp", "inline_site"), false);
+}
+
+// `objcopy ARGS`, asserting it ran.
+void objcopy(const std::string& args) {
+  const std::string cmd = std::string("'") + MEMTRACK_OBJCOPY + "' " + args;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// Whether the debuginfod client library is mapped in this process.
+bool debuginfod_client_loaded() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find("libdebuginfod") != std::string::npos) return true;
+  return false;
+}
+
+// A stripped module whose .gnu_debuglink names its debug file: found in the module's .debug/ directory and
+// under a debug root (<root><module dir>/<name>), with no build-id search able to find it. The search is
+// local: without a debuginfod server configured, the debuginfod client library is never loaded (libdwfl's
+// own search loads it for its last step whether or not a server is set).
+TEST(Symbolizer, SeparateDebugFileFoundByItsDebuglink) {
+  ::unsetenv("DEBUGINFOD_URLS");
+  const testing::Capture& leaf = capture("leaf");
+  TempDir work, root;
+  const fs::path module = work.path / "libmtsym_chain.so";
+  fs::copy_file(programs_dir() + "/libmtsym_chain.so.strip-all", module);
+  fs::create_directories(work.path / ".debug");
+  const fs::path beside = work.path / ".debug" / "chain.dbg";
+  fs::copy_file(programs_dir() + "/libmtsym_chain.so.debug", beside);
+  objcopy("--add-gnu-debuglink='" + beside.string() + "' '" + module.string() + "'");
+  const ModuleRef lib{module.string(), leaf.build_id};
+  {
+    Symbolizer symbolizer(no_system_debug_dirs());
+    const SymbolizedAddress result = symbolizer.symbolize_one(lib, leaf.relative(), AddressKind::return_address);
+    EXPECT_EQ(symbolizer.open(lib).debug_file, beside.string());
+    ASSERT_EQ(result.frames.size(), 2u);
+    expect_frame(result.frames[0], kLeaf, "chain_lib.cpp", marker_line("chain_lib.cpp", "leaf_call"), true);
+    expect_frame(result.frames[1], kMiddle, "chain_lib.cpp", marker_line("chain_lib.cpp", "inline_site"), false);
+  }
+  // Under a root instead.
+  const fs::path under_root = fs::path(root.path.string() + work.path.string()) / "chain.dbg";
+  fs::create_directories(under_root.parent_path());
+  fs::rename(beside, under_root);
+  {
+    Options options;
+    options.debug_dirs = {root.path.string()};
+    Symbolizer symbolizer(options);
+    const SymbolizedAddress result = symbolizer.symbolize_one(lib, leaf.relative(), AddressKind::return_address);
+    EXPECT_EQ(symbolizer.open(lib).debug_file, under_root.string());
+    EXPECT_EQ(result.frames.size(), 2u);
+  }
+  // A module with neither: no DWARF, dynsym names, and still no debuginfod client.
+  {
+    Symbolizer symbolizer(no_system_debug_dirs());
+    const ModuleRef stripped{programs_dir() + "/libmtsym_chain.so.strip-all", leaf.build_id};
+    const SymbolizedAddress result = symbolizer.symbolize_one(stripped, leaf.relative(), AddressKind::return_address);
+    EXPECT_FALSE(symbolizer.open(stripped).has_dwarf);
+    EXPECT_NE(result.source, Source::dwarf);
+  }
+  EXPECT_FALSE(debuginfod_client_loaded());
+}
+
+// The file a debuglink names is taken only if it describes the module: another build's debug file (another
+// build-id) under the same name is passed over.
+TEST(Symbolizer, DebuglinkToAnotherBuildIsNotTaken) {
+  const testing::Capture& leaf = capture("leaf");
+  TempDir work;
+  const fs::path module = work.path / "libmtsym_chain.so";
+  fs::copy_file(programs_dir() + "/libmtsym_chain.so.strip-all", module);
+  const fs::path named = work.path / "chain.dbg";
+  objcopy("--only-keep-debug '" + programs_dir() + "/libmtsym_chain_other.so' '" + named.string() + "'");
+  objcopy("--add-gnu-debuglink='" + named.string() + "' '" + module.string() + "'");
+  Symbolizer symbolizer(no_system_debug_dirs());
+  const ModuleRef lib{module.string(), leaf.build_id};
+  const SymbolizedAddress result = symbolizer.symbolize_one(lib, leaf.relative(), AddressKind::return_address);
+  const ModuleInfo& info = symbolizer.open(lib);
+  EXPECT_FALSE(info.has_dwarf);
+  EXPECT_TRUE(info.debug_file.empty()) << info.debug_file;
+  EXPECT_NE(result.source, Source::dwarf);
 }
 
 // Debian's debug files have compressed .debug sections: the first session finds the file, leaves an

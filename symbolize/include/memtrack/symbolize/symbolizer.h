@@ -117,9 +117,9 @@ struct Options {
   // (<root>/<module dir>/<debuglink>), in order, after the module's own directory and its .debug/.
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // elfutils asks debuginfod servers (over the network) when DEBUGINFOD_URLS is set and nothing local was
-  // found. Off by default: symbolizing must not stall on the network unless asked to. (While it is off and
-  // DEBUGINFOD_URLS is set, only the build-id search runs; the .gnu_debuglink search is libdwfl's standard
-  // search, which ends with the network query.)
+  // found. Off by default: symbolizing must not stall on the network unless asked to. Otherwise the search
+  // is local: by build-id under the roots above, then by the module's .gnu_debuglink name (src/debuglink.h),
+  // and the debuginfod client library is never loaded.
   bool debuginfod = false;
   // A separate debug file with compressed .debug sections (distributions' debug packages) is read, after the
   // first time, through an uncompressed copy kept here by build-id (src/debug_cache.h): libdw inflates every
