@@ -8,6 +8,9 @@
 #   bench/record_ab.sh BUILD_A BUILD_B [ROUNDS] [THREADS] [OPS_PER_THREAD]
 #   defaults:                          5        2         4000000
 #   bench/record_ab.sh BUILD_A BUILD_B ROUNDS -- CMD...
+# MEMTRACK_AB_REPEAT=N: each timed run is N recordings of CMD in a row (for a command whose recording is
+# shorter than GNU time's 10 ms resolution: `MEMTRACK_AB_REPEAT=20 bench/record_ab.sh A B 5 -- git --version`
+# measures a recording's fixed cost).
 # A build of an older commit: git worktree add /tmp/old COMMIT && cmake -S /tmp/old -B /tmp/old/build
 #   -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/old/build --target memtrack memtrack_preload
 set -euo pipefail
@@ -19,6 +22,7 @@ usage="usage: bench/record_ab.sh BUILD_A BUILD_B [ROUNDS] [THREADS] [OPS_PER_THR
 (($# >= 2)) || { echo "$usage" >&2; exit 2; }
 builds=("$(cd "$1" && pwd)" "$(cd "$2" && pwd)")
 rounds=${3:-5}
+repeat=${MEMTRACK_AB_REPEAT:-1}
 command=()
 modes=(full transport)
 if (($# >= 4)) && [[ $4 == -- ]]; then
@@ -45,14 +49,14 @@ for ((r = 1; r <= rounds; r++)); do
   for side in 0 1; do
     for mode in "${modes[@]}"; do
       discard=$([[ $mode == transport ]] && echo 1 || echo 0)
-      MEMTRACK_RECORD_DISCARD=$discard timed "${builds[$side]}/bin/memtrack" record -o "$work/a.msgpack" -- \
-        "${command[@]}" > /dev/null 2>&1
+      MEMTRACK_RECORD_DISCARD=$discard timed sh -c 'n=$1; shift; for _ in $(seq "$n"); do "$@" || exit; done' sh \
+        "$repeat" "${builds[$side]}/bin/memtrack" record -o "$work/a.msgpack" -- "${command[@]}" > /dev/null 2>&1
       echo "$side $mode $wall $cpu"
     done
   done
 done > "$work/runs"
 
-echo "$what, $rounds interleaved rounds, medians"
+echo "$what, $rounds interleaved rounds, medians$( ((repeat > 1)) && echo ", $repeat recordings per timed run")"
 echo "  A = ${builds[0]}"
 echo "  B = ${builds[1]}"
 printf '  %-10s %9s %9s %9s %9s %8s %8s\n' "" "A wall" "B wall" "A CPU" "B CPU" "B/A wall" "B/A CPU"

@@ -1,8 +1,6 @@
 #include "debuglink.h"
 
-#include <elfutils/libdwelf.h>
 #include <fcntl.h>
-#include <libelf.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -11,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+
+#include "memtrack/symbolize/symbolizer.h"
 
 namespace memtrack::symbolize {
 namespace {
@@ -30,18 +30,6 @@ bool file_crc32(int fd, GElf_Word& out) {
   }
   out = static_cast<GElf_Word>(crc);
   return true;
-}
-
-// Whether the ELF file open at `fd` has the build-id `bits[0..size)`.
-bool has_build_id(int fd, const unsigned char* bits, int size) {
-  elf_version(EV_CURRENT);
-  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-  if (elf == nullptr) return false;
-  const void* id = nullptr;
-  const ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
-  const bool same = n == size && std::memcmp(id, bits, static_cast<std::size_t>(size)) == 0;
-  elf_end(elf);
-  return same;
 }
 
 }  // namespace
@@ -76,7 +64,9 @@ int find_by_debuglink(Dwfl_Module* mod, const char* file_name, const char* debug
   const bool module_known = ::stat(file_name, &module_stat) == 0;
   const unsigned char* bits = nullptr;
   GElf_Addr vaddr = 0;
-  const int id_size = dwfl_module_build_id(mod, &bits, &vaddr);
+  BuildId module_id;
+  if (const int size = dwfl_module_build_id(mod, &bits, &vaddr); size > 0)
+    build_id_from_bytes(bits, static_cast<std::size_t>(size), module_id);
   for (const std::string& candidate : candidates) {
     const int fd = ::open(candidate.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
@@ -84,8 +74,9 @@ int find_by_debuglink(Dwfl_Module* mod, const char* file_name, const char* debug
     bool take = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
                 !(module_known && st.st_dev == module_stat.st_dev && st.st_ino == module_stat.st_ino);
     if (take) {
-      if (id_size > 0) {
-        take = has_build_id(fd, bits, id_size);
+      BuildId id;
+      if (!module_id.empty()) {
+        take = read_build_id(candidate, id) && id == module_id;
       } else if (check_crc) {
         GElf_Word file_crc = 0;
         take = file_crc32(fd, file_crc) && file_crc == crc;

@@ -3,9 +3,9 @@
 // Why not libdwfl's own search (dwfl_standard_find_debuginfo): its last step is a debuginfod query, and
 // elfutils 0.188 loads the debuginfod client library for it (dlopen of libdebuginfod, which brings libcurl,
 // GnuTLS, nettle and their initialisation) even when DEBUGINFOD_URLS is unset and no query can be made:
-// about 7 ms of every recording whose modules lack a debug file (docs/RUNTIME.md, "Call stacks"). This
-// search does the same local steps as libdwfl's and nothing else; the network stays behind
-// Options::debuginfod.
+// a fifth to a quarter of recording a short command whose modules lack a debug file (docs/RUNTIME.md,
+// "Call stacks": MEMTRACK_AB_REPEAT=20 bench/record_ab.sh). This search does the same local steps as
+// libdwfl's and nothing else; the network stays behind Options::debuginfod.
 #pragma once
 
 #include <elfutils/libdwfl.h>
