@@ -26,6 +26,12 @@ class ContextChannel {
   // frames no smaller).
   explicit ContextChannel(int level = 1) : compressor_(level) {}
 
+  // A StackNodes record that continues one of the same process still pending (its first id right after
+  // that one's last, with only other processes' StackNodes records between) is joined to it instead, up to
+  // 4,096 nodes a record: a process notes its new nodes a few at a time, and one record per note cost the
+  // recorder an allocation and a msgpack map each, and the artifact their keys (docs/FORMAT.md, "StackNodes":
+  // a record's `event` is then that of its first nodes, and the later ones are defined earlier than their note,
+  // still before any event uses them).
   void add(codec::ContextRecord record);
 
   // Writer thread: if records are pending, replaces `frame` with one context frame holding all of them (in
@@ -37,6 +43,8 @@ class ContextChannel {
   [[nodiscard]] std::size_t pending() const;
 
  private:
+  bool join_stack_nodes(codec::StackNodes& nodes);  // under mutex_: true if `nodes` went into a pending record
+
   mutable std::mutex mutex_;
   std::vector<codec::ContextRecord> pending_;
   std::vector<codec::ContextRecord> taking_;  // writer-owned: swapped with pending_ under the lock
