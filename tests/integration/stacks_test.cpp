@@ -371,9 +371,9 @@ TEST_F(StacksRecord, InASignalHandler) {
 
 TEST_F(StacksRecord, RecursionDeeperThanTheCapIsCutAndMarked) {
   const Names f = only(1007);
-  ASSERT_EQ(f.size(), 65u) << joined(f);  // the default --stack-depth 64, then the pseudo-node
-  for (std::size_t i = 0; i < 64; ++i) EXPECT_EQ(f[i], "recurse") << i;
-  EXPECT_EQ(f[64], "[truncated]");
+  ASSERT_EQ(f.size(), 129u) << joined(f);  // the default --stack-depth 128, then the pseudo-node
+  for (std::size_t i = 0; i < 128; ++i) EXPECT_EQ(f[i], "recurse") << i;
+  EXPECT_EQ(f[128], "[truncated]");
 }
 
 TEST_F(StacksRecord, AfterDlcloseAndAfterExec) {

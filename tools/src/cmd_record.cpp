@@ -42,7 +42,7 @@ constexpr const char* kHelp =
     "  --workers N         encoder threads, 0..1024 (default 0: hardware threads)\n"
     "  --level L           zstd level, -7..22 (default: -2; with --compact, 1)\n"
     "  --no-stacks         record no call stacks (the events cost what they cost without them)\n"
-    "  --stack-depth N     frames recorded per allocation, 1..256 (default 64); deeper stacks are cut and marked\n"
+    "  --stack-depth N     frames recorded per allocation, 1..256 (default 128); deeper stacks are cut and marked\n"
     "  -q, --quiet         no summary line (and no notes) on stderr; errors are still reported\n"
     "  --python-malloc     run CMD with PYTHONMALLOC=malloc: CPython's objects come from malloc. Without it they\n"
     "                      come from pymalloc, as in production, and are recorded through the interpreter's\n"

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   waitpid(child, NULL, 0);
   signal(SIGUSR1, on_signal);
   raise(SIGUSR1);
-  void* deep = recurse(100);
+  void* deep = recurse(200);
   free(p);
   free(q);
   free(r);

@@ -28,7 +28,10 @@ namespace memtrack::runtime {
 // program, and BM_Compress_Frame/level:-2 against level:-5 on the workload generator's events.
 inline constexpr int kDefaultRecordLevel = -2;
 
-inline constexpr std::uint32_t kDefaultStackDepth = 64;
+// Frames kept per stack: as deep as the unwinder's per-thread record of the last stack (docs/UNWIND.md), so
+// a stack up to that deep is kept whole and its unchanged outer part costs neither an unwind nor a lookup
+// (docs/RUNTIME.md, "Call stacks": a stack past the cap slides under it and is interned anew at every depth).
+inline constexpr std::uint32_t kDefaultStackDepth = 128;
 
 struct RecordOptions {
   std::vector<std::string> command;  // argv of the program; command[0] is looked up in PATH
