@@ -5,7 +5,7 @@
 //   - the first write to a fresh anonymous page (one page fault each);
 //   - the first write after MAP_POPULATE (what prefaulting leaves; in a VM the hypervisor's own tables);
 //   - the first write to a region with MADV_HUGEPAGE (2 MiB transparent huge pages where the kernel has them);
-// each the best of ROUNDS rounds. Then the largest distance, in ns, of 100 (TSC, CLOCK_MONOTONIC) pairs taken
+// each the best and the worst of ROUNDS rounds. Then the largest distance, in ns, of 100 (TSC, CLOCK_MONOTONIC) pairs taken
 // alternately on each allowed CPU from the line through the first CPU's first and last pair.
 // Build and run:
 //   cc -O2 bench/page_fault_cost.c -o /tmp/page_fault_cost -lm && /tmp/page_fault_cost [ROUNDS]
@@ -103,20 +103,28 @@ static void tsc_agreement(void) {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? atoi(argv[1]) : 5;
+  // The best and the worst round of each: where the hypervisor backs the guest's memory on first access and
+  // takes back what the guest frees (free page reporting, which works on free 2 MiB blocks), a huge page is
+  // cheap when it was freed moments ago and dear when it comes from a block the host took back.
   double fresh = 1e9, populated = 1e9, huge = 1e9, floor = 1e9;
+  double fresh_worst = 0, populated_worst = 0, huge_worst = 0;
   for (int r = 0; r < rounds; ++r) {
-    fresh = fmin(fresh, first_touch(0, 0));
-    populated = fmin(populated, first_touch(MAP_POPULATE, 0));
-    huge = fmin(huge, first_touch(0, 1));
+    const double f = first_touch(0, 0), m = first_touch(MAP_POPULATE, 0), h = first_touch(0, 1);
+    fresh = fmin(fresh, f);
+    populated = fmin(populated, m);
+    huge = fmin(huge, h);
+    fresh_worst = fmax(fresh_worst, f);
+    populated_worst = fmax(populated_worst, m);
+    huge_worst = fmax(huge_worst, h);
     char* p = map(0);
     touch(p);
     floor = fmin(floor, touch(p));
     munmap(p, kRegion);
   }
-  printf("per 4 KiB page, x the write to a page already touched (the floor):\n");
-  printf("  fresh anonymous page        %7.1fx\n", fresh / floor);
-  printf("  after MAP_POPULATE          %7.1fx\n", populated / floor);
-  printf("  MADV_HUGEPAGE (2 MiB pages) %7.1fx\n", huge / floor);
+  printf("per 4 KiB page, x the write to a page already touched (the floor), best and worst of %d rounds:\n", rounds);
+  printf("  fresh anonymous page        %7.1fx %7.1fx\n", fresh / floor, fresh_worst / floor);
+  printf("  after MAP_POPULATE          %7.1fx %7.1fx\n", populated / floor, populated_worst / floor);
+  printf("  MADV_HUGEPAGE (2 MiB pages) %7.1fx %7.1fx\n", huge / floor, huge_worst / floor);
 #if defined(__x86_64__)
   tsc_agreement();
 #endif
