@@ -5,8 +5,9 @@
 //   - the first write to a fresh anonymous page (one page fault each);
 //   - the first write after MAP_POPULATE (what prefaulting leaves; in a VM the hypervisor's own tables);
 //   - the first write to a region with MADV_HUGEPAGE (2 MiB transparent huge pages where the kernel has them);
-// each the best and the worst of ROUNDS rounds. Then the largest distance, in ns, of 100 (TSC, CLOCK_MONOTONIC) pairs taken
-// alternately on each allowed CPU from the line through the first CPU's first and last pair.
+// each the best and the worst of ROUNDS rounds. Then the largest distance, in ns, of 100 (TSC,
+// CLOCK_MONOTONIC) pairs taken alternately on each allowed CPU from the line through the first CPU's first and
+// last pair.
 // Build and run:
 //   cc -O2 bench/page_fault_cost.c -o /tmp/page_fault_cost -lm && /tmp/page_fault_cost [ROUNDS]
 #define _GNU_SOURCE
