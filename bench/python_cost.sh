@@ -6,7 +6,9 @@
 #   pytest  `python3 -m pytest -q -p no:cacheprovider` of bench/python/pytest_suite (10 small tests), copied
 #           to a temporary directory, with PYTHONDONTWRITEBYTECODE=1 so every run collects, rewrites and
 #           compiles alike
-# each run four ways, interleaved round by round: natively; under `memtrack record` with native-only stacks
+# each run five ways, interleaved round by round: natively; natively with PYTHONMALLOC=malloc (what the
+# program's own CPU is with the system allocator: the ratio of the two recordings below includes it); under
+# `memtrack record` with native-only stacks
 # (MEMTRACK_PYTHON_FRAMES=0 in the environment, the preload's knob for this measurement); under `memtrack
 # record` (Python frames in stacks, the default); and under `memtrack record --python-malloc` (Python frames,
 # the objects from malloc). Wall and CPU time are GNU time's, of the whole command (the recorder and the
@@ -42,7 +44,7 @@ cp -r "$here/bench/python/pytest_suite" "$work/suite"
 export PYTHONDONTWRITEBYTECODE=1
 
 if [[ ${MEMTRACK_BENCH_SMOKE:-0} == 1 ]]; then json_args=(2000 1); else json_args=(40000 3); fi
-modes=(native nopy py pymalloc)
+modes=(native nativemalloc nopy py pymalloc)
 
 # command WORKLOAD: the program's command line, into the array cmd.
 command_of() {
@@ -60,11 +62,12 @@ one() {
   local rec=("$memtrack" record -o "$work/a.mt")
   case $m in
     native) run "$name" env MEMTRACK_PYTHON_FRAMES=1 "${cmd[@]}" ;;
+    nativemalloc) run "$name" env PYTHONMALLOC=malloc "${cmd[@]}" ;;
     nopy) run "$name" env MEMTRACK_PYTHON_FRAMES=0 "${rec[@]}" -- "${cmd[@]}" ;;
     py) run "$name" "${rec[@]}" -- "${cmd[@]}" ;;
     pymalloc) run "$name" "${rec[@]}" --python-malloc -- "${cmd[@]}" ;;
   esac
-  if [[ $m != native ]]; then
+  if [[ $m != native* ]]; then
     # record's summary line: "memtrack record: N events from ..., M stack nodes, ...".
     local ev nodes
     ev=$(sed -n 's/^memtrack record: \([0-9]*\) events.*/\1/p' "$work/$name.err")
@@ -95,7 +98,7 @@ for w in "${workloads[@]}"; do
   for m in "${modes[@]}"; do
     emit "${w}_${m}_wall" "$(median < "$work/${w}_$m.times")"
     emit "${w}_${m}_cpu" "$(median < "$work/${w}_$m.cpu")"
-    if [[ $m != native ]]; then
+    if [[ $m != native* ]]; then
       emit "${w}_${m}_events" "$(median < "$work/${w}_$m.events")"
       emit "${w}_${m}_nodes" "$(median < "$work/${w}_$m.nodes")"
       emit "${w}_${m}_full" "$(sort -n "$work/${w}_$m.full" | tail -n1)"

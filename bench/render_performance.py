@@ -760,7 +760,8 @@ def render_python_cost(c, alone=None):
       f"Two workloads: bench/python/json_regex.py ({int(c['json_records']):,} records through json.dumps/loads, "
       f"re.findall and re.sub, {int(c['json_rounds'])} round{'s' if int(c['json_rounds']) != 1 else ''}) and `python3 -m pytest -q -p no:cacheprovider` "
       "of bench/python/pytest_suite (10 small tests; PYTHONDONTWRITEBYTECODE=1, so every run compiles alike). "
-      "Each natively, under `memtrack record` with native-only stacks (`MEMTRACK_PYTHON_FRAMES=0`), under "
+      "Each natively (and, where the run has it, natively with PYTHONMALLOC=malloc, the objects from the "
+      "system allocator), under `memtrack record` with native-only stacks (`MEMTRACK_PYTHON_FRAMES=0`), under "
       "`memtrack record` (Python frames in stacks, pymalloc's allocations through the allocator domains) and "
       "under `memtrack record --python-malloc` (Python frames, the objects from malloc). Wall and CPU time of "
       "the whole command (recorder and program); events and stack nodes from record's summary (the trace "
@@ -770,16 +771,19 @@ def render_python_cost(c, alone=None):
         w("")
         w(alone)
     w("")
-    labels = (("native", "native"), ("nopy", "`record`, native-only stacks"), ("py", "`record`, Python frames"),
+    labels = (("native", "native"), ("nativemalloc", "native, PYTHONMALLOC=malloc"),
+              ("nopy", "`record`, native-only stacks"), ("py", "`record`, Python frames"),
               ("pymalloc", "`record --python-malloc`, Python frames"))
     for wl, title in (("json", "JSON/regex script"), ("pytest", "`python3 -m pytest`")):
         n_wall, n_cpu = c[f"{wl}_native_wall"], c[f"{wl}_native_cpu"]
         rows_ = []
         for m, label in labels:
+            if f"{wl}_{m}_wall" not in c:
+                continue  # results of a run before the mode was added
             wall, cpu = c[f"{wl}_{m}_wall"], c[f"{wl}_{m}_cpu"]
             rows_.append([label, f"{wall:.2f} s", f"{cpu:.2f} s", xr(wall, n_wall), xr(cpu, n_cpu),
-                          "" if m == "native" else f"{int(c[f'{wl}_{m}_events']):,}",
-                          "" if m == "native" else f"{int(c[f'{wl}_{m}_nodes']):,}"
+                          "" if m.startswith("native") else f"{int(c[f'{wl}_{m}_events']):,}",
+                          "" if m.startswith("native") else f"{int(c[f'{wl}_{m}_nodes']):,}"
                           + (" (full)" if c.get(f"{wl}_{m}_full", 0) else "")])
         w(f"{title}:")
         w("")
@@ -798,12 +802,23 @@ def render_python_cost(c, alone=None):
     w("")
     mal = []
     ok_all = True
+    own = []  # where the program alone is slower with pymalloc than with malloc: what the recording adds
     for wl, name in (("json", "the JSON/regex script"), ("pytest", "pytest")):
         cpu_r = c[f"{wl}_py_cpu"] / c[f"{wl}_pymalloc_cpu"] if c[f"{wl}_pymalloc_cpu"] > 0 else 0
         ok_all = ok_all and cpu_r <= 1.0
         mal.append(f"{x(cpu_r)} on {name}")
+        native_malloc = c.get(f"{wl}_nativemalloc_cpu", 0)
+        if cpu_r > 1.0 and native_malloc > 0 and c[f"{wl}_native_cpu"] > native_malloc:
+            added_py = c[f"{wl}_py_cpu"] - c[f"{wl}_native_cpu"]
+            added_malloc = c[f"{wl}_pymalloc_cpu"] - native_malloc
+            if added_malloc > 0:
+                own.append(f"on {name} the program alone takes {x(c[f'{wl}_native_cpu'] / native_malloc)} the CPU "
+                           f"with pymalloc that it takes with PYTHONMALLOC=malloc, and what recording adds to it is "
+                           f"{x(added_py / added_malloc)} without `--python-malloc` against with it")
     w("Goal (issue 28): recording without `--python-malloc` no slower than with it (CPU time, without / with): "
-      f"{'; '.join(mal)}, {verdict(ok_all)}.")
+      f"{'; '.join(mal)}, {verdict(ok_all)}."
+      + (f" Natively, {'; '.join(own)} (the rows above: recorded minus native, each with its own allocator)."
+         if own else ""))
     w("")
     return out
 
