@@ -103,5 +103,19 @@ TEST(ContextChannel, ATakenRecordIsNeverJoinedAgain) {
   EXPECT_EQ(std::get<codec::StackNodes>(records[0]).event, 12u);
 }
 
+// A record looks back at most 16 pending records for its process's last one (context_channel.cpp): with 15
+// other processes' records between, the two notes are one record; with 16, they stay two.
+TEST(ContextChannel, NodesAreJoinedOnlyWithinTheLookBack) {
+  for (const std::uint32_t between : {15u, 16u}) {
+    ContextChannel channel;
+    channel.add(nodes(1, 10, 1, 2));
+    for (std::uint32_t k = 0; k < between; ++k) channel.add(nodes(static_cast<std::int32_t>(100 + k), 11 + k, 1, 1));
+    channel.add(nodes(1, 40, 3, 2));
+    const auto records = take(channel);
+    EXPECT_EQ(records.size(), between + (between < 16 ? 1u : 2u)) << between << " records between";
+    EXPECT_EQ(addresses_of(records, 1, 1).size(), 4u);
+  }
+}
+
 }  // namespace
 }  // namespace memtrack::pipeline

@@ -30,12 +30,12 @@ class ContextChannel {
   // that one's last, with only other processes' StackNodes records between) is joined to it instead, up to
   // 4,096 nodes a record: a process notes its new nodes a few at a time, and one record per note cost the
   // recorder an allocation and a msgpack map each, and the artifact their keys (docs/FORMAT.md, "StackNodes":
-  // a record's `event` is then that of its first nodes, and the later ones are defined earlier than their note,
-  // still before any event uses them).
+  // a record's `event` is then that of its first nodes, and the later ones are defined earlier than their own
+  // note, never later).
   void add(codec::ContextRecord record);
 
   // Writer thread: if records are pending, replaces `frame` with one context frame holding all of them (in
-  // the order they were added) and returns ok; with none pending, leaves `frame` empty. On an encoding
+  // the order they were added, a joined StackNodes record at its first note's place) and returns ok; with none pending, leaves `frame` empty. On an encoding
   // error the records are dropped and the error returned (the caller decides whether the stream goes on).
   codec::Status take_frame(std::vector<std::byte>& frame);
 
