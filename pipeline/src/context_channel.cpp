@@ -16,7 +16,7 @@ constexpr std::size_t kMaxJoinedNodes = 4096;
 
 }  // namespace
 
-bool ContextChannel::join_stack_nodes(codec::StackNodes& nodes) {
+bool ContextChannel::join_stack_nodes(const codec::StackNodes& nodes) {
   // Only across StackNodes records (other processes' trees, independent of this one): any other record
   // (a fork, an exec, a module, a resident sample) keeps its place between the nodes before and after it.
   const std::size_t stop = pending_.size() > kJoinLookBack ? pending_.size() - kJoinLookBack : 0;

@@ -35,15 +35,16 @@ class ContextChannel {
   void add(codec::ContextRecord record);
 
   // Writer thread: if records are pending, replaces `frame` with one context frame holding all of them (in
-  // the order they were added, a joined StackNodes record at its first note's place) and returns ok; with none pending, leaves `frame` empty. On an encoding
-  // error the records are dropped and the error returned (the caller decides whether the stream goes on).
+  // the order they were added, a joined StackNodes record at its first note's place) and returns ok; with
+  // none pending, leaves `frame` empty. On an encoding error the records are dropped and the error returned
+  // (the caller decides whether the stream goes on).
   codec::Status take_frame(std::vector<std::byte>& frame);
 
   // Records added so far and not yet taken.
   [[nodiscard]] std::size_t pending() const;
 
  private:
-  bool join_stack_nodes(codec::StackNodes& nodes);  // under mutex_: true if `nodes` went into a pending record
+  bool join_stack_nodes(const codec::StackNodes& nodes);  // under mutex_: true if `nodes` went into a pending record
 
   mutable std::mutex mutex_;
   std::vector<codec::ContextRecord> pending_;
