@@ -377,16 +377,17 @@ bool SiteAccumulator::has_resident_pages() const { return impl_->has_resident_pa
 std::uint64_t SiteAccumulator::events() const { return impl_->events; }
 
 SitesResult SiteAccumulator::result(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer) const {
-  return collect(order, limit, symbolizer, nullptr);
+  return collect(order, limit, symbolizer, nullptr, nullptr);
 }
 
-SitesResult SiteAccumulator::for_each_site(SiteOrder order, const ModuleSymbolizer& symbolizer,
-                                           const std::function<void(const Site&)>& sink) const {
-  return collect(order, 0, symbolizer, &sink);
+SitesResult SiteAccumulator::for_each_site(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer,
+                                           const std::function<void(const Site&)>& sink,
+                                           const SitesBegin& begin) const {
+  return collect(order, limit, symbolizer, &sink, begin ? &begin : nullptr);
 }
 
 SitesResult SiteAccumulator::collect(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer,
-                                     const std::function<void(const Site&)>* sink) const {
+                                     const std::function<void(const Site&)>* sink, const SitesBegin* begin) const {
   const Impl& d = *impl_;
   SitesResult out;
   out.has_stacks = d.has_stacks;
@@ -455,6 +456,7 @@ SitesResult SiteAccumulator::collect(SiteOrder order, std::size_t limit, const M
     for (std::size_t i = 0; i < list.size(); ++i) resolved[{module, list[i]}] = std::move(frames[i]);
   }
 
+  if (begin != nullptr) (*begin)(out, rank.size());
   for (const std::uint32_t i : rank) {
     Site site;
     site.totals = totals[i];

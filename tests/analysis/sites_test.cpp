@@ -139,6 +139,49 @@ TEST(Sites, EveryRankingHasTheHandComputedSitesAndNumbers) {
   EXPECT_EQ(s.acc.result(SiteOrder::leaked, 2).sites.size(), 2u);
 }
 
+// for_each_site hands over the sites result() lists, in its order, with its limit: `memtrack top` writes them as
+// they come. `begin` comes first with everything but the sites and their number, also when none follow.
+TEST(Sites, EachSiteInTurnIsWhatTheResultLists) {
+  Scenario s;
+  for (const SiteOrder o : {SiteOrder::peak, SiteOrder::allocated, SiteOrder::count, SiteOrder::leaked}) {
+    for (const std::size_t limit : {0u, 1u, 2u, 9u}) {
+      const SitesResult listed = s.acc.result(o, limit);
+      std::vector<std::vector<std::string>> each;
+      std::size_t announced = 99;
+      SitesResult at_begin;
+      const SitesResult summary = s.acc.for_each_site(
+          o, limit, {},
+          [&](const Site& site) {
+            EXPECT_NE(announced, 99u) << "a site before begin";
+            each.push_back(functions(site));
+          },
+          [&](const SitesResult& head, std::size_t sites) {
+            announced = sites;
+            at_begin = head;
+          });
+      std::vector<std::vector<std::string>> expected;
+      for (const Site& site : listed.sites) expected.push_back(functions(site));
+      EXPECT_EQ(each, expected) << static_cast<int>(o) << " " << limit;
+      EXPECT_EQ(announced, listed.sites.size());
+      EXPECT_TRUE(summary.sites.empty());
+      for (const SitesResult* r : std::vector<const SitesResult*>{&summary, &at_begin}) {
+        EXPECT_EQ(r->rest_sites, listed.rest_sites);
+        EXPECT_EQ(r->rest.allocated_bytes, listed.rest.allocated_bytes);
+        EXPECT_EQ(r->rest.allocations, listed.rest.allocations);
+        EXPECT_EQ(r->unknown.allocations, listed.unknown.allocations);
+        EXPECT_EQ(r->peak_bytes, listed.peak_bytes);
+      }
+    }
+  }
+  // Nothing to list: begin is still called, with 0.
+  SiteAccumulator empty;
+  std::size_t announced = 99;
+  empty.for_each_site(
+      SiteOrder::peak, 0, {}, [](const Site&) { ADD_FAILURE() << "no sites"; },
+      [&](const SitesResult&, std::size_t sites) { announced = sites; });
+  EXPECT_EQ(announced, 0u);
+}
+
 TEST(Sites, SymbolsGiveFilesLinesAndInlinedFramesModuleOffsetOtherwise) {
   Scenario s;
   const SitesResult r = s.acc.result(SiteOrder::count, 1);

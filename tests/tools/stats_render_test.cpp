@@ -183,6 +183,44 @@ TEST(StatsRender, VersionOneArtifactsSayNoContextAndCompleteFollowsTheIndex) {
   EXPECT_EQ(whole.out.find("complete: unknown"), std::string::npos) << whole.out;
 }
 
+// top writes its JSON as the sites come (TopJsonStream, taken in pieces): the pieces joined are the document
+// format_top_json writes of the whole list, and "totals" adds up the listed sites, the rest and those without a
+// stack.
+TEST(TopRender, TheJsonWrittenInPiecesIsTheWholeDocument) {
+  analysis::SitesResult result;
+  analysis::Site a, b;
+  a.totals.allocated_bytes = 100;
+  a.totals.allocations = 2;
+  analysis::SiteFrame f;
+  f.function = "f";
+  f.address = 0x10;
+  a.stack = {f};
+  b.totals.allocated_bytes = 30;
+  b.totals.allocations = 1;
+  result.sites = {a, b};
+  result.rest.allocated_bytes = 7;
+  result.rest.allocations = 5;
+  result.rest_sites = 3;
+  result.unknown.allocated_bytes = 1;
+  result.unknown.allocations = 1;
+  const std::string whole = tools::format_top_json(result, analysis::SiteOrder::allocated);
+  tools::TopJsonStream stream(analysis::SiteOrder::allocated, false);
+  std::string pieces = stream.take();
+  for (const analysis::Site& s : result.sites) {
+    stream.add(s);
+    pieces += stream.take();
+    EXPECT_EQ(stream.pending(), 0u);
+  }
+  analysis::SitesResult summary = result;
+  summary.sites.clear();
+  stream.finish(summary);
+  pieces += stream.take();
+  EXPECT_EQ(pieces, whole);
+  EXPECT_NE(whole.find("\"totals\":{\"sites\":5,\"peak_bytes\":0,\"allocated_bytes\":138,\"allocations\":9"),
+            std::string::npos)
+      << whole;
+}
+
 }  // namespace
 }  // namespace memtrack::testing
 

@@ -105,9 +105,36 @@ int run_top(int argc, char** argv) {
                  name.c_str());
     return 1;
   }
-  const analysis::SitesResult result = acc.result(order, limit, file_symbolizer());
-  const std::string text = json ? format_top_json(result, order) : format_top_table(result, order);
-  print_stdout(text);
+  // Written as the sites are resolved: `-n 0` on a recording of many deep stacks is hundreds of MB of text.
+  constexpr std::size_t kFlushBytes = 1 << 16;
+  const bool resident = acc.has_resident_pages();
+  if (json) {
+    TopJsonStream out(order, resident);
+    const analysis::SitesResult summary =
+        acc.for_each_site(order, limit, file_symbolizer(), [&](const analysis::Site& s) {
+          out.add(s);
+          if (out.pending() >= kFlushBytes) print_stdout(out.take());
+        });
+    out.finish(summary);
+    print_stdout(out.take());
+  } else {
+    std::string out;
+    std::size_t rank = 0;
+    const analysis::SitesResult summary = acc.for_each_site(
+        order, limit, file_symbolizer(),
+        [&](const analysis::Site& s) {
+          out += format_top_table_site(s, ++rank, resident);
+          if (out.size() >= kFlushBytes) {
+            print_stdout(out);
+            out.clear();
+          }
+        },
+        [&](const analysis::SitesResult& head, std::size_t sites) {
+          out += format_top_table_head(head, sites, order);
+        });
+    out += format_top_table_tail(summary);
+    print_stdout(out);
+  }
   if (!status.is_ok()) {
     std::fprintf(stderr, "memtrack top: %s\n", status.message().c_str());
     return exit_status(status);

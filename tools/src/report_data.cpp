@@ -176,7 +176,7 @@ ReportData build_report(std::span<const std::byte> file, const std::string& name
       analysis::FlameBuilder peak(FlameValue::peak), allocated(FlameValue::allocated), leaked(FlameValue::leaked);
       analysis::FlameBuilder resident(FlameValue::resident);
       const analysis::SitesResult rest =
-          sites.for_each_site(SiteOrder::allocated, symbolizer, [&](const analysis::Site& site) {
+          sites.for_each_site(SiteOrder::allocated, 0, symbolizer, [&](const analysis::Site& site) {
             ++d.sites;
             peak.add(site);
             allocated.add(site);

@@ -90,7 +90,7 @@ struct ExportSites {
   analysis::SiteOrder order = analysis::SiteOrder::allocated;
   analysis::ModuleSymbolizer symbolizer;
   [[nodiscard]] analysis::SitesResult each(const std::function<void(const analysis::Site&)>& sink) const {
-    return accumulator->for_each_site(order, symbolizer, sink);
+    return accumulator->for_each_site(order, 0, symbolizer, sink);
   }
   std::vector<codec::Module> modules;
   bool has_stacks = false;

@@ -110,25 +110,43 @@ std::string format_site_json(const Site& s) {
   return out;
 }
 
-std::string format_top_json(const SitesResult& result, SiteOrder order) {
-  std::string out;
-  JsonWriter j(out);
-  const bool resident = result.has_resident_pages;
-  j.begin_object().member("by", order_name(order)).key("sites").array(result.sites, [&](JsonWriter& w, const Site& s) {
-    write_site_json(w, s, resident);
-  });
+TopJsonStream::TopJsonStream(SiteOrder order, bool resident) : j_(out_), resident_(resident) {
+  j_.begin_object().member("by", order_name(order)).key("sites").begin_array();
+}
+
+void TopJsonStream::add(const Site& site) {
+  write_site_json(j_, site, resident_);
+  listed_ += site.totals;
+  ++sites_;
+}
+
+void TopJsonStream::finish(const SitesResult& summary) {
+  j_.end_array();
   // The listed sites + "rest" + "without_stack" = "totals", the whole artifact's (of --pid P, --region NAME).
-  j.key("rest").begin_object().member("sites", result.rest_sites);
-  write_totals(j, result.rest, resident);
-  j.end_object().key("without_stack").begin_object();
-  write_totals(j, result.unknown, resident);
-  analysis::SiteTotals all = result.rest;
-  all += result.unknown;
-  for (const Site& s : result.sites) all += s.totals;
-  j.end_object().key("totals").begin_object().member("sites", result.sites.size() + result.rest_sites);
-  write_totals(j, all, resident);
-  j.end_object().end_object();
-  return out + "\n";
+  j_.key("rest").begin_object().member("sites", summary.rest_sites);
+  write_totals(j_, summary.rest, resident_);
+  j_.end_object().key("without_stack").begin_object();
+  write_totals(j_, summary.unknown, resident_);
+  analysis::SiteTotals all = listed_;
+  all += summary.rest;
+  all += summary.unknown;
+  j_.end_object().key("totals").begin_object().member("sites", sites_ + summary.rest_sites);
+  write_totals(j_, all, resident_);
+  j_.end_object().end_object();
+  out_ += "\n";
+}
+
+std::string TopJsonStream::take() {
+  std::string text;
+  text.swap(out_);
+  return text;
+}
+
+std::string format_top_json(const SitesResult& result, SiteOrder order) {
+  TopJsonStream stream(order, result.has_resident_pages);
+  for (const Site& s : result.sites) stream.add(s);
+  stream.finish(result);
+  return stream.take();
 }
 
 std::string format_leak_sites_table(const SitesResult& leaks, std::size_t frames) {
@@ -186,43 +204,52 @@ std::string format_frame_line(const SiteFrame& f, std::size_t indent, std::size_
   return std::string(indent, ' ') + line;
 }
 
-std::string format_top_table(const SitesResult& result, SiteOrder order, std::size_t frames) {
-  std::string out;
+std::string format_top_table_head(const SitesResult& summary, std::size_t sites, SiteOrder order) {
   char line[512];
-  std::snprintf(line, sizeof line, "top %zu allocation sites by %s (peak live heap %s)\n", result.sites.size(),
-                std::string(order_name(order)).c_str(), human_bytes(result.peak_bytes).c_str());
-  out += line;
-  std::size_t rank = 0;
-  for (const Site& s : result.sites) {
-    const analysis::SiteTotals& t = s.totals;
-    std::snprintf(line, sizeof line, "#%zu  peak %s, allocated %s in %s,", ++rank, human_bytes(t.peak_bytes).c_str(),
-                  human_bytes(t.allocated_bytes).c_str(), counted(t.allocations, "allocation").c_str());
-    const std::string head = line;
-    std::snprintf(line, sizeof line, "leaked %s in %s, %" PRIu64 " temporary", human_bytes(t.leaked_bytes).c_str(),
-                  counted(t.leaked_blocks, "block").c_str(), t.temporary);
-    // One line when it fits 100 columns, else the leaks on a line of their own.
-    out += "\n" + head + (head.size() + 1 + std::strlen(line) <= 100 ? " " : "\n    ") + line + "\n";
-    // A line of its own: the numbers' line stays as it was without snapshots, within 100 columns.
-    if (result.has_resident_pages)
-      out += "    resident " + human_bytes(t.resident_bytes) + " at the highest page snapshots\n";
-    std::size_t shown = 0;
-    for (const SiteFrame& f : s.stack) {
-      if (frames != 0 && shown == frames) {
-        out += "      ... " + u64(s.stack.size() - shown) + " more frames\n";
-        break;
-      }
-      out += format_frame_line(f) + "\n";
-      ++shown;
+  std::snprintf(line, sizeof line, "top %zu allocation sites by %s (peak live heap %s)\n", sites,
+                std::string(order_name(order)).c_str(), human_bytes(summary.peak_bytes).c_str());
+  return line;
+}
+
+std::string format_top_table_site(const Site& site, std::size_t rank, bool resident, std::size_t frames) {
+  const analysis::SiteTotals& t = site.totals;
+  char line[512];
+  std::snprintf(line, sizeof line, "#%zu  peak %s, allocated %s in %s,", rank, human_bytes(t.peak_bytes).c_str(),
+                human_bytes(t.allocated_bytes).c_str(), counted(t.allocations, "allocation").c_str());
+  const std::string head = line;
+  std::snprintf(line, sizeof line, "leaked %s in %s, %" PRIu64 " temporary", human_bytes(t.leaked_bytes).c_str(),
+                counted(t.leaked_blocks, "block").c_str(), t.temporary);
+  // One line when it fits 100 columns, else the leaks on a line of their own.
+  std::string out = "\n" + head + (head.size() + 1 + std::strlen(line) <= 100 ? " " : "\n    ") + line + "\n";
+  // A line of its own: the numbers' line stays as it was without snapshots, within 100 columns.
+  if (resident) out += "    resident " + human_bytes(t.resident_bytes) + " at the highest page snapshots\n";
+  std::size_t shown = 0;
+  for (const SiteFrame& f : site.stack) {
+    if (frames != 0 && shown == frames) {
+      out += "      ... " + u64(site.stack.size() - shown) + " more frames\n";
+      break;
     }
-  }
-  if (result.unknown.allocations > 0) {
-    std::snprintf(line, sizeof line, "\nwithout a stack: %s, %s allocated, %s leaked, %s at the peak\n",
-                  counted(result.unknown.allocations, "allocation").c_str(),
-                  human_bytes(result.unknown.allocated_bytes).c_str(), human_bytes(result.unknown.leaked_bytes).c_str(),
-                  human_bytes(result.unknown.peak_bytes).c_str());
-    out += line;
+    out += format_frame_line(f) + "\n";
+    ++shown;
   }
   return out;
+}
+
+std::string format_top_table_tail(const SitesResult& summary) {
+  if (summary.unknown.allocations == 0) return {};
+  char line[512];
+  std::snprintf(line, sizeof line, "\nwithout a stack: %s, %s allocated, %s leaked, %s at the peak\n",
+                counted(summary.unknown.allocations, "allocation").c_str(),
+                human_bytes(summary.unknown.allocated_bytes).c_str(), human_bytes(summary.unknown.leaked_bytes).c_str(),
+                human_bytes(summary.unknown.peak_bytes).c_str());
+  return line;
+}
+
+std::string format_top_table(const SitesResult& result, SiteOrder order, std::size_t frames) {
+  std::string out = format_top_table_head(result, result.sites.size(), order);
+  std::size_t rank = 0;
+  for (const Site& s : result.sites) out += format_top_table_site(s, ++rank, result.has_resident_pages, frames);
+  return out + format_top_table_tail(result);
 }
 
 }  // namespace memtrack::tools

@@ -25,6 +25,29 @@ bool parse_order(std::string_view name, analysis::SiteOrder& out);
 // cap ends with a frame whose function is "[truncated]" and the rest null.
 std::string format_top_json(const analysis::SitesResult& result, analysis::SiteOrder order);
 
+// The same document written as the sites come (SiteAccumulator::for_each_site), so that it need not be held
+// whole: take() hands over what was written since the last take(), to be printed.
+class TopJsonStream {
+ public:
+  // Opens the document, up to the sites' array. `resident`: the artifact has ResidentPages records.
+  TopJsonStream(analysis::SiteOrder order, bool resident);
+  TopJsonStream(const TopJsonStream&) = delete;
+  TopJsonStream& operator=(const TopJsonStream&) = delete;
+  void add(const analysis::Site& site);
+  // Closes it: "rest", "without_stack" and "totals" from `summary` (everything but its `sites`) and the sites
+  // added.
+  void finish(const analysis::SitesResult& summary);
+  std::string take();
+  [[nodiscard]] std::size_t pending() const { return out_.size(); }
+
+ private:
+  std::string out_;
+  JsonWriter j_;
+  bool resident_;
+  analysis::SiteTotals listed_;
+  std::size_t sites_ = 0;
+};
+
 // A stack as format_top_json's "stack" array.
 std::string format_stack_json(const std::vector<analysis::SiteFrame>& stack);
 void write_stack_json(JsonWriter& j, const std::vector<analysis::SiteFrame>& stack);
@@ -41,6 +64,11 @@ std::string format_leak_sites_table(const analysis::SitesResult& leaks, std::siz
 
 // The table: one block per site, its numbers then up to `frames` frames (0: all).
 std::string format_top_table(const analysis::SitesResult& result, analysis::SiteOrder order, std::size_t frames = 12);
+// The same in pieces, for sites that come one at a time: the first line (`sites`: how many follow), one site's
+// block (`rank` from 1; `resident`: the artifact has ResidentPages records), the allocations without a stack.
+std::string format_top_table_head(const analysis::SitesResult& summary, std::size_t sites, analysis::SiteOrder order);
+std::string format_top_table_site(const analysis::Site& site, std::size_t rank, bool resident, std::size_t frames = 12);
+std::string format_top_table_tail(const analysis::SitesResult& summary);
 
 // One frame as a line: "function (file:line) in module [+0xaddress]".
 std::string format_frame(const analysis::SiteFrame& frame);

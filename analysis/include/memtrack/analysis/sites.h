@@ -138,15 +138,19 @@ class SiteAccumulator final : public ArtifactConsumer {
   // then allocations, then the order sites were first seen.
   SitesResult result(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer = {}) const;
 
-  // The same sites, all of them, each handed to `sink` as it is resolved and then dropped; the result has
-  // everything but `sites` (their count in `rest_sites` stays 0). Memory is bounded by the distinct frames,
-  // not by sites times frames (`memtrack report` builds its flame graphs this way).
-  SitesResult for_each_site(SiteOrder order, const ModuleSymbolizer& symbolizer,
-                            const std::function<void(const Site&)>& sink) const;
+  // What result() has but `sites`, given to for_each_site's `begin` with the number of sites to come.
+  using SitesBegin = std::function<void(const SitesResult& summary, std::size_t sites)>;
+
+  // The sites result() lists (the first `limit` by `order`, 0: all), each handed to `sink` as it is resolved
+  // and then dropped, in the same order; `begin`, when given, is called once before the first (also when
+  // there is none). The result has everything but `sites`. Memory is bounded by the distinct frames, not by
+  // sites times frames (`memtrack report` builds its flame graphs this way, `memtrack top` writes its output).
+  SitesResult for_each_site(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer,
+                            const std::function<void(const Site&)>& sink, const SitesBegin& begin = {}) const;
 
  private:
   SitesResult collect(SiteOrder order, std::size_t limit, const ModuleSymbolizer& symbolizer,
-                      const std::function<void(const Site&)>* sink) const;
+                      const std::function<void(const Site&)>* sink, const SitesBegin* begin) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
