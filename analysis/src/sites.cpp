@@ -419,16 +419,11 @@ SitesResult SiteAccumulator::collect(SiteOrder order, std::size_t limit, const M
   add_resident(d.resident_done);
   for (const auto& [pid, snap] : d.resident_now) add_resident(snap.by_site);
 
-  const auto metric = [&](const SiteTotals& t) { return site_measure(t, order); };
   std::vector<std::uint32_t> rank;
   for (std::uint32_t i = 0; i < totals.size(); ++i)
     if (totals[i].allocations > 0) rank.push_back(i);
-  std::stable_sort(rank.begin(), rank.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const SiteTotals &x = totals[a], &y = totals[b];
-    if (metric(x) != metric(y)) return metric(x) > metric(y);
-    if (x.allocated_bytes != y.allocated_bytes) return x.allocated_bytes > y.allocated_bytes;
-    return x.allocations > y.allocations;
-  });
+  std::stable_sort(rank.begin(), rank.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return ranks_before(totals[a], totals[b], order); });
   if (limit != 0 && rank.size() > limit) {
     for (std::size_t i = limit; i < rank.size(); ++i) out.rest += totals[rank[i]];
     out.rest_sites = rank.size() - limit;
@@ -499,6 +494,13 @@ bool marks_stacks(const codec::ContextRecord& record) {
     return true;
   const auto* info = std::get_if<codec::RecordingInfo>(&record);
   return info != nullptr && std::find(info->sections.begin(), info->sections.end(), "stacks") != info->sections.end();
+}
+
+bool ranks_before(const SiteTotals& x, const SiteTotals& y, SiteOrder order) {
+  const std::uint64_t a = site_measure(x, order), b = site_measure(y, order);
+  if (a != b) return a > b;
+  if (x.allocated_bytes != y.allocated_bytes) return x.allocated_bytes > y.allocated_bytes;
+  return x.allocations > y.allocations;
 }
 
 std::uint64_t site_measure(const SiteTotals& t, SiteOrder order) {

@@ -285,6 +285,9 @@ struct Layout {
   size_t code_name;       // .co_qualname (3.11 to 3.13), .co_name (3.10, which has no qualified name)
   size_t code_linetable;  // .co_linetable (bytes)
   size_t code_adaptive;   // .co_code_adaptive: the instructions, 2 bytes each (3.11 to 3.13)
+  size_t code_flags;      // .co_flags (int), read for shim_flags
+  int shim_flags;         // co_flags of the interpreter's own shim codes, whose frames are not shown (3.13:
+                          // CO_NO_MONITORING_EVENTS, the frame that checks what __init__ returned); 0: none
   size_t ascii_data;      // sizeof(PyASCIIObject): a compact ASCII string's characters
   size_t utf8_length;     // PyCompactUnicodeObject.utf8_length
   size_t utf8;            // .utf8 (may be null)
@@ -307,6 +310,8 @@ constexpr Layout kPy310 = {.chain = Chain::kFrameObjects,
                            .code_name = 112,
                            .code_linetable = 120,
                            .code_adaptive = 0,
+                           .code_flags = 36,
+                           .shim_flags = 0,
                            .ascii_data = 48,
                            .utf8_length = 48,
                            .utf8 = 56,
@@ -327,6 +332,8 @@ constexpr Layout kPy311 = {.chain = Chain::kIsEntry,
                            .code_name = 128,
                            .code_linetable = 136,
                            .code_adaptive = 184,
+                           .code_flags = 48,
+                           .shim_flags = 0,
                            .ascii_data = 48,
                            .utf8_length = 48,
                            .utf8 = 56,
@@ -347,6 +354,8 @@ constexpr Layout kPy312 = {.chain = Chain::kEntryFrames,
                            .code_name = 128,
                            .code_linetable = 136,
                            .code_adaptive = 192,
+                           .code_flags = 48,
+                           .shim_flags = 0,
                            .ascii_data = 40,
                            .utf8_length = 40,
                            .utf8 = 48,
@@ -367,6 +376,8 @@ constexpr Layout kPy313 = {.chain = Chain::kEntryFrames,
                            .code_name = 128,
                            .code_linetable = 136,
                            .code_adaptive = 200,
+                           .code_flags = 48,
+                           .shim_flags = 0x2000000,
                            .ascii_data = 40,
                            .utf8_length = 40,
                            .utf8 = 48,
@@ -673,19 +684,26 @@ size_t python_splice(uintptr_t* raw, size_t n, size_t cap, size_t keep, bool cut
   // The next frame of the chain into codes[np] and at[np], or false at its end (or past max_frames); sets
   // `entry` when it is the first frame of its evaluation loop.
   auto next_frame = [&](bool& entry) {
-    if (f == 0 || (f & 7) != 0 || np == max_frames) return false;
-    // 3.12, 3.13: an entry frame (the C stack's, between two evaluation loops' frames) is not a function.
-    if (L.chain == Chain::kEntryFrames && load<int8_t>(f + L.frame_owner) == py::kOwnedByCstack) {
-      f = load<uintptr_t>(f + L.frame_previous);
-      if (f == 0 || (f & 7) != 0 || load<int8_t>(f + L.frame_owner) == py::kOwnedByCstack) {
-        f = 0;  // two entry frames in a row: not a chain this reader knows
+    uintptr_t code = 0;
+    for (;;) {
+      if (f == 0 || (f & 7) != 0 || np == max_frames) return false;
+      // 3.12, 3.13: an entry frame (the C stack's, between two evaluation loops' frames) is not a function.
+      if (L.chain == Chain::kEntryFrames && load<int8_t>(f + L.frame_owner) == py::kOwnedByCstack) {
+        f = load<uintptr_t>(f + L.frame_previous);
+        if (f == 0 || (f & 7) != 0 || load<int8_t>(f + L.frame_owner) == py::kOwnedByCstack) {
+          f = 0;  // two entry frames in a row: not a chain this reader knows
+          return false;
+        }
+      }
+      code = load<uintptr_t>(f + L.frame_code);
+      if (code == 0 || (code & 7) != 0 || load<uintptr_t>(code + py::kObType) != g_frames.code_type) {
+        f = 0;  // the chain ends at the first frame that fails the check
         return false;
       }
-    }
-    const uintptr_t code = load<uintptr_t>(f + L.frame_code);
-    if (code == 0 || (code & 7) != 0 || load<uintptr_t>(code + py::kObType) != g_frames.code_type) {
-      f = 0;  // the chain ends at the first frame that fails the check
-      return false;
+      // 3.13's shim between a class's call and its __init__ is skipped. It is pushed by a call inside an
+      // evaluation loop, so it is never a loop's first frame, and the frames around it are of one loop.
+      if (L.shim_flags == 0 || (load<int>(code + L.code_flags) & L.shim_flags) == 0) break;
+      f = load<uintptr_t>(f + L.frame_previous);
     }
     intptr_t index;
     if (L.chain == Chain::kFrameObjects) {

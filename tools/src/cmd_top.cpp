@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "args.h"
 #include "artifact_command.h"
@@ -9,6 +10,7 @@
 #include "file_symbolizer.h"
 #include "io.h"
 #include "memtrack/analysis/artifact_pass.h"
+#include "memtrack/analysis/python_sites.h"
 #include "memtrack/analysis/regions.h"
 #include "memtrack/analysis/sites.h"
 #include "top_format.h"
@@ -18,7 +20,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: memtrack top FILE [--by peak|allocated|count|leaked|temporary|resident] [-n N] [--pid P]\n"
-    "                    [--region NAME] [--json]\n\n"
+    "                    [--region NAME] [--python] [--json]\n\n"
     "Ranks the allocation sites of an artifact recorded with call stacks (FILE may be - for stdin). A site\n"
     "is a distinct call stack (the same code path in several processes is one site).\n\n"
     "  --by peak       bytes the site held live at the moment of the peak of the live heap (default)\n"
@@ -33,6 +35,9 @@ constexpr const char* kHelp =
     "  --pid P         only the allocations of process P (peak: P's own peak)\n"
     "  --region NAME   only the allocations made in region NAME (memtrack/control.h; every occurrence): peak\n"
     "                  and leaked are of the region's own blocks, over their whole lives (stats --help)\n"
+    "  --python        sites by their Python frames alone (function, file, line): the sites whose Python\n"
+    "                  frames are the same are one, their numbers added; a site without any is one whose stack\n"
+    "                  is \"[no Python frame]\" (docs/RUNTIME.md, \"Python programs\")\n"
     "  --json          {\"by\", \"sites\": [{\"stack\": [{\"function\", \"module\", \"file\", \"line\",\n"
     "                  \"address\"}...], \"peak_bytes\", \"allocated_bytes\", \"allocations\", \"leaked_bytes\",\n"
     "                  \"leaked_blocks\", \"temporary\", \"resident_bytes\" (only with page snapshots)}...],\n"
@@ -54,6 +59,7 @@ int run_top(int argc, char** argv) {
     return 0;
   }
   const bool json = args.flag("json");
+  const bool python = args.flag("python");
   analysis::SiteOrder order = analysis::SiteOrder::peak;
   if (const auto by = args.value("by"); by && !parse_order(*by, order))
     throw UsageError("--by '" + *by + "': expected peak, allocated, count, leaked, temporary or resident");
@@ -108,7 +114,21 @@ int run_top(int argc, char** argv) {
   // Written as the sites are resolved: `-n 0` on a recording of many deep stacks is hundreds of MB of text.
   constexpr std::size_t kFlushBytes = 1 << 16;
   const bool resident = acc.has_resident_pages();
-  if (json) {
+  if (python) {
+    // The merged sites are few (one per distinct Python stack): ranked whole, then printed.
+    analysis::PythonSites merged;
+    analysis::SitesResult summary =
+        acc.for_each_site(order, 0, file_symbolizer(), [&](const analysis::Site& s) { merged.add(s); });
+    if (!merged.any_python_frame()) {
+      std::fprintf(stderr,
+                   "memtrack top: %s has no Python frames (not a Python program, or not a CPython version "
+                   "whose frames memtrack reads: docs/RUNTIME.md, \"Python programs\")\n",
+                   name.c_str());
+      return 1;
+    }
+    const analysis::SitesResult result = merged.result(order, limit, std::move(summary));
+    print_stdout(json ? format_top_json(result, order) : format_top_table(result, order));
+  } else if (json) {
     TopJsonStream out(order, resident);
     const analysis::SitesResult summary =
         acc.for_each_site(order, limit, file_symbolizer(), [&](const analysis::Site& s) {

@@ -95,6 +95,9 @@ enum class SiteOrder { peak, allocated, count, leaked, temporary, resident };
 // A site's measure for `order` (peak_bytes, allocated_bytes, allocations, leaked_bytes, temporary,
 // resident_bytes).
 [[nodiscard]] std::uint64_t site_measure(const SiteTotals& totals, SiteOrder order);
+// Whether a site with `x` ranks before one with `y` by `order`: the greater measure, then the more allocated
+// bytes, then the more allocations (a stable sort keeps ties in the order the sites were first seen).
+[[nodiscard]] bool ranks_before(const SiteTotals& x, const SiteTotals& y, SiteOrder order);
 
 // Symbolizes module-relative return addresses of one module when the artifact has no Symbols record for it:
 // fills `out` (one entry per address, innermost frame first; empty: nothing known). The tool's
