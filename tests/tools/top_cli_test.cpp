@@ -221,6 +221,15 @@ TEST(Top, WithoutStacksSaysSo) {
   EXPECT_NE(r.err.find("has no call stacks"), std::string::npos) << r.err;
 }
 
+// --python on a recording without Python frames: one line saying so, exit 1, nothing on stdout.
+TEST(Top, PythonWithoutPythonFramesSaysSo) {
+  const std::string art = symbols_artifact();
+  const RunResult r = run(mt() + " top " + art + " --python");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("memtrack top: " + art + " has no Python frames"), std::string::npos) << r.err;
+}
+
 TEST(Top, StatsListsTheTopLeakSitesOnlyWithStacks) {
   const std::string file = symbols_artifact();
   const auto table = run(mt() + " stats " + file);

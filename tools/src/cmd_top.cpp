@@ -120,6 +120,10 @@ int run_top(int argc, char** argv) {
     analysis::SitesResult summary =
         acc.for_each_site(order, 0, file_symbolizer(), [&](const analysis::Site& s) { merged.add(s); });
     if (!merged.any_python_frame()) {
+      if (!status.is_ok()) {
+        std::fprintf(stderr, "memtrack top: %s\n", status.message().c_str());
+        return exit_status(status);
+      }
       std::fprintf(stderr,
                    "memtrack top: %s has no Python frames (not a Python program, or not a CPython version "
                    "whose frames memtrack reads: docs/RUNTIME.md, \"Python programs\")\n",
