@@ -7,10 +7,10 @@ namespace memtrack::analysis {
 
 bool is_python_frame(const SiteFrame& frame) { return !frame.truncated_marker && frame.module == kPythonModule; }
 
-void PythonSites::add(const Site& site) {
-  std::vector<SiteFrame> stack;
-  std::string key;
-  for (const SiteFrame& f : site.stack) {
+std::vector<SiteFrame> python_stack(const std::vector<SiteFrame>& stack) {
+  std::vector<SiteFrame> out;
+  bool python = false;
+  for (const SiteFrame& f : stack) {
     if (!is_python_frame(f) && !f.truncated_marker) continue;
     SiteFrame kept;
     kept.truncated_marker = f.truncated_marker;
@@ -19,20 +19,30 @@ void PythonSites::add(const Site& site) {
       kept.module = f.module;
       kept.file = f.file;
       kept.line = f.line;
+      python = true;
     }
-    // Function, file and line, each ended by a byte no name holds; the marker as an empty triple with "*".
-    key +=
-        kept.truncated_marker ? std::string("*") : kept.function + '\0' + kept.file + '\0' + std::to_string(kept.line);
-    key += '\1';
-    stack.push_back(std::move(kept));
+    out.push_back(std::move(kept));
   }
-  const bool python = std::any_of(stack.begin(), stack.end(), [](const SiteFrame& f) { return !f.truncated_marker; });
-  any_python_ = any_python_ || python;
   if (!python) {
     SiteFrame none;
     none.function = kNoPythonFrame;
-    stack.assign(1, std::move(none));
-    key = kNoPythonFrame;
+    out.assign(1, std::move(none));
+  }
+  return out;
+}
+
+bool has_python_frames(const std::vector<SiteFrame>& reduced) {
+  return !(reduced.size() == 1 && reduced[0].function == kNoPythonFrame && reduced[0].module.empty());
+}
+
+void PythonSites::add(const Site& site) {
+  std::vector<SiteFrame> stack = python_stack(site.stack);
+  any_python_ = any_python_ || has_python_frames(stack);
+  // Function, file and line of each frame, each ended by a byte no name holds; the marker as "*".
+  std::string key;
+  for (const SiteFrame& f : stack) {
+    key += f.truncated_marker ? std::string("*") : f.function + '\0' + f.file + '\0' + std::to_string(f.line);
+    key += '\1';
   }
   const auto [it, inserted] = index_.try_emplace(std::move(key), sites_.size());
   if (inserted) {

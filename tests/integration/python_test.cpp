@@ -232,6 +232,13 @@ TEST_P(PythonFrames, FramesNameTheScriptsFunctionsAndLines) {
   }
   EXPECT_EQ(frames, (std::vector<std::string>{shown("Item.__init__"), "build_index", "main", "<module>"})) << py.out;
   EXPECT_GE(count, 100'000u) << py.out;
+  // export --python: the flame graph's stacks of Python functions alone, outermost first.
+  const RunResult folded =
+      run(memtrack_bin() + " export '" + (dir / "i.art").string() + "' --format folded --python --by count");
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  EXPECT_NE(("\n" + folded.out).find("\n<module>;main;build_index;" + shown("Item.__init__") + " "), std::string::npos)
+      << folded.out.substr(0, 4000);
+  EXPECT_EQ(folded.out.find("PyEval_EvalCode"), std::string::npos) << folded.out.substr(0, 4000);
 }
 
 // The same script traced by tracemalloc (the standard library's tracer, in a run of its own, without

@@ -11,13 +11,15 @@
 #include "export_format.h"
 #include "file_symbolizer.h"
 #include "io.h"
+#include "memtrack/analysis/python_sites.h"
 #include "report_data.h"
 
 namespace memtrack::tools {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: memtrack export FILE --format folded|pprof [--by peak|allocated|count|leaked] [--pid P] [-o OUT]\n\n"
+    "usage: memtrack export FILE --format folded|pprof [--by peak|allocated|count|leaked] [--pid P] [--python]\n"
+    "                       [-o OUT]\n\n"
     "Writes the allocation sites of an artifact recorded with call stacks for other viewers:\n"
     "  --format folded  collapsed stacks, one line per stack: 'outermost;...;innermost VALUE'\n"
     "                   (flamegraph.pl, inferno, speedscope)\n"
@@ -30,6 +32,8 @@ constexpr const char* kHelp =
     "  --by leaked      bytes still live at the end\n"
     "                   (folded: the VALUE; pprof: the default sample type, all types are in the file)\n"
     "  --pid P          only the allocations of process P\n"
+    "  --python         each stack reduced to its Python frames (function, file, line), as top --python;\n"
+    "                   a stack without any is \"[no Python frame]\"\n"
     "  -o, --output OUT where to write (default: - for stdout)\n";
 
 }  // namespace
@@ -44,6 +48,7 @@ int run_export(int argc, char** argv) {
   if (!format) throw UsageError("missing --format folded|pprof");
   if (*format != "folded" && *format != "pprof")
     throw UsageError("--format '" + *format + "': expected folded or pprof");
+  const bool python = args.flag("python");
   analysis::FlameValue value = analysis::FlameValue::peak;
   analysis::SiteOrder order = analysis::SiteOrder::peak;
   if (const auto by = args.value("by")) {
@@ -84,11 +89,30 @@ int run_export(int argc, char** argv) {
     return 1;
   }
   std::string bytes;
-  const SiteSource each = [&sites](const std::function<void(const analysis::Site&)>& sink) { return sites.each(sink); };
+  bool any_python = false;
+  const SiteSource each = [&](const std::function<void(const analysis::Site&)>& sink) {
+    if (!python) return sites.each(sink);
+    return sites.each([&](const analysis::Site& s) {
+      const analysis::Site reduced{analysis::python_stack(s.stack), s.totals};
+      any_python = any_python || analysis::has_python_frames(reduced.stack);
+      sink(reduced);
+    });
+  };
   if (*format == "folded") {
     bytes = format_folded(each, value);
   } else if (const codec::Status s = format_pprof(each, sites.modules, value, bytes); !s) {
     std::fprintf(stderr, "memtrack export: %s: %s\n", a.name.c_str(), s.message().c_str());
+    return 1;
+  }
+  if (python && !any_python) {
+    if (!sites.status.is_ok()) {
+      std::fprintf(stderr, "memtrack export: %s\n", sites.status.message().c_str());
+      return exit_status(sites.status);
+    }
+    std::fprintf(stderr,
+                 "memtrack export: %s has no Python frames (not a Python program, or not a CPython version whose "
+                 "frames memtrack reads: docs/RUNTIME.md, \"Python programs\")\n",
+                 a.name.c_str());
     return 1;
   }
   if (const codec::Status written = write_output(a.output, std::move(bytes)); !written) {

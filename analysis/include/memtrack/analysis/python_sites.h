@@ -29,6 +29,12 @@ inline constexpr const char* kNoPythonFrame = "[no Python frame]";
 
 [[nodiscard]] bool is_python_frame(const SiteFrame& frame);
 
+// A stack reduced to its Python frames as above (function, module, file, line; the depth marker kept), or to
+// the one frame kNoPythonFrame when it has none. `memtrack export --python` writes sites with these stacks.
+[[nodiscard]] std::vector<SiteFrame> python_stack(const std::vector<SiteFrame>& stack);
+// Whether a reduced stack is of Python frames (not the kNoPythonFrame one).
+[[nodiscard]] bool has_python_frames(const std::vector<SiteFrame>& reduced);
+
 class PythonSites {
  public:
   // Sites as SiteAccumulator::for_each_site hands them over (ranked by the order result() will be asked for,
