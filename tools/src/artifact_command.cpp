@@ -1,5 +1,8 @@
 #include "artifact_command.h"
 
+#include <cstdio>
+
+#include "commands.h"
 #include "io.h"
 #include "output_checks.h"
 
@@ -37,6 +40,15 @@ void ProcessList::add_context(const codec::ContextRecord& r) {
 
 void ProcessList::add(std::span<const codec::Event> events) {
   for (const codec::Event& e : events) pids_.insert(e.pid);
+}
+
+int refuse_lacking(const char* command, const std::string& name, const codec::Status& status, const char* lack) {
+  if (!status.is_ok()) {
+    std::fprintf(stderr, "memtrack %s: %s\n", command, status.message().c_str());
+    return exit_status(status);
+  }
+  std::fprintf(stderr, "memtrack %s: %s%s\n", command, name.c_str(), lack);
+  return 1;
 }
 
 std::string missing_process(const ArtifactArgs& a, const std::set<std::int32_t>& processes) {

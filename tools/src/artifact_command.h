@@ -69,6 +69,18 @@ class ProcessList final : public analysis::ArtifactConsumer {
 // empty otherwise.
 std::string missing_process(const ArtifactArgs& a, const std::set<std::int32_t>& processes);
 
+// A command that cannot go on because the artifact lacks what it needs: prints "memtrack COMMAND: " and the
+// artifact's damage when `status` has one (what is missing may be past the cut), else `name` followed by
+// `lack`; returns the exit status (the damage's, else 1).
+int refuse_lacking(const char* command, const std::string& name, const codec::Status& status, const char* lack);
+
+// refuse_lacking's `lack` for each command that needs call stacks, and for their --python.
+inline constexpr const char* kLacksStacks =
+    " has no call stacks (recorded with --no-stacks, or by a writer without them)";
+inline constexpr const char* kLacksPythonFrames =
+    " has no Python frames (not a Python program, or not a CPython version whose frames memtrack reads: "
+    "docs/RUNTIME.md, \"Python programs\")";
+
 // Writes `bytes` to `output` ("-": stdout) in one go; the status names the output on failure.
 codec::Status write_output(const std::string& output, std::string bytes);
 

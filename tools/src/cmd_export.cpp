@@ -78,16 +78,7 @@ int run_export(int argc, char** argv) {
     std::fprintf(stderr, "memtrack export: %s\n", missing.c_str());
     return 2;
   }
-  if (!sites.has_stacks) {
-    if (!sites.status.is_ok()) {
-      std::fprintf(stderr, "memtrack export: %s\n", sites.status.message().c_str());
-      return exit_status(sites.status);
-    }
-    std::fprintf(stderr,
-                 "memtrack export: %s has no call stacks (recorded with --no-stacks, or by a writer without them)\n",
-                 a.name.c_str());
-    return 1;
-  }
+  if (!sites.has_stacks) return refuse_lacking("export", a.name, sites.status, kLacksStacks);
   std::string bytes;
   bool any_python = false;
   const SiteSource each = [&](const std::function<void(const analysis::Site&)>& sink) {
@@ -104,17 +95,7 @@ int run_export(int argc, char** argv) {
     std::fprintf(stderr, "memtrack export: %s: %s\n", a.name.c_str(), s.message().c_str());
     return 1;
   }
-  if (python && !any_python) {
-    if (!sites.status.is_ok()) {
-      std::fprintf(stderr, "memtrack export: %s\n", sites.status.message().c_str());
-      return exit_status(sites.status);
-    }
-    std::fprintf(stderr,
-                 "memtrack export: %s has no Python frames (not a Python program, or not a CPython version whose "
-                 "frames memtrack reads: docs/RUNTIME.md, \"Python programs\")\n",
-                 a.name.c_str());
-    return 1;
-  }
+  if (python && !any_python) return refuse_lacking("export", a.name, sites.status, kLacksPythonFrames);
   if (const codec::Status written = write_output(a.output, std::move(bytes)); !written) {
     std::fprintf(stderr, "memtrack export: %s\n", written.message().c_str());
     return 1;

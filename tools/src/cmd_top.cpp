@@ -90,27 +90,12 @@ int run_top(int argc, char** argv) {
     std::fprintf(stderr, "memtrack top: %s\n", missing.c_str());
     return 2;
   }
-  if (!acc.has_stacks()) {
-    if (!status.is_ok()) {
-      std::fprintf(stderr, "memtrack top: %s\n", status.message().c_str());
-      return exit_status(status);
-    }
-    std::fprintf(stderr,
-                 "memtrack top: %s has no call stacks (recorded with --no-stacks, or by a writer without them)\n",
-                 name.c_str());
-    return 1;
-  }
-  if (order == analysis::SiteOrder::resident && !acc.has_resident_pages()) {
-    if (!status.is_ok()) {
-      std::fprintf(stderr, "memtrack top: %s\n", status.message().c_str());
-      return exit_status(status);
-    }
-    std::fprintf(stderr,
-                 "memtrack top: %s: resident per site not recorded (no ResidentPages snapshot: recorded with "
-                 "--no-resident, by an older memtrack, or no process's resident memory grew enough to take one)\n",
-                 name.c_str());
-    return 1;
-  }
+  if (!acc.has_stacks()) return refuse_lacking("top", name, status, kLacksStacks);
+  if (order == analysis::SiteOrder::resident && !acc.has_resident_pages())
+    return refuse_lacking("top", name, status,
+                          ": resident per site not recorded (no ResidentPages snapshot: recorded with "
+                          "--no-resident, by an older memtrack, or no process's resident memory grew enough to "
+                          "take one)");
   // Written as the sites are resolved: `-n 0` on a recording of many deep stacks is hundreds of MB of text.
   constexpr std::size_t kFlushBytes = 1 << 16;
   const bool resident = acc.has_resident_pages();
@@ -119,17 +104,7 @@ int run_top(int argc, char** argv) {
     analysis::PythonSites merged;
     analysis::SitesResult summary =
         acc.for_each_site(order, 0, file_symbolizer(), [&](const analysis::Site& s) { merged.add(s); });
-    if (!merged.any_python_frame()) {
-      if (!status.is_ok()) {
-        std::fprintf(stderr, "memtrack top: %s\n", status.message().c_str());
-        return exit_status(status);
-      }
-      std::fprintf(stderr,
-                   "memtrack top: %s has no Python frames (not a Python program, or not a CPython version "
-                   "whose frames memtrack reads: docs/RUNTIME.md, \"Python programs\")\n",
-                   name.c_str());
-      return 1;
-    }
+    if (!merged.any_python_frame()) return refuse_lacking("top", name, status, kLacksPythonFrames);
     const analysis::SitesResult result = merged.result(order, limit, std::move(summary));
     print_stdout(json ? format_top_json(result, order) : format_top_table(result, order));
   } else if (json) {
